@@ -1,0 +1,51 @@
+# gspmd's two commands (see README.md):
+#   make demo   build, then run the example pipeline
+#   make test   build, then run the test suite (plain build and ASan+UBSan build)
+# Both first make sure the Debian packages gspmd needs are installed (apt-get, as root).
+
+PACKAGES := cmake make gcc pkg-config python3 libopenblas-dev libcjson-dev libcmocka-dev \
+            libopenmpi-dev openmpi-bin
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build test test-fast demo clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "gspmd: installing$$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	      { apt-get update >/dev/null && apt-get install -y --no-install-recommends $$missing; } || exit 1; \
+	  else \
+	    echo "gspmd: missing Debian packages:$$missing"; \
+	    echo "gspmd: install them with: sudo apt-get install$$missing"; exit 1; \
+	  fi; \
+	fi
+
+build:
+	@cmake -S . -B $(BUILD) -DGSPMD_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cmake -S . -B $(ASAN_BUILD) -DGSPMD_WERROR=ON -DGSPMD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE nosan
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: deps build
+	@./examples/demo.sh $(BUILD)/gspmd
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,116 @@
+/*
+ * gspmd/interp.h — tensor values and the reference interpreter.
+ *
+ * gs_value is a runtime tensor: an array (malloc'd data in row-major order, elements stored as in
+ * numeric.h) or a tuple of values. Values are reference counted (single-threaded: each device
+ * thread has its own), so tuples and get-tuple-element share data instead of copying.
+ *
+ * The interpreter runs any module on one device with XLA's semantics: dot and convolution go
+ * through OpenBLAS, f16/bf16 compute in f32 and round like XLA, integers wrap, reductions run in
+ * a fixed order (results are deterministic). A gs_interp_env says which device it is (partition
+ * and replica id) and how to run collectives; with no collective hooks, collectives on a single
+ * device behave as XLA's do on one device (identity), and fail clearly otherwise.
+ */
+#ifndef GSPMD_INTERP_H
+#define GSPMD_INTERP_H
+
+#include "gspmd/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ values */
+
+typedef struct gs_value gs_value;
+struct gs_value {
+    gs_type type;               /* element type, GS_TUPLE or GS_TOKEN */
+    int rank;                   /* arrays: number of dims */
+    int64_t dims[GS_MAX_RANK];  /* arrays: dim sizes */
+    int64_t n;                  /* arrays: number of elements */
+    void *data;                 /* arrays: n * gs_type_size(type) bytes (malloc), never NULL */
+    int n_tuple;                /* tuples: number of elements */
+    gs_value **tuple;           /* tuples: elements (each holds a reference) */
+    int refs;                   /* reference count */
+};
+
+/* A new zero-filled array value. NULL on allocation failure. */
+gs_value *gs_value_new_array(gs_type type, int rank, const int64_t *dims);
+/* A new tuple taking over one reference to each element. NULL on failure (the references are
+ * then released). */
+gs_value *gs_value_new_tuple(int n, gs_value **elems);
+gs_value *gs_value_new_token(void);
+/* A zero-filled value of a shape (tuples recursively). */
+gs_value *gs_value_from_shape(const gs_shape *s);
+/* Adds a reference; returns v. */
+gs_value *gs_value_ref(gs_value *v);
+/* Drops a reference, freeing at zero. NULL is ignored. */
+void gs_value_free(gs_value *v);
+/* A deep copy (new data). */
+gs_value *gs_value_copy(const gs_value *v);
+/* Number of bytes of array data. */
+size_t gs_value_bytes(const gs_value *v);
+/* Does v have the element type and dims of array shape s (or the structure of tuple s)? */
+bool gs_value_matches(const gs_value *v, const gs_shape *s);
+/* The array leaves of v, depth first. *leaves is malloc'd (free it); each entry is borrowed. */
+gs_status gs_value_leaves(gs_value *v, gs_value ***leaves, int *n);
+/* Text like f32[2,3] for messages (buf of at least 64 bytes recommended). */
+void gs_value_shape_str(const gs_value *v, char *buf, size_t size);
+
+/* ------------------------------------------------------------------ environment */
+
+typedef struct gs_interp_env gs_interp_env;
+
+/* How collectives run: filled by the runtime (one device per thread or MPI rank). */
+typedef struct gs_collectives {
+    /* Executes collective instruction `in` on this device with its operand values; returns the
+     * result in *out (a new reference). */
+    gs_status (*execute)(void *ctx, const gs_instr *in, gs_value *const *operands, int n_operands,
+                         gs_value **out, gs_diags *d);
+    void *ctx;
+} gs_collectives;
+
+struct gs_interp_env {
+    int64_t partition_id;             /* partition-id() */
+    int64_t replica_id;               /* replica-id() */
+    int64_t num_partitions;           /* devices the program runs on (1 for the interpreter) */
+    const gs_collectives *collectives; /* NULL: single-device collective semantics */
+    uint64_t rng_seed;                /* seed of rng / rng-get-and-update-state */
+    const char *device_label;         /* prefix for error messages ("device 3"), or NULL */
+};
+
+/* ------------------------------------------------------------------ running */
+
+/* Evaluates the entry computation of m on args (one per entry parameter, borrowed). *result is a
+ * new reference. Errors name the instruction and point at its source line. */
+gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
+                         int n_args, gs_value **result, gs_diags *d);
+
+/* Named inputs from the command line: NAME=FILE.npy pairs. Zero-initialise. */
+typedef struct gs_interp_inputs {
+    int n;
+    char **names;
+    char **paths;
+} gs_interp_inputs;
+
+gs_status gs_interp_inputs_add(gs_interp_inputs *in, const char *name, size_t name_len,
+                               const char *path);
+void gs_interp_inputs_free(gs_interp_inputs *in);
+
+/* Builds the entry arguments: parameters named in `inputs` are read from .npy (checked against the
+ * parameter's type and shape; bf16 from float32), others get seeded random values (floats
+ * uniform in [-1,1), signed ints in [-8,8), unsigned in [0,16), preds fair coins; parameter i is
+ * seeded from (seed, i)). An input naming no parameter is an error. *args is malloc'd. */
+gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                              gs_value ***args, int *n_args, gs_diags *d);
+/* A seeded random value of shape s (as above). */
+gs_value *gs_random_value(const gs_shape *s, uint64_t seed);
+
+/* make_args + eval + leaves: the outputs' array leaves as new references in *outs (malloc'd). */
+gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                              gs_value ***outs, int *n_outs, gs_diags *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GSPMD_INTERP_H */

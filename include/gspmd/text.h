@@ -1,0 +1,42 @@
+/*
+ * gspmd/text.h — XLA HLO text: the parser and the canonical printer.
+ *
+ * The parser reads everything XLA's HloModule::ToString prints and what real JAX dumps contain
+ * (module header attributes, stack-frame tables, long and short computation headers, optional
+ * `%`, typed operands, comments, every attribute of the ops in ops.def; attributes it does not
+ * decode are kept as text). The printer writes XLA's canonical form; printing is a fixed point:
+ * print(parse(print(m))) == print(m).
+ */
+#ifndef GSPMD_TEXT_H
+#define GSPMD_TEXT_H
+
+#include "gspmd/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Knobs for gs_parse_module_ex. Zero-initialise for the defaults. */
+typedef struct gs_parse_options {
+    long fail_alloc_at; /* fault injection: fail the module arena's k-th allocation (0 = never) */
+} gs_parse_options;
+
+/* Parses src into a new module. On error returns NULL and appends located diagnostics
+ * (`FILE:LINE:COL: error: ...`) to d. The module keeps a pointer to src (for spans): src must
+ * outlive it. The caller frees the module with gs_module_free. */
+gs_module *gs_parse_module(const gs_source *src, gs_diags *d);
+gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts, gs_diags *d);
+
+/* Appends the canonical text of the module / one instruction / one computation to sb. */
+void gs_print_module(gs_sb *sb, const gs_module *m);
+void gs_print_computation(gs_sb *sb, const gs_computation *c);
+void gs_print_instr(gs_sb *sb, const gs_instr *in);
+/* Appends one attribute's value text (what follows `name=`). */
+void gs_print_attr_value(gs_sb *sb, const gs_attr *a);
+/* The module's text as a malloc'd string (NULL on allocation failure). */
+char *gs_module_to_string(const gs_module *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GSPMD_TEXT_H */

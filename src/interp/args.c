@@ -1,0 +1,154 @@
+/*
+ * args.c — entry arguments for a run: .npy inputs by parameter name, seeded random values for
+ * the rest, and gs_interp_run_entry which ties arguments, evaluation and output leaves together.
+ */
+#include "gspmd/npy.h"
+#include "gspmd/numeric.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+gs_status gs_interp_inputs_add(gs_interp_inputs *in, const char *name, size_t name_len,
+                               const char *path) {
+    char **names = realloc(in->names, sizeof *names * (size_t)(in->n + 1));
+    if (!names) return GS_ERR;
+    in->names = names;
+    char **paths = realloc(in->paths, sizeof *paths * (size_t)(in->n + 1));
+    if (!paths) return GS_ERR;
+    in->paths = paths;
+    char *nm = malloc(name_len + 1), *pt = strdup(path);
+    if (!nm || !pt) {
+        free(nm);
+        free(pt);
+        return GS_ERR;
+    }
+    memcpy(nm, name, name_len);
+    nm[name_len] = 0;
+    in->names[in->n] = nm;
+    in->paths[in->n] = pt;
+    in->n++;
+    return GS_OK;
+}
+
+void gs_interp_inputs_free(gs_interp_inputs *in) {
+    for (int i = 0; i < in->n; i++) {
+        free(in->names[i]);
+        free(in->paths[i]);
+    }
+    free(in->names);
+    free(in->paths);
+    memset(in, 0, sizeof *in);
+}
+
+/* splitmix64: a small, well-mixed generator; one stream per parameter. */
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+gs_value *gs_random_value(const gs_shape *s, uint64_t seed) {
+    if (s->type == GS_TUPLE) {
+        gs_value **elems = calloc((size_t)(s->n_tuple ? s->n_tuple : 1), sizeof *elems);
+        if (!elems) return NULL;
+        for (int i = 0; i < s->n_tuple; i++) {
+            elems[i] = gs_random_value(s->tuple[i], seed * 31 + (uint64_t)i + 1);
+            if (!elems[i]) {
+                for (int j = 0; j < i; j++) gs_value_free(elems[j]);
+                free(elems);
+                return NULL;
+            }
+        }
+        gs_value *t = gs_value_new_tuple(s->n_tuple, elems);
+        free(elems);
+        return t;
+    }
+    if (s->type == GS_TOKEN) return gs_value_new_token();
+    gs_value *v = gs_value_new_array(s->type, s->rank, s->dims);
+    if (!v) return NULL;
+    uint64_t st = seed;
+    for (int64_t i = 0; i < v->n; i++) {
+        uint64_t r = splitmix(&st);
+        double u = (double)(r >> 11) * 0x1.0p-53; /* [0,1) */
+        if (gs_type_is_complex(s->type)) {
+            double u2 = (double)(splitmix(&st) >> 11) * 0x1.0p-53;
+            gs_elem_set_c(v->data, s->type, i, 2 * u - 1, 2 * u2 - 1);
+        } else if (gs_type_is_float(s->type)) {
+            gs_elem_set_f(v->data, s->type, i, 2 * u - 1);
+        } else if (s->type == GS_PRED) {
+            gs_elem_set_i(v->data, s->type, i, (int64_t)(r >> 63));
+        } else if (gs_type_is_signed_int(s->type)) {
+            gs_elem_set_i(v->data, s->type, i, (int64_t)(r >> 60) - 8);
+        } else {
+            gs_elem_set_i(v->data, s->type, i, (int64_t)(r >> 60));
+        }
+    }
+    return v;
+}
+
+gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                              gs_value ***args, int *n_args, gs_diags *d) {
+    const gs_computation *e = m->entry;
+    for (int k = 0; inputs && k < inputs->n; k++) {
+        bool found = false;
+        for (int i = 0; i < e->n_params && !found; i++) found = strcmp(e->params[i]->name, inputs->names[k]) == 0;
+        if (!found) {
+            gs_sb names = {0};
+            for (int i = 0; i < e->n_params; i++) gs_sb_printf(&names, "%s%s", i ? ", " : "", e->params[i]->name);
+            gs_error(d, gs_span_none(), "--input %s: the entry computation has no parameter named '%s' (its parameters: %s)",
+                     inputs->names[k], inputs->names[k], e->n_params ? gs_sb_str(&names) : "none");
+            gs_sb_free(&names);
+            return GS_ERR;
+        }
+    }
+    gs_value **a = calloc((size_t)(e->n_params ? e->n_params : 1), sizeof *a);
+    if (!a) return gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; i < e->n_params; i++) {
+        const gs_instr *p = e->params[i];
+        const char *path = NULL;
+        for (int k = 0; inputs && k < inputs->n; k++)
+            if (strcmp(inputs->names[k], p->name) == 0) path = inputs->paths[k];
+        gs_status st = GS_OK;
+        if (path) {
+            if (!gs_shape_is_array(p->shape))
+                st = gs_error(d, p->span, "--input %s: only array parameters can be read from .npy", p->name);
+            else
+                st = gs_npy_read_as(path, p->shape, p->name, &a[i], d);
+        } else {
+            a[i] = gs_random_value(p->shape, seed * 1000003ull + (uint64_t)i);
+            if (!a[i]) st = gs_error(d, p->span, "out of memory creating a value for parameter %s", p->name);
+        }
+        if (st != GS_OK) {
+            for (int j = 0; j < i; j++) gs_value_free(a[j]);
+            free(a);
+            return GS_ERR;
+        }
+    }
+    *args = a;
+    *n_args = e->n_params;
+    return GS_OK;
+}
+
+gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                              gs_value ***outs, int *n_outs, gs_diags *d) {
+    gs_value **args;
+    int n_args;
+    if (gs_interp_make_args(m, inputs, seed, &args, &n_args, d) != GS_OK) return GS_ERR;
+    gs_value *result = NULL;
+    gs_status st = gs_interp_eval(m, NULL, args, n_args, &result, d);
+    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+    free(args);
+    if (st != GS_OK) return GS_ERR;
+    gs_value **leaves;
+    int n;
+    if (gs_value_leaves(result, &leaves, &n) != GS_OK) {
+        gs_value_free(result);
+        return gs_error(d, gs_span_none(), "out of memory");
+    }
+    for (int i = 0; i < n; i++) gs_value_ref(leaves[i]);
+    gs_value_free(result);
+    *outs = leaves;
+    *n_outs = n;
+    return GS_OK;
+}

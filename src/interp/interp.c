@@ -1,0 +1,479 @@
+/*
+ * interp.c — the reference interpreter's driver: evaluation order, value lifetimes, calls,
+ * control flow (while, conditional, call, async wrappers) and structural ops (parameter,
+ * constant, tuple, get-tuple-element, copy-like ops, tokens, device ids, collectives on one
+ * device). Everything else dispatches to the kernel files through kernels.h.
+ *
+ * Each computation is evaluated in a post-order from its root (what XLA's evaluator visits);
+ * a value is released right after its last use, so memory stays near the live set.
+ */
+#include "kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { GS_MAX_CALL_DEPTH = 256 };
+
+/* ------------------------------------------------------------------ errors */
+
+static gs_status verror_at(gs_eval *ev, const gs_instr *in, const char *fmt, va_list ap) {
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    const char *label = ev->env && ev->env->device_label ? ev->env->device_label : NULL;
+    return gs_error(ev->d, in->span, "%s%s%s %s: %s", label ? label : "", label ? ": " : "",
+                    gs_op_name(in->op), in->name, msg);
+}
+
+gs_status gs_eval_error(gs_eval *ev, const gs_instr *in, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verror_at(ev, in, fmt, ap);
+    va_end(ap);
+    return GS_ERR;
+}
+
+gs_status gs_eval_oom(gs_eval *ev, const gs_instr *in) { return gs_eval_error(ev, in, "out of memory"); }
+
+gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in) {
+    gs_value *v = gs_value_new_array(in->shape->type, in->shape->rank, in->shape->dims);
+    if (!v) gs_eval_oom(ev, in);
+    return v;
+}
+
+/* ------------------------------------------------------------------ index helpers */
+
+void gs_strides(int rank, const int64_t *dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+bool gs_index_next(int rank, const int64_t *dims, int64_t *idx) {
+    for (int i = rank - 1; i >= 0; i--) {
+        if (++idx[i] < dims[i]) return true;
+        idx[i] = 0;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------ evaluation order */
+
+/* Post-order of the instructions reachable from c's root. *order is malloc'd. */
+static gs_status plan_order(gs_eval *ev, const gs_computation *c, const gs_instr ***order, int *n) {
+    int N = c->n_instrs;
+    const gs_instr **out = malloc(sizeof *out * (size_t)(N ? N : 1));
+    unsigned char *state = calloc((size_t)(N ? N : 1), 1); /* 0 new, 1 on stack, 2 done */
+    const gs_instr **stack = malloc(sizeof *stack * (size_t)(N ? N : 1));
+    int *next_op = calloc((size_t)(N ? N : 1), sizeof(int));
+    if (!out || !state || !stack || !next_op) {
+        free(out);
+        free(state);
+        free(stack);
+        free(next_op);
+        return gs_eval_oom(ev, c->root);
+    }
+    int k = 0, sp = 0;
+    stack[sp++] = c->root;
+    state[c->root->id] = 1;
+    gs_status st = GS_OK;
+    while (sp > 0 && st == GS_OK) {
+        const gs_instr *in = stack[sp - 1];
+        if (next_op[in->id] < in->n_operands) {
+            const gs_instr *o = in->operands[next_op[in->id]++];
+            if (state[o->id] == 1) {
+                st = gs_eval_error(ev, in, "operand '%s' depends on itself (a cycle)", o->name);
+            } else if (state[o->id] == 0) {
+                state[o->id] = 1;
+                stack[sp++] = o;
+            }
+        } else {
+            state[in->id] = 2;
+            out[k++] = in;
+            sp--;
+        }
+    }
+    free(state);
+    free(stack);
+    free(next_op);
+    if (st != GS_OK) {
+        free(out);
+        return st;
+    }
+    *order = out;
+    *n = k;
+    return GS_OK;
+}
+
+/* ------------------------------------------------------------------ structural ops */
+
+static gs_status literal_to_value(gs_eval *ev, const gs_instr *in, const gs_shape *s,
+                                  const gs_literal_ir *lit, gs_value **out) {
+    if (s->type == GS_TUPLE) {
+        gs_value **elems = calloc((size_t)(s->n_tuple ? s->n_tuple : 1), sizeof *elems);
+        if (!elems) return gs_eval_oom(ev, in);
+        for (int i = 0; i < s->n_tuple; i++) {
+            if (literal_to_value(ev, in, s->tuple[i], lit->tuple[i], &elems[i]) != GS_OK) {
+                for (int j = 0; j < i; j++) gs_value_free(elems[j]);
+                free(elems);
+                return GS_ERR;
+            }
+        }
+        *out = gs_value_new_tuple(s->n_tuple, elems);
+        free(elems);
+        return *out ? GS_OK : gs_eval_oom(ev, in);
+    }
+    if (lit->elided)
+        return gs_eval_error(ev, in, "the constant's value was elided ({...}); it cannot be evaluated");
+    gs_value *v = gs_value_new_array(s->type, s->rank, s->dims);
+    if (!v) return gs_eval_oom(ev, in);
+    memcpy(v->data, lit->data, gs_value_bytes(v));
+    *out = v;
+    return GS_OK;
+}
+
+static gs_status k_tuple(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    gs_value **elems = calloc((size_t)(in->n_operands ? in->n_operands : 1), sizeof *elems);
+    if (!elems) return gs_eval_oom(ev, in);
+    for (int i = 0; i < in->n_operands; i++) elems[i] = gs_value_ref(ops[i]);
+    *out = gs_value_new_tuple(in->n_operands, elems);
+    free(elems);
+    return *out ? GS_OK : gs_eval_oom(ev, in);
+}
+
+static gs_status k_get_tuple_element(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                     gs_value **out) {
+    int64_t idx = gs_instr_int(in, GS_ATTR_INDEX, -1);
+    if (ops[0]->type != GS_TUPLE || idx < 0 || idx >= ops[0]->n_tuple)
+        return gs_eval_error(ev, in, "tuple index %lld is out of range", (long long)idx);
+    *out = gs_value_ref(ops[0]->tuple[idx]);
+    return GS_OK;
+}
+
+/* copy, opt-barrier, domain, add-dependency: the (first) operand itself (values are immutable). */
+static gs_status k_identity(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    *out = gs_value_ref(ops[0]);
+    return GS_OK;
+}
+
+static gs_status k_call(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const gs_computation *c = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    if (!c) c = gs_instr_comp(in, GS_ATTR_CALLS);
+    if (!c) return gs_eval_error(ev, in, "no computation to call");
+    return gs_eval_call(ev, c, ops, in->n_operands, out);
+}
+
+static gs_status k_while(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const gs_computation *cond = gs_instr_comp(in, GS_ATTR_CONDITION);
+    const gs_computation *body = gs_instr_comp(in, GS_ATTR_BODY);
+    if (!cond || !body) return gs_eval_error(ev, in, "while needs condition= and body=");
+    gs_value *state = gs_value_ref(ops[0]);
+    for (;;) {
+        gs_value *p;
+        if (gs_eval_call(ev, cond, &state, 1, &p) != GS_OK) {
+            gs_value_free(state);
+            return GS_ERR;
+        }
+        bool go = p->type == GS_PRED && p->n == 1 && ((unsigned char *)p->data)[0];
+        gs_value_free(p);
+        if (!go) break;
+        gs_value *next;
+        if (gs_eval_call(ev, body, &state, 1, &next) != GS_OK) {
+            gs_value_free(state);
+            return GS_ERR;
+        }
+        gs_value_free(state);
+        state = next;
+    }
+    *out = state;
+    return GS_OK;
+}
+
+static gs_status k_conditional(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const gs_computation *branch;
+    const gs_value *sel = ops[0];
+    if (sel->type == GS_PRED) {
+        bool b = ((unsigned char *)sel->data)[0] != 0;
+        branch = gs_instr_comp(in, b ? GS_ATTR_TRUE_COMPUTATION : GS_ATTR_FALSE_COMPUTATION);
+        if (!branch) {
+            /* The branch_computations form with a pred selector: {true, false}. */
+            const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
+            if (a && a->u.comps.n == 2) branch = a->u.comps.v[b ? 0 : 1];
+        }
+    } else {
+        const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
+        if (!a || a->u.comps.n == 0) return gs_eval_error(ev, in, "no branch_computations");
+        int64_t idx = gs_elem_get_i(sel->data, sel->type, 0);
+        /* XLA: an out-of-range index runs the last branch. */
+        if (idx < 0 || idx >= a->u.comps.n) idx = a->u.comps.n - 1;
+        branch = a->u.comps.v[idx];
+    }
+    if (!branch) return gs_eval_error(ev, in, "missing branch computation");
+    /* Operand i+1 is the argument of the branch chosen. */
+    int bi = 0;
+    if (sel->type == GS_PRED) {
+        bi = ((unsigned char *)sel->data)[0] ? 0 : 1;
+    } else {
+        const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
+        for (int i = 0; i < a->u.comps.n; i++)
+            if (a->u.comps.v[i] == branch) {
+                bi = i;
+                break;
+            }
+    }
+    if (1 + bi >= in->n_operands)
+        return gs_eval_error(ev, in, "branch %d has no operand", bi);
+    return gs_eval_call(ev, branch, &ops[1 + bi], branch->n_params, out);
+}
+
+static gs_status k_after_all(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    *out = gs_value_new_token();
+    return *out ? GS_OK : gs_eval_oom(ev, in);
+}
+
+static gs_status k_device_id(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    gs_value *v = gs_eval_new_result(ev, in);
+    if (!v) return GS_ERR;
+    int64_t id = in->op == GS_OP_PARTITION_ID ? ev->env->partition_id : ev->env->replica_id;
+    gs_elem_set_i(v->data, v->type, 0, id);
+    *out = v;
+    return GS_OK;
+}
+
+/* Collectives: through the runtime's hooks, or XLA's single-device semantics. */
+static gs_status k_collective(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    if (ev->env->collectives && ev->env->collectives->execute)
+        return ev->env->collectives->execute(ev->env->collectives->ctx, in, ops, in->n_operands,
+                                             out, ev->d);
+    if (ev->env->num_partitions > 1 || ev->m->replica_count > 1)
+        return gs_eval_error(ev, in, "collectives need the multi-device runtime (gspmd run)");
+    /* One device: every group is {0}; all-reduce, all-gather, all-to-all, reduce-scatter and
+     * collective-broadcast return their operands; collective-permute returns the operand when
+     * some pair is {0,0}, else zeros. */
+    gs_opcode op = in->op;
+    if (op == GS_OP_COLLECTIVE_PERMUTE || op == GS_OP_COLLECTIVE_PERMUTE_START) {
+        const gs_attr *a = gs_instr_attr(in, GS_ATTR_SOURCE_TARGET_PAIRS);
+        bool self = false;
+        for (int i = 0; a && i < a->u.pairs.n; i++) self |= a->u.pairs.v[i][0] == 0 && a->u.pairs.v[i][1] == 0;
+        gs_value *r = self ? gs_value_ref(ops[0]) : gs_value_copy(ops[0]);
+        if (!r) return gs_eval_oom(ev, in);
+        if (!self && r->type != GS_TUPLE) memset(r->data, 0, gs_value_bytes(r));
+        *out = r;
+    } else if (in->n_operands == 1) {
+        *out = gs_value_ref(ops[0]);
+    } else {
+        return k_tuple(ev, in, ops, out);
+    }
+    return GS_OK;
+}
+
+/* Async wrappers run their work at -start and hand it over at -done. The start's value is
+ * ((operands), result, context) as XLA shapes it; -update passes it through. */
+static gs_status k_async(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const gs_op_info *info = gs_op_info_of(in->op);
+    if (info->flags & GS_OPF_ASYNC_DONE) {
+        const gs_value *s = ops[0];
+        if (s->type != GS_TUPLE || s->n_tuple < 2)
+            return gs_eval_error(ev, in, "operand is not an asynchronous start's value");
+        *out = gs_value_ref(s->tuple[1]);
+        return GS_OK;
+    }
+    if (in->op == GS_OP_ASYNC_UPDATE) {
+        *out = gs_value_ref(ops[0]);
+        return GS_OK;
+    }
+    /* A start: compute the wrapped result now. */
+    gs_value *result = NULL;
+    gs_status st;
+    if (in->op == GS_OP_COPY_START) {
+        result = gs_value_ref(ops[0]);
+        st = GS_OK;
+    } else {
+        const gs_computation *c = gs_instr_comp(in, GS_ATTR_CALLS);
+        if (!c) c = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+        if (c) {
+            st = gs_eval_call(ev, c, ops, in->n_operands, &result);
+        } else if (in->op_text) {
+            /* `negate-start(x)`: the wrapped op is the one the spelling names, with this
+             * instruction's attributes; its result is element {1} of our shape. */
+            size_t n = strlen(in->op_text) - strlen("-start");
+            int wop = gs_op_from_name(in->op_text, n);
+            if (wop < 0 || in->shape->type != GS_TUPLE || in->shape->n_tuple < 2)
+                return gs_eval_error(ev, in, "cannot run the wrapped op of %s", in->op_text);
+            gs_instr tmp = *in;
+            tmp.op = (gs_opcode)wop;
+            tmp.op_text = NULL;
+            tmp.shape = in->shape->tuple[1];
+            st = gs_eval_instr(ev, &tmp, ops, &result);
+        } else {
+            return gs_eval_error(ev, in, "asynchronous start without a computation");
+        }
+    }
+    if (st != GS_OK) return st;
+    /* Assemble ((operands), result, context). */
+    gs_value **opt_elems = malloc(sizeof *opt_elems * (size_t)(in->n_operands + 1));
+    if (!opt_elems) {
+        gs_value_free(result);
+        return gs_eval_oom(ev, in);
+    }
+    for (int i = 0; i < in->n_operands; i++) opt_elems[i] = gs_value_ref(ops[i]);
+    gs_value *opnds = gs_value_new_tuple(in->n_operands, opt_elems);
+    free(opt_elems);
+    gs_value *ctx = gs_value_new_array(GS_U32, 0, NULL);
+    gs_value *parts[3] = {opnds, result, ctx};
+    if (!opnds || !ctx) {
+        gs_value_free(opnds);
+        gs_value_free(result);
+        gs_value_free(ctx);
+        return gs_eval_oom(ev, in);
+    }
+    *out = gs_value_new_tuple(3, parts);
+    return *out ? GS_OK : gs_eval_oom(ev, in);
+}
+
+static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
+    if (!target) target = "";
+    if (strcmp(target, "Sharding") == 0 || strcmp(target, "SPMDFullToShardShape") == 0 ||
+        strcmp(target, "SPMDShardToFullShape") == 0 || strncmp(target, "xla.sdy.", 8) == 0 ||
+        strcmp(target, "ShardBarrierFrom") == 0 || strcmp(target, "ShardBarrierTo") == 0 ||
+        strcmp(target, "X64Combine") == 0 || strcmp(target, "LayoutConstraint") == 0) {
+        if (in->n_operands < 1) return gs_eval_error(ev, in, "custom-call %s needs an operand", target);
+        if (in->n_operands == 1) {
+            *out = gs_value_ref(ops[0]);
+            return GS_OK;
+        }
+        return k_tuple(ev, in, ops, out);
+    }
+    return gs_eval_error(ev, in, "custom-call target \"%s\" is not supported by the interpreter", target);
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static gs_kernel_fn structural_kernel(gs_opcode op) {
+    switch (op) {
+    case GS_OP_TUPLE: return k_tuple;
+    case GS_OP_GET_TUPLE_ELEMENT: return k_get_tuple_element;
+    case GS_OP_COPY:
+    case GS_OP_OPTIMIZATION_BARRIER:
+    case GS_OP_DOMAIN:
+    case GS_OP_ADD_DEPENDENCY: return k_identity;
+    case GS_OP_CALL:
+    case GS_OP_FUSION: return k_call;
+    case GS_OP_WHILE: return k_while;
+    case GS_OP_CONDITIONAL: return k_conditional;
+    case GS_OP_AFTER_ALL: return k_after_all;
+    case GS_OP_PARTITION_ID:
+    case GS_OP_REPLICA_ID: return k_device_id;
+    case GS_OP_CUSTOM_CALL: return k_custom_call;
+    default: break;
+    }
+    const gs_op_info *info = gs_op_info_of(op);
+    if (info->family == GS_FAM_COLLECTIVE) return k_collective;
+    if (info->family == GS_FAM_ASYNC) {
+        /* The done halves of collectives pass their start's result through. */
+        if (op == GS_OP_ALL_REDUCE_DONE || op == GS_OP_ALL_GATHER_DONE ||
+            op == GS_OP_COLLECTIVE_PERMUTE_DONE)
+            return k_identity;
+        return k_async;
+    }
+    return NULL;
+}
+
+gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    gs_kernel_fn k = structural_kernel(in->op);
+    if (!k) k = gs_kernel_elementwise(in->op);
+    if (!k) k = gs_kernel_shape(in->op);
+    if (!k) k = gs_kernel_dot(in->op);
+    if (!k) k = gs_kernel_reduce(in->op);
+    if (!k) k = gs_kernel_misc(in->op);
+    if (!k) return gs_eval_error(ev, in, "the interpreter does not support %s", gs_op_name(in->op));
+    *out = NULL;
+    gs_status st = k(ev, in, ops, out);
+    if (st == GS_OK && !*out) return gs_eval_error(ev, in, "internal: kernel returned no value");
+    if (st == GS_OK && in->shape && !gs_value_matches(*out, in->shape)) {
+        char got[128];
+        gs_value_shape_str(*out, got, sizeof got);
+        gs_value_free(*out);
+        *out = NULL;
+        return gs_eval_error(ev, in, "internal: kernel produced %s, the instruction's shape differs", got);
+    }
+    return st;
+}
+
+gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *args, int n_args,
+                       gs_value **out) {
+    if (n_args != c->n_params)
+        return gs_error(ev->d, c->span, "computation %s takes %d arguments, given %d", c->name,
+                        c->n_params, n_args);
+    if (ev->depth >= GS_MAX_CALL_DEPTH)
+        return gs_error(ev->d, c->span, "calls nest deeper than %d (recursion?)", GS_MAX_CALL_DEPTH);
+    ev->depth++;
+    const gs_instr **order = NULL;
+    int n = 0;
+    if (plan_order(ev, c, &order, &n) != GS_OK) {
+        ev->depth--;
+        return GS_ERR;
+    }
+    int N = c->n_instrs;
+    gs_value **vals = calloc((size_t)(N ? N : 1), sizeof *vals);
+    int *uses = calloc((size_t)(N ? N : 1), sizeof(int));
+    gs_status st = vals && uses ? GS_OK : gs_eval_oom(ev, c->root);
+    /* Remaining uses of each value within this evaluation. */
+    for (int i = 0; st == GS_OK && i < n; i++)
+        for (int k = 0; k < order[i]->n_operands; k++) uses[order[i]->operands[k]->id]++;
+    gs_value *opbuf[16];
+    for (int i = 0; st == GS_OK && i < n; i++) {
+        const gs_instr *in = order[i];
+        gs_value *r = NULL;
+        if (in->op == GS_OP_PARAMETER) {
+            r = gs_value_ref(args[in->parameter_number]);
+            if (!gs_value_matches(r, in->shape)) {
+                char got[128];
+                gs_value_shape_str(r, got, sizeof got);
+                gs_value_free(r);
+                st = gs_eval_error(ev, in, "argument is %s, the parameter's shape differs", got);
+                break;
+            }
+        } else if (in->op == GS_OP_CONSTANT) {
+            st = literal_to_value(ev, in, in->shape, in->literal, &r);
+        } else {
+            gs_value **ops = in->n_operands <= 16 ? opbuf : malloc(sizeof *ops * (size_t)in->n_operands);
+            if (!ops) {
+                st = gs_eval_oom(ev, in);
+                break;
+            }
+            for (int k = 0; k < in->n_operands; k++) ops[k] = vals[in->operands[k]->id];
+            st = gs_eval_instr(ev, in, ops, &r);
+            if (ops != opbuf) free(ops);
+        }
+        if (st != GS_OK) break;
+        vals[in->id] = r;
+        for (int k = 0; k < in->n_operands; k++) {
+            int oid = in->operands[k]->id;
+            if (--uses[oid] == 0 && in->operands[k] != c->root) {
+                gs_value_free(vals[oid]);
+                vals[oid] = NULL;
+            }
+        }
+    }
+    if (st == GS_OK) {
+        *out = vals[c->root->id];
+        vals[c->root->id] = NULL;
+    }
+    for (int i = 0; vals && i < N; i++) gs_value_free(vals[i]);
+    free(vals);
+    free(uses);
+    free(order);
+    ev->depth--;
+    return st;
+}
+
+gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
+                         int n_args, gs_value **result, gs_diags *d) {
+    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0};
+    ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
+    return gs_eval_call(&ev, m->entry, args, n_args, result);
+}

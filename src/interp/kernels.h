@@ -1,0 +1,96 @@
+/*
+ * kernels.h — the interpreter's internal interface between the driver (interp.c) and the kernel
+ * files (one per op family group: k_elementwise.c, k_shape.c, k_dot.c, k_reduce.c, k_misc.c).
+ *
+ * A kernel computes one instruction from its operand values into a new value. Operands are
+ * borrowed; the result is a new reference owned by the caller. Kernels report problems with
+ * gs_eval_error, which locates the message at the instruction's source line and names it.
+ * Kernels may assume the module passed gs_module_verify (shapes and attributes are consistent),
+ * but must still never crash on values they read (indices are clamped as XLA defines).
+ */
+#ifndef GSPMD_INTERP_KERNELS_H
+#define GSPMD_INTERP_KERNELS_H
+
+#include "gspmd/interp.h"
+#include "gspmd/numeric.h"
+
+/* State of one evaluation (one device, one run). */
+typedef struct gs_eval {
+    const gs_module *m;       /* the module being run */
+    const gs_interp_env *env; /* device identity and collective hooks */
+    gs_diags *d;              /* where errors go */
+    uint64_t rng_state;       /* state of rng / rng-get-and-update-state */
+    int depth;                /* nesting of computation calls (guards runaway recursion) */
+} gs_eval;
+
+typedef gs_status (*gs_kernel_fn)(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                  gs_value **out);
+
+/* Reports an error about `in` (prefixed with the device label, naming the instruction and its
+ * opcode, located at its span). Returns GS_ERR. */
+gs_status gs_eval_error(gs_eval *ev, const gs_instr *in, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "out of memory" error about `in`. */
+gs_status gs_eval_oom(gs_eval *ev, const gs_instr *in);
+
+/* Runs computation c on args (borrowed); *out is a new reference. */
+gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *args, int n_args,
+                       gs_value **out);
+
+/* Evaluates one instruction (any opcode) on operand values; what gs_eval_call does per
+ * instruction, exposed for wrappers that run an op under another spelling (async starts). */
+gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out);
+
+/* A new array value for instruction `in`'s (array) result shape; NULL after reporting OOM. */
+gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in);
+
+/* ------------------------------------------------------------------ scalar semantics */
+
+/* Applies an elementwise unary op (UNARY family) to element ia of a (type at) and stores into
+ * element io of out (type rt). */
+void gs_scalar_unary(gs_opcode op, gs_type at, const void *a, int64_t ia, gs_type rt, void *out,
+                     int64_t io);
+/* Applies an elementwise binary op (BINARY family) to elements of a and b (both type t). */
+void gs_scalar_binary(gs_opcode op, gs_type t, const void *a, int64_t ia, const void *b, int64_t ib,
+                      gs_type rt, void *out, int64_t io);
+/* compare: returns the predicate for direction dir ("EQ", ...) and compare type ("FLOAT",
+ * "TOTALORDER", "SIGNED", "UNSIGNED", or NULL for the type's default). */
+bool gs_scalar_compare(gs_type t, const void *a, int64_t ia, const void *b, int64_t ib,
+                       const char *dir, const char *cmp_type);
+/* convert element ia of a (type at) into element io of out (type rt), XLA's convert. */
+void gs_scalar_convert(gs_type at, const void *a, int64_t ia, gs_type rt, void *out, int64_t io);
+
+/* If computation c is `ROOT r = op(param0, param1)` for a BINARY-family op (e.g. a reduction's
+ * add/max/min/mul/and/or), returns true and the opcode: kernels use the fast path. */
+bool gs_comp_is_simple_binary(const gs_computation *c, gs_opcode *op);
+
+/* Applies a scalar reduction computation: acc[i_acc] = comp(acc[i_acc], x[i_x]) elementwise over
+ * n_vals parallel arrays (variadic reductions). accs/xs hold n_vals arrays (types in types).
+ * Uses the fast path when the computation is a simple binary op. */
+gs_status gs_apply_reducer(gs_eval *ev, const gs_instr *in, const gs_computation *comp,
+                           int n_vals, const gs_type *types, void *const *accs, int64_t i_acc,
+                           const void *const *xs, int64_t i_x);
+
+/* ------------------------------------------------------------------ index helpers */
+
+/* Row-major strides of dims. */
+void gs_strides(int rank, const int64_t *dims, int64_t *strides);
+/* Advances a row-major multi-index; returns false after the last one. */
+bool gs_index_next(int rank, const int64_t *dims, int64_t *idx);
+/* Copies element i of src into element j of dst (same type of size `size`). */
+static inline void gs_copy_elem(void *dst, int64_t j, const void *src, int64_t i, int size) {
+    const unsigned char *s = (const unsigned char *)src + i * size;
+    unsigned char *t = (unsigned char *)dst + j * size;
+    for (int k = 0; k < size; k++) t[k] = s[k];
+}
+
+/* ------------------------------------------------------------------ kernel families */
+
+/* Each returns the kernel for an opcode of its family, or NULL if not handled there. */
+gs_kernel_fn gs_kernel_elementwise(gs_opcode op);
+gs_kernel_fn gs_kernel_shape(gs_opcode op);
+gs_kernel_fn gs_kernel_dot(gs_opcode op);
+gs_kernel_fn gs_kernel_reduce(gs_opcode op);
+gs_kernel_fn gs_kernel_misc(gs_opcode op);
+
+#endif /* GSPMD_INTERP_KERNELS_H */

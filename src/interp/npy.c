@@ -1,0 +1,214 @@
+/*
+ * npy.c — NumPy .npy reading and writing (see gspmd/npy.h).
+ *
+ * Header: magic "\x93NUMPY", version (1.0: 2-byte header length; 2.0/3.0: 4-byte), then a
+ * Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded with
+ * spaces to a multiple of 64 bytes and ended by '\n'. Data follows in C order.
+ */
+#include "gspmd/npy.h"
+#include "gspmd/numeric.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct npy_type {
+    gs_type type;
+    const char *descr; /* little-endian numpy descr */
+} npy_type;
+
+static const npy_type NPY_TYPES[] = {
+    {GS_PRED, "|b1"}, {GS_S8, "|i1"}, {GS_U8, "|u1"}, {GS_S16, "<i2"}, {GS_U16, "<u2"},
+    {GS_S32, "<i4"}, {GS_U32, "<u4"}, {GS_S64, "<i8"}, {GS_U64, "<u8"}, {GS_F16, "<f2"},
+    {GS_F32, "<f4"}, {GS_F64, "<f8"}, {GS_C64, "<c8"}, {GS_C128, "<c16"},
+};
+
+static const char *descr_of(gs_type t) {
+    for (size_t i = 0; i < sizeof NPY_TYPES / sizeof NPY_TYPES[0]; i++)
+        if (NPY_TYPES[i].type == t) return NPY_TYPES[i].descr;
+    return NULL;
+}
+
+static gs_type type_of_descr(const char *d) {
+    /* Accept '=' and '<' (native little-endian here) and '|' for one-byte types. */
+    char norm[8];
+    snprintf(norm, sizeof norm, "%s", d);
+    if (norm[0] == '=') norm[0] = '<';
+    if (norm[0] == '<' && (norm[2] == '1' && norm[3] == 0)) norm[0] = '|';
+    for (size_t i = 0; i < sizeof NPY_TYPES / sizeof NPY_TYPES[0]; i++)
+        if (strcmp(NPY_TYPES[i].descr, norm) == 0) return NPY_TYPES[i].type;
+    return GS_INVALID_TYPE;
+}
+
+gs_status gs_npy_write(const char *path, const gs_value *v, gs_diags *d) {
+    if (!gs_type_is_array(v->type)) return gs_error(d, gs_span_none(), "%s: only arrays can be written", path);
+    gs_type t = v->type == GS_BF16 ? GS_F32 : v->type;
+    const char *descr = descr_of(t);
+    if (!descr)
+        return gs_error(d, gs_span_none(), "%s: element type %s has no numpy dtype", path,
+                        gs_type_name(v->type));
+    char hdr[1024];
+    int k = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int i = 0; i < v->rank; i++) k += snprintf(hdr + k, sizeof hdr - (size_t)k, "%lld,%s", (long long)v->dims[i], i + 1 < v->rank ? " " : "");
+    k += snprintf(hdr + k, sizeof hdr - (size_t)k, "), }");
+    int total = 10 + k + 1;
+    int pad = (64 - total % 64) % 64;
+    for (int i = 0; i < pad; i++) hdr[k++] = ' ';
+    hdr[k++] = '\n';
+    FILE *f = fopen(path, "wb");
+    if (!f) return gs_error(d, gs_span_none(), "%s: cannot write: %s", path, strerror(errno));
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(k & 0xff), (unsigned char)(k >> 8)};
+    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)k, f) == (size_t)k;
+    if (ok && v->type == GS_BF16) {
+        float buf[1024];
+        for (int64_t i = 0; ok && i < v->n; i += 1024) {
+            int64_t m = v->n - i < 1024 ? v->n - i : 1024;
+            for (int64_t j = 0; j < m; j++) buf[j] = (float)gs_elem_get_f(v->data, GS_BF16, i + j);
+            ok = fwrite(buf, 4, (size_t)m, f) == (size_t)m;
+        }
+    } else if (ok) {
+        size_t bytes = gs_value_bytes(v);
+        ok = fwrite(v->data, 1, bytes, f) == bytes;
+    }
+    if (fclose(f) != 0) ok = false;
+    return ok ? GS_OK : gs_error(d, gs_span_none(), "%s: write failed", path);
+}
+
+/* Finds 'key': in the header dict and returns a pointer just past the colon (and spaces). */
+static const char *dict_value(const char *hdr, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "'%s'", key);
+    const char *p = strstr(hdr, pat);
+    if (!p) return NULL;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    if (*p != ':') return NULL;
+    p++;
+    while (*p == ' ') p++;
+    return p;
+}
+
+gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return gs_error(d, gs_span_none(), "%s: cannot open: %s", path, strerror(errno));
+    unsigned char pre[12];
+    char *hdr = NULL;
+    gs_value *v = NULL;
+    gs_status st = GS_ERR;
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+        gs_error(d, gs_span_none(), "%s: not a .npy file", path);
+        goto done;
+    }
+    size_t hlen;
+    if (pre[6] == 1) {
+        hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+    } else if (pre[6] == 2 || pre[6] == 3) {
+        if (fread(pre + 10, 1, 2, f) != 2) {
+            gs_error(d, gs_span_none(), "%s: truncated header", path);
+            goto done;
+        }
+        hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+    } else {
+        gs_error(d, gs_span_none(), "%s: unsupported .npy version %d", path, pre[6]);
+        goto done;
+    }
+    if (hlen > (1u << 20)) {
+        gs_error(d, gs_span_none(), "%s: header too long", path);
+        goto done;
+    }
+    hdr = malloc(hlen + 1);
+    if (!hdr || fread(hdr, 1, hlen, f) != hlen) {
+        gs_error(d, gs_span_none(), "%s: truncated header", path);
+        goto done;
+    }
+    hdr[hlen] = 0;
+    const char *dv = dict_value(hdr, "descr"), *fo = dict_value(hdr, "fortran_order"),
+               *sh = dict_value(hdr, "shape");
+    if (!dv || !fo || !sh || *dv != '\'' || *sh != '(') {
+        gs_error(d, gs_span_none(), "%s: malformed .npy header", path);
+        goto done;
+    }
+    char descr[16] = {0};
+    const char *q = strchr(dv + 1, '\'');
+    if (!q || q - dv - 1 >= (long)sizeof descr) {
+        gs_error(d, gs_span_none(), "%s: malformed dtype in header", path);
+        goto done;
+    }
+    memcpy(descr, dv + 1, (size_t)(q - dv - 1));
+    if (strncmp(fo, "False", 5) != 0) {
+        gs_error(d, gs_span_none(), "%s: Fortran-order arrays are not supported (save with C order)", path);
+        goto done;
+    }
+    gs_type t = type_of_descr(descr);
+    if (t == GS_INVALID_TYPE) {
+        gs_error(d, gs_span_none(), "%s: dtype '%s' is not supported (big-endian or unknown)", path, descr);
+        goto done;
+    }
+    int64_t dims[GS_MAX_RANK];
+    int rank = 0;
+    const char *p = sh + 1;
+    for (;;) {
+        while (*p == ' ' || *p == ',') p++;
+        if (*p == ')') break;
+        if (!isdigit((unsigned char)*p) || rank == GS_MAX_RANK) {
+            gs_error(d, gs_span_none(), "%s: malformed shape in header", path);
+            goto done;
+        }
+        char *end;
+        dims[rank++] = strtoll(p, &end, 10);
+        p = end;
+    }
+    v = gs_value_new_array(t, rank, dims);
+    if (!v) {
+        gs_error(d, gs_span_none(), "%s: out of memory", path);
+        goto done;
+    }
+    size_t bytes = gs_value_bytes(v);
+    if (fread(v->data, 1, bytes, f) != bytes) {
+        gs_error(d, gs_span_none(), "%s: file holds fewer bytes than its shape needs", path);
+        goto done;
+    }
+    *out = v;
+    v = NULL;
+    st = GS_OK;
+done:
+    gs_value_free(v);
+    free(hdr);
+    fclose(f);
+    return st;
+}
+
+gs_status gs_npy_read_as(const char *path, const gs_shape *want, const char *param_name,
+                         gs_value **out, gs_diags *d) {
+    gs_value *v;
+    if (gs_npy_read(path, &v, d) != GS_OK) return GS_ERR;
+    bool dims_ok = v->rank == want->rank;
+    for (int i = 0; dims_ok && i < want->rank; i++) dims_ok = v->dims[i] == want->dims[i];
+    gs_type src_ok = want->type == GS_BF16 ? GS_F32 : want->type;
+    if (!dims_ok || v->type != src_ok) {
+        char got[128];
+        gs_value_shape_str(v, got, sizeof got);
+        gs_sb ws = {0};
+        gs_shape_print(&ws, want, false);
+        gs_error(d, gs_span_none(), "input %s: %s holds %s, but the parameter is %s%s", param_name,
+                 path, got, gs_sb_str(&ws),
+                 want->type == GS_BF16 ? " (bf16 inputs are read from float32 files)" : "");
+        gs_sb_free(&ws);
+        gs_value_free(v);
+        return GS_ERR;
+    }
+    if (want->type == GS_BF16) {
+        gs_value *b = gs_value_new_array(GS_BF16, v->rank, v->dims);
+        if (!b) {
+            gs_value_free(v);
+            return gs_error(d, gs_span_none(), "out of memory");
+        }
+        for (int64_t i = 0; i < v->n; i++)
+            gs_elem_set_f(b->data, GS_BF16, i, gs_elem_get_f(v->data, GS_F32, i));
+        gs_value_free(v);
+        v = b;
+    }
+    *out = v;
+    return GS_OK;
+}

@@ -1,0 +1,156 @@
+/*
+ * module.c — modules, computations and instructions: construction and attribute queries.
+ */
+#include "gspmd/ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+gs_module *gs_module_new(const char *name) {
+    gs_module *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    gs_arena_init(&m->arena);
+    m->name = gs_arena_strdup(&m->arena, name);
+    m->num_partitions = 1;
+    m->replica_count = 1;
+    if (!m->name) {
+        gs_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void gs_module_free(gs_module *m) {
+    if (!m) return;
+    gs_arena_free(&m->arena);
+    free(m);
+}
+
+gs_computation *gs_computation_new(gs_module *m, const char *name) {
+    gs_computation *c = GS_NEW(&m->arena, gs_computation);
+    if (!c) return NULL;
+    c->name = gs_arena_strdup(&m->arena, name);
+    c->module = m;
+    gs_computation **comps = GS_NEW_ARRAY(&m->arena, gs_computation *, m->n_comps + 1);
+    if (!c->name || !comps) return NULL;
+    if (m->n_comps) memcpy(comps, m->comps, sizeof *comps * (size_t)m->n_comps);
+    comps[m->n_comps++] = c;
+    m->comps = comps;
+    return c;
+}
+
+gs_status gs_computation_append(gs_computation *c, gs_instr *in) {
+    gs_arena *a = &c->module->arena;
+    /* Grow by doubling: capacity is the next power of two >= n. */
+    int n = c->n_instrs;
+    if ((n & (n - 1)) == 0) {
+        int cap = n ? n * 2 : 4;
+        gs_instr **v = GS_NEW_ARRAY(a, gs_instr *, cap);
+        if (!v) return GS_ERR;
+        if (n) memcpy(v, c->instrs, sizeof *v * (size_t)n);
+        c->instrs = v;
+    }
+    in->parent = c;
+    in->id = n;
+    c->instrs[c->n_instrs++] = in;
+    return GS_OK;
+}
+
+const gs_attr *gs_instr_attr(const gs_instr *in, gs_attr_key k) {
+    for (int i = 0; i < in->n_attrs; i++)
+        if (in->attrs[i].key == k) return &in->attrs[i];
+    return NULL;
+}
+
+const gs_attr *gs_instr_attr_named(const gs_instr *in, const char *name) {
+    for (int i = 0; i < in->n_attrs; i++)
+        if (strcmp(in->attrs[i].name, name) == 0) return &in->attrs[i];
+    return NULL;
+}
+
+gs_ints gs_instr_ints(const gs_instr *in, gs_attr_key k) {
+    const gs_attr *a = gs_instr_attr(in, k);
+    gs_ints none = {0, NULL};
+    return a && a->key != GS_ATTR_UNKNOWN && gs_attr_kind_of(k) == GS_AK_INTS ? a->u.ints : none;
+}
+
+int64_t gs_instr_int(const gs_instr *in, gs_attr_key k, int64_t def) {
+    const gs_attr *a = gs_instr_attr(in, k);
+    return a && gs_attr_kind_of(k) == GS_AK_INT ? a->u.i : def;
+}
+
+bool gs_instr_bool(const gs_instr *in, gs_attr_key k, bool def) {
+    const gs_attr *a = gs_instr_attr(in, k);
+    return a && gs_attr_kind_of(k) == GS_AK_BOOL ? a->u.b : def;
+}
+
+const char *gs_instr_str(const gs_instr *in, gs_attr_key k) {
+    const gs_attr *a = gs_instr_attr(in, k);
+    if (!a) return NULL;
+    gs_attr_kind kind = gs_attr_kind_of(k);
+    return kind == GS_AK_IDENT || kind == GS_AK_STRING || kind == GS_AK_RAW ? a->u.s : NULL;
+}
+
+gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k) {
+    const gs_attr *a = gs_instr_attr(in, k);
+    if (!a) return NULL;
+    if (gs_attr_kind_of(k) == GS_AK_COMP) return a->u.comp;
+    if (gs_attr_kind_of(k) == GS_AK_COMPS && a->u.comps.n > 0) return a->u.comps.v[0];
+    return NULL;
+}
+
+int gs_instr_called(const gs_instr *in, gs_computation **out, int max) {
+    int n = 0;
+    for (int i = 0; i < in->n_attrs; i++) {
+        const gs_attr *a = &in->attrs[i];
+        if (a->key == GS_ATTR_UNKNOWN) continue;
+        if (gs_attr_kind_of(a->key) == GS_AK_COMP) {
+            if (n < max) out[n] = a->u.comp;
+            n++;
+        } else if (gs_attr_kind_of(a->key) == GS_AK_COMPS) {
+            for (int j = 0; j < a->u.comps.n; j++) {
+                if (n < max) out[n] = a->u.comps.v[j];
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+gs_computation *gs_module_find_comp(const gs_module *m, const char *name) {
+    for (int i = 0; i < m->n_comps; i++)
+        if (strcmp(m->comps[i]->name, name) == 0) return m->comps[i];
+    return NULL;
+}
+
+gs_instr *gs_module_find_instr(const gs_module *m, const char *name) {
+    for (int i = 0; i < m->n_comps; i++) {
+        gs_computation *c = m->comps[i];
+        for (int j = 0; j < c->n_instrs; j++)
+            if (strcmp(c->instrs[j]->name, name) == 0) return c->instrs[j];
+    }
+    return NULL;
+}
+
+int gs_replica_groups_size(const gs_replica_groups *g, int group) {
+    return g->is_iota ? g->group_size : g->sizes[group];
+}
+
+int64_t gs_replica_groups_device(const gs_replica_groups *g, int group, int idx) {
+    if (!g->is_iota) return g->groups[group][idx];
+    /* Position in the transposed array, unravelled over the transposed dims, then ravelled
+     * back over the original dims. */
+    int64_t flat = (int64_t)group * g->group_size + idx;
+    int n = g->n_iota_dims;
+    int64_t coord[GS_MAX_RANK];
+    for (int k = n - 1; k >= 0; k--) {
+        int64_t dim = g->iota_dims[g->perm ? g->perm[k] : k];
+        coord[k] = flat % dim;
+        flat /= dim;
+    }
+    int64_t orig[GS_MAX_RANK];
+    for (int k = 0; k < n; k++) orig[g->perm ? g->perm[k] : k] = coord[k];
+    int64_t lin = 0;
+    for (int k = 0; k < n; k++) lin = lin * g->iota_dims[k] + orig[k];
+    return lin;
+}

@@ -1,0 +1,291 @@
+/*
+ * gspmd.c — the command line: one subcommand per pipeline stage, HLO text in, text out.
+ *
+ *   gspmd parse FILE                 print the canonical module
+ *   gspmd verify FILE                check shapes and attributes of every instruction
+ *   gspmd eval FILE [...]            run the reference interpreter, write .npy outputs
+ *
+ * Only this file prints and exits; the library returns errors as values (gs_diags), rendered
+ * here as `FILE:LINE:COL: error: ...` with the source line and a caret. Exit status: 0 success,
+ * 1 bad input or a failed check, 2 bad usage.
+ */
+#include "gspmd/interp.h"
+#include "gspmd/npy.h"
+#include "gspmd/text.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+    const char *help;
+} command;
+
+static const command *find_command(const char *name);
+
+/* ------------------------------------------------------------------ helpers */
+
+static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gspmd %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    const command *c = find_command(cmd);
+    if (c) fprintf(stderr, "usage: %s\n", c->usage);
+    return 2;
+}
+
+static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
+static int print_help(const char *cmd) {
+    const command *c = find_command(cmd);
+    printf("usage: %s\n\n%s", c->usage, c->help);
+    return 0;
+}
+
+/* Matches `--name=value` or `--name value`; advances *i past the value. */
+static bool opt_value(int argc, char **argv, int *i, const char *name, const char **value) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return false;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return true;
+    }
+    if (a[n] == 0 && *i + 1 < argc) {
+        *value = argv[++*i];
+        return true;
+    }
+    return false;
+}
+
+/* Loads and parses FILE; on failure renders diagnostics and returns NULL. *src receives the
+ * source (free it after the module). */
+static gs_module *load_module(const char *path, gs_source **src) {
+    char err[512];
+    *src = gs_source_read_file(path, err, sizeof err);
+    if (!*src) {
+        fprintf(stderr, "error: %s\n", err);
+        return NULL;
+    }
+    gs_diags d = {0};
+    gs_module *m = gs_parse_module(*src, &d);
+    if (!m) gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    if (!m) {
+        gs_source_free(*src);
+        *src = NULL;
+    }
+    return m;
+}
+
+static int make_dir(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ parse */
+
+static int cmd_parse(int argc, char **argv) {
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (is_help(argv[i])) return print_help("parse");
+        if (argv[i][0] == '-' && argv[i][1]) return usage_error("parse", "unknown option '%s'", argv[i]);
+        if (file) return usage_error("parse", "more than one FILE");
+        file = argv[i];
+    }
+    if (!file) return usage_error("parse", "missing FILE");
+    gs_source *src;
+    gs_module *m = load_module(file, &src);
+    if (!m) return 1;
+    char *text = gs_module_to_string(m);
+    int rc = 0;
+    if (!text) {
+        fprintf(stderr, "error: out of memory\n");
+        rc = 1;
+    } else {
+        fputs(text, stdout);
+    }
+    free(text);
+    gs_module_free(m);
+    gs_source_free(src);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ verify */
+
+static int cmd_verify(int argc, char **argv) {
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (is_help(argv[i])) return print_help("verify");
+        if (argv[i][0] == '-' && argv[i][1]) return usage_error("verify", "unknown option '%s'", argv[i]);
+        if (file) return usage_error("verify", "more than one FILE");
+        file = argv[i];
+    }
+    if (!file) return usage_error("verify", "missing FILE");
+    gs_source *src;
+    gs_module *m = load_module(file, &src);
+    if (!m) return 1;
+    gs_diags d = {0};
+    gs_status st = gs_module_verify(m, &d);
+    gs_diags_render(&d, stderr);
+    if (st == GS_OK) printf("%s: ok\n", file);
+    gs_diags_free(&d);
+    gs_module_free(m);
+    gs_source_free(src);
+    return st == GS_OK ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ eval */
+
+static int cmd_eval(int argc, char **argv) {
+    const char *file = NULL, *out_dir = NULL;
+    uint64_t seed = 0;
+    gs_interp_inputs inputs = {0};
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if (is_help(argv[i])) {
+            rc = print_help("eval");
+            goto done;
+        } else if (opt_value(argc, argv, &i, "--output-dir", &v)) {
+            out_dir = v;
+        } else if (opt_value(argc, argv, &i, "--seed", &v)) {
+            char *end;
+            seed = strtoull(v, &end, 10);
+            if (*end || !*v) {
+                rc = usage_error("eval", "--seed wants a non-negative integer, not '%s'", v);
+                goto done;
+            }
+        } else if (opt_value(argc, argv, &i, "--input", &v)) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || !eq[1]) {
+                rc = usage_error("eval", "--input wants NAME=FILE.npy, not '%s'", v);
+                goto done;
+            }
+            if (gs_interp_inputs_add(&inputs, v, (size_t)(eq - v), eq + 1) != GS_OK) {
+                fprintf(stderr, "error: out of memory\n");
+                rc = 1;
+                goto done;
+            }
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            rc = usage_error("eval", "unknown option '%s'", argv[i]);
+            goto done;
+        } else if (file) {
+            rc = usage_error("eval", "more than one FILE");
+            goto done;
+        } else {
+            file = argv[i];
+        }
+    }
+    if (!file) {
+        rc = usage_error("eval", "missing FILE");
+        goto done;
+    }
+    if (!out_dir) {
+        rc = usage_error("eval", "missing --output-dir DIR");
+        goto done;
+    }
+    gs_source *src;
+    gs_module *m = load_module(file, &src);
+    if (!m) {
+        rc = 1;
+        goto done;
+    }
+    gs_diags d = {0};
+    rc = 1;
+    if (gs_module_verify(m, &d) == GS_OK) {
+        gs_value **outs = NULL;
+        int n_outs = 0;
+        if (make_dir(out_dir) != 0) {
+            fprintf(stderr, "error: cannot create directory '%s': %s\n", out_dir, strerror(errno));
+        } else if (gs_interp_run_entry(m, &inputs, seed, &outs, &n_outs, &d) == GS_OK) {
+            rc = 0;
+            for (int i = 0; i < n_outs && rc == 0; i++) {
+                char path[4096];
+                snprintf(path, sizeof path, "%s/out%d.npy", out_dir, i);
+                if (gs_npy_write(path, outs[i], &d) != GS_OK) rc = 1;
+            }
+            for (int i = 0; i < n_outs; i++) gs_value_free(outs[i]);
+            free(outs);
+        }
+    }
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    gs_module_free(m);
+    gs_source_free(src);
+done:
+    gs_interp_inputs_free(&inputs);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ table */
+
+static int cmd_help(int argc, char **argv);
+
+static const command COMMANDS[] = {
+    {"parse", cmd_parse, "gspmd parse FILE",
+     "Parses XLA HLO text (FILE may be - for standard input) and prints the module in canonical\n"
+     "form. Printing is a fixed point: parsing the output prints the same text.\n"},
+    {"verify", cmd_verify, "gspmd verify FILE",
+     "Parses FILE and checks every instruction's operand count, shapes and attributes against\n"
+     "its op's rules (XLA's shape inference). Prints FILE: ok, or one located error per problem.\n"},
+    {"eval", cmd_eval,
+     "gspmd eval FILE [--input NAME=FILE.npy]... [--seed S] --output-dir DIR",
+     "Runs the reference interpreter on one device and writes one .npy per output leaf:\n"
+     "DIR/out0.npy, DIR/out1.npy, ... in depth-first order (a non-tuple root is out0.npy).\n"
+     "Parameters without --input get seeded random values (floats uniform in [-1, 1), integers\n"
+     "in [-8, 8) or [0, 16), preds fair coins; --seed S, default 0). f16 is read and written as\n"
+     "numpy float16; bf16 is written widened exactly to float32 and read from float32 (rounded\n"
+     "to nearest even) or bfloat16-as-uint16 is not accepted: numpy has no bf16.\n"},
+    {"help", cmd_help, "gspmd help [COMMAND]", "Lists the commands, or explains one.\n"},
+};
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (strcmp(COMMANDS[i].name, name) == 0) return &COMMANDS[i];
+    return NULL;
+}
+
+static int cmd_help(int argc, char **argv) {
+    if (argc > 1) {
+        const command *c = find_command(argv[1]);
+        if (!c) return usage_error("help", "unknown command '%s'", argv[1]);
+        return print_help(c->name);
+    }
+    printf("gspmd — GSPMD sharding propagation and SPMD partitioning for XLA HLO\n\n"
+           "usage: gspmd COMMAND [ARGS]   (gspmd COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        printf("  %s\n", COMMANDS[i].usage);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        cmd_help(1, argv);
+        return 2;
+    }
+    if (is_help(argv[1])) return cmd_help(1, argv);
+    const command *c = find_command(argv[1]);
+    if (!c) {
+        fprintf(stderr, "gspmd: unknown command '%s' (try gspmd help)\n", argv[1]);
+        return 2;
+    }
+    return c->run(argc - 1, argv + 1);
+}
