@@ -151,8 +151,18 @@ static gs_status k_get_tuple_element(gs_eval *ev, const gs_instr *in, gs_value *
     return GS_OK;
 }
 
-/* copy, opt-barrier, domain, add-dependency: the (first) operand itself (values are immutable). */
+/* copy, opt-barrier, domain, add-dependency: the (first) operand itself (values are immutable).
+ * A copy whose result type differs from its operand's converts (XLA's evaluator does). */
 static gs_status k_identity(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const gs_value *a = ops[0];
+    if (in->op == GS_OP_COPY && gs_type_is_array(a->type) && in->shape->type != a->type) {
+        gs_value *r = gs_eval_new_result(ev, in);
+        if (!r) return GS_ERR;
+        for (int64_t i = 0; i < a->n && i < r->n; i++)
+            gs_scalar_convert(a->type, a->data, i, r->type, r->data, i);
+        *out = r;
+        return GS_OK;
+    }
     *out = gs_value_ref(ops[0]);
     return GS_OK;
 }
@@ -311,24 +321,41 @@ static gs_status k_async(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
         }
     }
     if (st != GS_OK) return st;
-    /* Assemble ((operands), result, context). */
-    gs_value **opt_elems = malloc(sizeof *opt_elems * (size_t)(in->n_operands + 1));
-    if (!opt_elems) {
+    /* Assemble the start's value in its declared shape: element 0 holds the operands (a tuple
+     * of them, or the single operand for copy-start), element 1 the result, later elements
+     * (contexts) zeros. */
+    const gs_shape *ds = in->shape;
+    if (ds->type != GS_TUPLE || ds->n_tuple < 2) {
+        gs_value_free(result);
+        return gs_eval_error(ev, in, "an asynchronous start must have a tuple shape (operands, result, ...)");
+    }
+    gs_value **parts = calloc((size_t)ds->n_tuple, sizeof *parts);
+    if (!parts) {
         gs_value_free(result);
         return gs_eval_oom(ev, in);
     }
-    for (int i = 0; i < in->n_operands; i++) opt_elems[i] = gs_value_ref(ops[i]);
-    gs_value *opnds = gs_value_new_tuple(in->n_operands, opt_elems);
-    free(opt_elems);
-    gs_value *ctx = gs_value_new_array(GS_U32, 0, NULL);
-    gs_value *parts[3] = {opnds, result, ctx};
-    if (!opnds || !ctx) {
-        gs_value_free(opnds);
-        gs_value_free(result);
-        gs_value_free(ctx);
-        return gs_eval_oom(ev, in);
+    st = GS_OK;
+    if (ds->tuple[0]->type == GS_TUPLE) {
+        gs_value **elems = malloc(sizeof *elems * (size_t)(in->n_operands + 1));
+        if (elems) {
+            for (int i = 0; i < in->n_operands; i++) elems[i] = gs_value_ref(ops[i]);
+            parts[0] = gs_value_new_tuple(in->n_operands, elems);
+            free(elems);
+        }
+    } else if (in->n_operands == 1) {
+        parts[0] = gs_value_ref(ops[0]);
     }
-    *out = gs_value_new_tuple(3, parts);
+    parts[1] = result;
+    for (int i = 2; i < ds->n_tuple; i++) parts[i] = gs_value_from_shape(ds->tuple[i]);
+    for (int i = 0; i < ds->n_tuple; i++)
+        if (!parts[i]) st = GS_ERR;
+    if (st != GS_OK) {
+        for (int i = 0; i < ds->n_tuple; i++) gs_value_free(parts[i]);
+        free(parts);
+        return gs_eval_error(ev, in, "cannot assemble the asynchronous start's value");
+    }
+    *out = gs_value_new_tuple(ds->n_tuple, parts);
+    free(parts);
     return *out ? GS_OK : gs_eval_oom(ev, in);
 }
 

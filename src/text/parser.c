@@ -345,8 +345,7 @@ static bool parse_layout(parser *p, gs_shape *s) {
     gs_vec v;
     gs_vec_init(&v, sizeof(int64_t));
     bool ok = true;
-    skip_ws(p);
-    while (ok && isdigit((unsigned char)cur(p))) {
+    while (ok && (skip_ws(p), isdigit((unsigned char)cur(p)))) {
         int64_t x;
         ok = parse_int(p, &x, "a layout dimension");
         if (ok && gs_vec_push(&v, &x) != GS_OK) ok = oom(p);
@@ -1029,7 +1028,14 @@ static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_ins
     if (!expect(p, '=', "after the instruction name")) return false;
     /* The shape may be omitted (`t = tuple(a, b)`): it is then inferred once operands are
      * resolved. */
-    if (at_shape(p) && !parse_shape(p, &in->shape)) return false;
+    if (at_shape(p)) {
+        if (!parse_shape(p, &in->shape)) return false;
+    } else {
+        /* `f31[2]` is a shape with an unknown type, not a shape-less instruction. */
+        size_t k = 0;
+        while (isalnum((unsigned char)ahead(p, k))) k++;
+        if (k > 0 && ahead(p, k) == '[') return FAIL(p, "unknown element type %s", found(p));
+    }
     const char *opname;
     gs_span op_span;
     skip_ws(p);
@@ -1169,6 +1175,43 @@ static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_ins
 
 /* ------------------------------------------------------------------ computations */
 
+/* Operands may refer forward, so a computation could be cyclic: reject that here (an iterative
+ * depth-first search over operands; O(instructions + operands)). */
+static bool check_acyclic(parser *p, gs_computation *c) {
+    int n = c->n_instrs;
+    unsigned char *state = calloc((size_t)(n ? n : 1), 1); /* 0 new, 1 on the stack, 2 done */
+    int *stack = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *next = calloc((size_t)(n ? n : 1), sizeof(int));
+    bool ok = state && stack && next;
+    if (!ok) oom(p);
+    for (int start = 0; ok && start < n; start++) {
+        if (state[start]) continue;
+        int sp = 0;
+        stack[sp++] = start;
+        state[start] = 1;
+        while (ok && sp > 0) {
+            gs_instr *in = c->instrs[stack[sp - 1]];
+            if (next[in->id] < in->n_operands) {
+                gs_instr *o = in->operands[next[in->id]++];
+                if (state[o->id] == 1)
+                    ok = fail_at(p, o->span, "instruction '%s' depends on itself (operand cycle through '%s')",
+                                 o->name, in->name);
+                else if (state[o->id] == 0) {
+                    state[o->id] = 1;
+                    stack[sp++] = o->id;
+                }
+            } else {
+                state[in->id] = 2;
+                sp--;
+            }
+        }
+    }
+    free(state);
+    free(stack);
+    free(next);
+    return ok;
+}
+
 /* Fills in the shapes of instructions written without one, in order. Called computations must
  * already be known for ops whose shape comes from them (call, while...), so those are resolved
  * by name here. */
@@ -1241,7 +1284,8 @@ static bool parse_computation(parser *p) {
     bool ok = true;
     while (ok && peek(p) != '}') {
         if (p->pos >= p->len) {
-            ok = fail_at(p, sp, "computation '%s' is not closed with '}'", name);
+            ok = FAIL(p, "expected '}' to close computation '%s' (opened at line %u), found end of file",
+                      name, sp.line);
             break;
         }
         ok = parse_instruction(p, c, &instrs, &names);
@@ -1261,6 +1305,7 @@ static bool parse_computation(parser *p) {
     gs_strmap_free(&names);
     gs_vec_free(&instrs);
     if (!ok) return false;
+    if (!check_acyclic(p, c)) return false;
     if (!infer_missing_shapes(p, c)) return false;
     if (c->n_instrs == 0) return fail_at(p, sp, "computation '%s' has no instructions", name);
     if (!c->root) c->root = c->instrs[c->n_instrs - 1];

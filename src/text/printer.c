@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void print_ints(gs_sb *sb, const int64_t *v, int n, const char *sep) {
@@ -57,8 +58,21 @@ static void print_element(gs_sb *sb, gs_type t, const void *data, int64_t i) {
     } else if (t == GS_F64) {
         gs_format_double(buf, sizeof buf, gs_elem_get_f(data, t, i));
         gs_sb_puts(sb, buf);
-    } else if (gs_type_is_float(t)) {
+    } else if (t == GS_F32) {
         gs_format_float(buf, sizeof buf, (float)gs_elem_get_f(data, t, i));
+        gs_sb_puts(sb, buf);
+    } else if (gs_type_is_float(t)) {
+        /* Narrow floats: the shortest decimal that encodes back to the same bits. */
+        double v = gs_elem_get_f(data, t, i);
+        uint16_t bits = gs_narrow_from_double(t, v);
+        if (isnan(v) || isinf(v)) {
+            gs_format_double(buf, sizeof buf, v);
+        } else {
+            for (int p = 1; p <= 17; p++) {
+                snprintf(buf, sizeof buf, "%.*g", p, v);
+                if (gs_narrow_from_double(t, strtod(buf, NULL)) == bits) break;
+            }
+        }
         gs_sb_puts(sb, buf);
     } else if (t == GS_U64) {
         gs_sb_printf(sb, "%" PRIu64, (uint64_t)gs_elem_get_i(data, t, i));
