@@ -11,6 +11,7 @@
  */
 #include "gspmd/interp.h"
 #include "gspmd/npy.h"
+#include "gspmd/numeric.h"
 #include "gspmd/text.h"
 
 #include <errno.h>
@@ -154,9 +155,43 @@ static int cmd_verify(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ eval */
 
+/* One line per output: shape, min/max/mean (floats and integers), and the first values. */
+static void print_value_summary(FILE *out, const char *label, const gs_value *v) {
+    char shape[256];
+    gs_value_shape_str(v, shape, sizeof shape);
+    fprintf(out, "%s: %s", label, shape);
+    if (v->n > 0 && !gs_type_is_complex(v->type)) {
+        double lo = 0, hi = 0, sum = 0;
+        for (int64_t i = 0; i < v->n; i++) {
+            double x = gs_elem_get_f(v->data, v->type, i);
+            if (i == 0 || x < lo) lo = x;
+            if (i == 0 || x > hi) hi = x;
+            sum += x;
+        }
+        fprintf(out, "  min %.6g  max %.6g  mean %.6g", lo, hi, sum / (double)v->n);
+    }
+    fprintf(out, "  [");
+    int64_t shown = v->n < 8 ? v->n : 8;
+    for (int64_t i = 0; i < shown; i++) {
+        if (gs_type_is_complex(v->type)) {
+            double re, im;
+            gs_elem_get_c(v->data, v->type, i, &re, &im);
+            fprintf(out, "%s(%.6g, %.6g)", i ? ", " : "", re, im);
+        } else if (v->type == GS_PRED) {
+            fprintf(out, "%s%s", i ? ", " : "", gs_elem_get_i(v->data, v->type, i) ? "true" : "false");
+        } else if (gs_type_is_float(v->type)) {
+            fprintf(out, "%s%.6g", i ? ", " : "", gs_elem_get_f(v->data, v->type, i));
+        } else {
+            fprintf(out, "%s%lld", i ? ", " : "", (long long)gs_elem_get_i(v->data, v->type, i));
+        }
+    }
+    fprintf(out, "%s]\n", v->n > shown ? ", ..." : "");
+}
+
 static int cmd_eval(int argc, char **argv) {
     const char *file = NULL, *out_dir = NULL;
     uint64_t seed = 0;
+    bool print = false;
     gs_interp_inputs inputs = {0};
     int rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -164,6 +199,8 @@ static int cmd_eval(int argc, char **argv) {
         if (is_help(argv[i])) {
             rc = print_help("eval");
             goto done;
+        } else if (strcmp(argv[i], "--print") == 0) {
+            print = true;
         } else if (opt_value(argc, argv, &i, "--output-dir", &v)) {
             out_dir = v;
         } else if (opt_value(argc, argv, &i, "--seed", &v)) {
@@ -198,8 +235,8 @@ static int cmd_eval(int argc, char **argv) {
         rc = usage_error("eval", "missing FILE");
         goto done;
     }
-    if (!out_dir) {
-        rc = usage_error("eval", "missing --output-dir DIR");
+    if (!out_dir && !print) {
+        rc = usage_error("eval", "missing --output-dir DIR (or --print)");
         goto done;
     }
     gs_source *src;
@@ -213,12 +250,15 @@ static int cmd_eval(int argc, char **argv) {
     if (gs_module_verify(m, &d) == GS_OK) {
         gs_value **outs = NULL;
         int n_outs = 0;
-        if (make_dir(out_dir) != 0) {
+        if (out_dir && make_dir(out_dir) != 0) {
             fprintf(stderr, "error: cannot create directory '%s': %s\n", out_dir, strerror(errno));
         } else if (gs_interp_run_entry(m, &inputs, seed, &outs, &n_outs, &d) == GS_OK) {
             rc = 0;
             for (int i = 0; i < n_outs && rc == 0; i++) {
-                char path[4096];
+                char path[4096], label[32];
+                snprintf(label, sizeof label, "out%d", i);
+                if (print) print_value_summary(stdout, label, outs[i]);
+                if (!out_dir) continue;
                 snprintf(path, sizeof path, "%s/out%d.npy", out_dir, i);
                 if (gs_npy_write(path, outs[i], &d) != GS_OK) rc = 1;
             }
@@ -247,13 +287,15 @@ static const command COMMANDS[] = {
      "Parses FILE and checks every instruction's operand count, shapes and attributes against\n"
      "its op's rules (XLA's shape inference). Prints FILE: ok, or one located error per problem.\n"},
     {"eval", cmd_eval,
-     "gspmd eval FILE [--input NAME=FILE.npy]... [--seed S] --output-dir DIR",
+     "gspmd eval FILE [--input NAME=FILE.npy]... [--seed S] (--output-dir DIR | --print)",
      "Runs the reference interpreter on one device and writes one .npy per output leaf:\n"
      "DIR/out0.npy, DIR/out1.npy, ... in depth-first order (a non-tuple root is out0.npy).\n"
-     "Parameters without --input get seeded random values (floats uniform in [-1, 1), integers\n"
-     "in [-8, 8) or [0, 16), preds fair coins; --seed S, default 0). f16 is read and written as\n"
-     "numpy float16; bf16 is written widened exactly to float32 and read from float32 (rounded\n"
-     "to nearest even) or bfloat16-as-uint16 is not accepted: numpy has no bf16.\n"},
+     "--print also prints each output's shape, min/max/mean and first values.\n"
+     "Parameters without --input get seeded random values (floats uniform in [-1, 1), signed\n"
+     "integers in [-8, 8), unsigned in [0, 16), preds fair coins; --seed S, default 0).\n"
+     "An --input's dtype and shape must match its parameter exactly. numpy has no bfloat16:\n"
+     "bf16 outputs are written widened exactly to float32, and a bf16 parameter reads a\n"
+     "float32 file (rounded to nearest even). f16 is numpy float16.\n"},
     {"help", cmd_help, "gspmd help [COMMAND]", "Lists the commands, or explains one.\n"},
 };
 
