@@ -86,6 +86,9 @@ struct gs_interp_env {
 gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
                          int n_args, gs_value **result, gs_diags *d);
 
+/* Does the interpreter have a kernel for op? (A unit test walks the op table with this.) */
+bool gs_interp_supports(gs_opcode op);
+
 /* Named inputs from the command line: NAME=FILE.npy pairs. Zero-initialise. */
 typedef struct gs_interp_inputs {
     int n;

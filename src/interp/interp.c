@@ -408,13 +408,23 @@ static gs_kernel_fn structural_kernel(gs_opcode op) {
     return NULL;
 }
 
+/* The kernel of an opcode, or NULL. Parameters and constants are handled by the driver. */
+static gs_kernel_fn kernel_of(gs_opcode op) {
+    gs_kernel_fn k = structural_kernel(op);
+    if (!k) k = gs_kernel_elementwise(op);
+    if (!k) k = gs_kernel_shape(op);
+    if (!k) k = gs_kernel_dot(op);
+    if (!k) k = gs_kernel_reduce(op);
+    if (!k) k = gs_kernel_misc(op);
+    return k;
+}
+
+bool gs_interp_supports(gs_opcode op) {
+    return op == GS_OP_PARAMETER || op == GS_OP_CONSTANT || kernel_of(op) != NULL;
+}
+
 gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
-    gs_kernel_fn k = structural_kernel(in->op);
-    if (!k) k = gs_kernel_elementwise(in->op);
-    if (!k) k = gs_kernel_shape(in->op);
-    if (!k) k = gs_kernel_dot(in->op);
-    if (!k) k = gs_kernel_reduce(in->op);
-    if (!k) k = gs_kernel_misc(in->op);
+    gs_kernel_fn k = kernel_of(in->op);
     if (!k) return gs_eval_error(ev, in, "the interpreter does not support %s", gs_op_name(in->op));
     *out = NULL;
     gs_status st = k(ev, in, ops, out);
