@@ -2,7 +2,7 @@
  * bench_parse.c — parser (and printer) throughput on real dumps: parses each file given on the
  * command line repeatedly for about half a second and prints MB/s. Not part of `make test`.
  *
- *   build/bench/bench_parse ../shared/real/*.hlo
+ *   build/bench/bench_parse ../shared/real/NAME.hlo ...
  */
 #include "gspmd/text.h"
 

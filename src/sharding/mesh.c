@@ -1,0 +1,234 @@
+/*
+ * mesh.c — named meshes and named (V3) shardings: the conversion to the tiled model (XLA's
+ * V3ToV2Sharding, which JAX's NamedSharding + PartitionSpec also reduces to) and printing of the
+ * named form and of command-line meshes.
+ *
+ * Conversion: every mesh axis is cut at the boundaries of the sub-axes that refer to it (a
+ * sub-axis `'x':(p)s` covers the part of x after a major part of size p, of size s), giving
+ * segments ordered major to minor, axis by axis. The tile assignment is the mesh's device array
+ * reshaped to those segments and transposed so that the segments sharding dim 0 come first
+ * (in the order written), then dim 1's ... , then manual, unreduced, and last the segments no one
+ * mentions (replicated); then reshaped to one dim per tensor dim plus the subgroup dims. For the
+ * default row-major mesh this is one iota, O(rank) at any device count.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* One segment of one mesh axis. */
+typedef struct segment {
+    int axis;     /* mesh axis */
+    int64_t pre;  /* product of the axis's segments major to it */
+    int64_t size; /* its size */
+} segment;
+
+/* Index of the segment ref covers; refs cut the axes, so each ref is exactly one segment. */
+static int find_segment(const segment *seg, int n, const gs_axis_ref *ref) {
+    int64_t pre = ref->pre_size ? ref->pre_size : 1;
+    for (int i = 0; i < n; i++)
+        if (seg[i].axis == ref->axis && seg[i].pre == pre) return i;
+    return -1;
+}
+
+static void add_cut(int64_t *cuts, int *n, int64_t v) {
+    for (int i = 0; i < *n; i++)
+        if (cuts[i] == v) return;
+    int j = (*n)++;
+    while (j > 0 && cuts[j - 1] > v) {
+        cuts[j] = cuts[j - 1];
+        j--;
+    }
+    cuts[j] = v;
+}
+
+static void cut_axis(const gs_axis_list *l, int axis, int64_t *cuts, int *n) {
+    for (int i = 0; i < l->n; i++) {
+        if (l->v[i].axis != axis || !l->v[i].pre_size) continue;
+        add_cut(cuts, n, l->v[i].pre_size);
+        add_cut(cuts, n, l->v[i].pre_size * l->v[i].size);
+    }
+}
+
+gs_status gs_sharding_from_named(gs_arena *a, const gs_named *nm, gs_sharding **out) {
+    switch (nm->form) {
+    case GS_NAMED_MAXIMAL: *out = gs_sharding_maximal(a, nm->device); return *out ? GS_OK : GS_ERR;
+    case GS_NAMED_REPLICATED: *out = gs_sharding_replicated(a); return *out ? GS_OK : GS_ERR;
+    case GS_NAMED_UNREDUCED: *out = gs_sharding_unreduced(a); return *out ? GS_OK : GS_ERR;
+    case GS_NAMED_MANUAL: *out = gs_sharding_manual(a); return *out ? GS_OK : GS_ERR;
+    case GS_NAMED_DIMS: break;
+    }
+    const gs_mesh *m = &nm->mesh;
+    if (m->n_devices <= 1) {
+        *out = gs_sharding_replicated(a);
+        return *out ? GS_OK : GS_ERR;
+    }
+    /* Segments, axis by axis, major to minor. */
+    segment seg[GS_MAX_FACTORS];
+    int n_seg = 0;
+    for (int ax = 0; ax < m->n_axes; ax++) {
+        int64_t cuts[GS_MAX_FACTORS];
+        int nc = 0;
+        add_cut(cuts, &nc, 1);
+        add_cut(cuts, &nc, m->sizes[ax]);
+        for (int d = 0; d < nm->n_dims; d++) cut_axis(&nm->dims[d], ax, cuts, &nc);
+        cut_axis(&nm->replicated, ax, cuts, &nc);
+        cut_axis(&nm->unreduced, ax, cuts, &nc);
+        cut_axis(&nm->manual, ax, cuts, &nc);
+        for (int i = 0; i + 1 < nc; i++)
+            if (n_seg < GS_MAX_FACTORS)
+                seg[n_seg++] = (segment){ax, cuts[i], cuts[i + 1] / cuts[i]};
+    }
+    GS_ASSERT(n_seg <= GS_MAX_TILE_RANK);
+    int64_t reshape[GS_MAX_TILE_RANK];
+    for (int i = 0; i < n_seg; i++) reshape[i] = seg[i].size;
+    bool used[GS_MAX_FACTORS] = {0};
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    int64_t tdims[GS_MAX_TILE_RANK];
+    int nt = 0;
+    gs_subgroup_kind types[3];
+    int n_types = 0;
+    for (int d = 0; d < nm->n_dims; d++) {
+        int64_t size = 1;
+        for (int i = 0; i < nm->dims[d].n; i++) {
+            int k = find_segment(seg, n_seg, &nm->dims[d].v[i]);
+            if (k < 0) continue; /* a size-1 axis */
+            perm[np++] = k;
+            used[k] = true;
+            size *= seg[k].size;
+        }
+        tdims[nt++] = size;
+    }
+    const gs_axis_list *sub[2] = {&nm->manual, &nm->unreduced};
+    const gs_subgroup_kind sub_kind[2] = {GS_SUBGROUP_MANUAL, GS_SUBGROUP_UNREDUCED};
+    for (int s = 0; s < 2; s++) {
+        int64_t size = 1;
+        for (int i = 0; i < sub[s]->n; i++) {
+            int k = find_segment(seg, n_seg, &sub[s]->v[i]);
+            if (k < 0) continue;
+            perm[np++] = k;
+            used[k] = true;
+            size *= seg[k].size;
+        }
+        if (sub[s]->n) {
+            tdims[nt++] = size;
+            types[n_types++] = sub_kind[s];
+        }
+    }
+    int64_t rep = 1;
+    for (int k = 0; k < n_seg; k++)
+        if (!used[k]) {
+            perm[np++] = k;
+            rep *= seg[k].size;
+        }
+    if (rep > 1) {
+        tdims[nt++] = rep;
+        types[n_types++] = GS_SUBGROUP_REPLICATED;
+    }
+    if (nt == 0) {
+        *out = gs_sharding_replicated(a);
+        return *out ? GS_OK : GS_ERR;
+    }
+    gs_tile_assignment r, t, u;
+    if (gs_tile_reshape(a, &m->devices, n_seg, reshape, &r) != GS_OK ||
+        gs_tile_transpose(a, &r, perm, &t) != GS_OK ||
+        gs_tile_reshape(a, &t, nt, tdims, &u) != GS_OK)
+        return GS_ERR;
+    *out = gs_sharding_subgroup(a, &u, n_types, types);
+    return *out ? GS_OK : GS_ERR;
+}
+
+/* ------------------------------------------------------------------ printing */
+
+/* The named form prints as the conformance corpus (XLA at its commit) writes it:
+ * `{mesh['x'=2,'y'=2] [{'x'}, {}], replicated={'y'}}`, a space between the mesh and the body.
+ * (Later XLA prints a comma there; the parser accepts both.) */
+
+static void print_ref(gs_sb *sb, const gs_mesh *m, const gs_axis_ref *r) {
+    gs_sb_printf(sb, "'%s'", m->names[r->axis]);
+    if (r->pre_size) gs_sb_printf(sb, ":(%lld)%lld", (long long)r->pre_size, (long long)r->size);
+}
+
+static void print_refs(gs_sb *sb, const gs_mesh *m, const gs_axis_list *l) {
+    gs_sb_putc(sb, '{');
+    for (int i = 0; i < l->n; i++) {
+        if (i) gs_sb_puts(sb, ", ");
+        print_ref(sb, m, &l->v[i]);
+    }
+    if (l->open) gs_sb_puts(sb, l->n ? ", ?" : "?");
+    gs_sb_putc(sb, '}');
+}
+
+/* The device order after `device_ids=(` or `:`: `[R]T(P)` for a transposed iota, else a list. */
+static void print_order(gs_sb *sb, const gs_tile_assignment *t, bool arrow) {
+    if (t->iota) {
+        gs_sb_puts(sb, arrow ? "<=[" : "[");
+        for (int i = 0; i < t->n_reshape; i++)
+            gs_sb_printf(sb, "%s%lld", i ? "," : "", (long long)t->reshape[i]);
+        gs_sb_putc(sb, ']');
+        if (t->n_reshape > 1) {
+            gs_sb_puts(sb, "T(");
+            for (int i = 0; i < t->n_reshape; i++)
+                gs_sb_printf(sb, "%s%d", i ? "," : "", t->perm[i]);
+            gs_sb_putc(sb, ')');
+        }
+        return;
+    }
+    for (int64_t i = 0; i < t->n; i++)
+        gs_sb_printf(sb, "%s%lld", i ? "," : "", (long long)t->devices[i]);
+}
+
+/* Whether a mesh's devices are in the default row-major order. */
+static bool default_order(const gs_mesh *m) { return m->devices.iota && m->devices.n_reshape == 1; }
+
+void gs_named_print(gs_sb *sb, const gs_named *n, const char *metadata) {
+    if (n->form == GS_NAMED_MAXIMAL) {
+        gs_sb_printf(sb, "{maximal_mesh[device_id=%lld]", (long long)n->device);
+    } else {
+        const gs_mesh *m = &n->mesh;
+        gs_sb_puts(sb, "{mesh[");
+        for (int i = 0; i < m->n_axes; i++)
+            gs_sb_printf(sb, "%s'%s'=%lld", i ? "," : "", m->names[i], (long long)m->sizes[i]);
+        gs_sb_putc(sb, ']');
+        if (!default_order(m)) {
+            gs_sb_puts(sb, ", device_ids=(");
+            print_order(sb, &m->devices, false);
+            gs_sb_putc(sb, ')');
+        }
+        switch (n->form) {
+        case GS_NAMED_REPLICATED: gs_sb_puts(sb, " replicated"); break;
+        case GS_NAMED_UNREDUCED: gs_sb_puts(sb, " unreduced"); break;
+        case GS_NAMED_MANUAL: gs_sb_puts(sb, " manual"); break;
+        default:
+            gs_sb_puts(sb, " [");
+            for (int i = 0; i < n->n_dims; i++) {
+                if (i) gs_sb_puts(sb, ", ");
+                print_refs(sb, m, &n->dims[i]);
+            }
+            gs_sb_putc(sb, ']');
+            break;
+        }
+        if (n->replicated.n) {
+            gs_sb_puts(sb, ", replicated=");
+            print_refs(sb, m, &n->replicated);
+        }
+        if (n->unreduced.n) {
+            gs_sb_printf(sb, ", unreduced=%s", n->reduction ? n->reduction : "");
+            print_refs(sb, m, &n->unreduced);
+        }
+        if (n->manual.n) {
+            gs_sb_puts(sb, ", manual=");
+            print_refs(sb, m, &n->manual);
+        }
+    }
+    if (metadata) gs_sb_printf(sb, ", metadata={%s}", metadata);
+    gs_sb_putc(sb, '}');
+}
+
+void gs_mesh_print(gs_sb *sb, const gs_mesh *m) {
+    for (int i = 0; i < m->n_axes; i++)
+        gs_sb_printf(sb, "%s%s=%lld", i ? "," : "", m->names[i], (long long)m->sizes[i]);
+    if (!default_order(m)) {
+        gs_sb_putc(sb, ':');
+        print_order(sb, &m->devices, true);
+    }
+}
