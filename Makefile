@@ -1,12 +1,14 @@
 # gspmd's two commands (see README.md):
 #   make demo   build, then run the example pipeline
-#   make test   build, then run the test suite (plain build and ASan+UBSan build)
+#   make test   build, then run the test suite (plain build, ASan+UBSan build, and the threads
+#               runtime under TSan)
 # Both first make sure the Debian packages gspmd needs are installed (apt-get, as root).
 
 PACKAGES := cmake make gcc pkg-config python3 libopenblas-dev libcjson-dev libcmocka-dev \
             libopenmpi-dev openmpi-bin
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
@@ -40,6 +42,9 @@ test: deps build
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE nosan
+	@cmake -S . -B $(TSAN_BUILD) -DGSPMD_WERROR=ON -DGSPMD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target gspmd
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'runtime\.threads'
 
 test-fast: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -48,4 +53,4 @@ demo: deps build
 	@./examples/demo.sh $(BUILD)/gspmd
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -9,6 +9,7 @@
  * here as `FILE:LINE:COL: error: ...` with the source line and a caret. Exit status: 0 success,
  * 1 bad input or a failed check, 2 bad usage.
  */
+#include "cli.h"
 #include "gspmd/interp.h"
 #include "gspmd/npy.h"
 #include "gspmd/numeric.h"
@@ -51,55 +52,7 @@ static int print_help(const char *cmd) {
     return 0;
 }
 
-/* Matches `--name=value` or `--name value`; advances *i past the value. */
-static bool opt_value(int argc, char **argv, int *i, const char *name, const char **value) {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return false;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return true;
-    }
-    if (a[n] == 0 && *i + 1 < argc) {
-        *value = argv[++*i];
-        return true;
-    }
-    return false;
-}
 
-/* Loads and parses FILE; on failure renders diagnostics and returns NULL. *src receives the
- * source (free it after the module). */
-static gs_module *load_module(const char *path, gs_source **src) {
-    char err[512];
-    *src = gs_source_read_file(path, err, sizeof err);
-    if (!*src) {
-        fprintf(stderr, "error: %s\n", err);
-        return NULL;
-    }
-    gs_diags d = {0};
-    gs_module *m = gs_parse_module(*src, &d);
-    if (!m) gs_diags_render(&d, stderr);
-    gs_diags_free(&d);
-    if (!m) {
-        gs_source_free(*src);
-        *src = NULL;
-    }
-    return m;
-}
-
-static int make_dir(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    return 0;
-}
 
 /* ------------------------------------------------------------------ parse */
 
@@ -113,7 +66,7 @@ static int cmd_parse(int argc, char **argv) {
     }
     if (!file) return usage_error("parse", "missing FILE");
     gs_source *src;
-    gs_module *m = load_module(file, &src);
+    gs_module *m = gs_cli_load_module(file, &src);
     if (!m) return 1;
     char *text = gs_module_to_string(m);
     int rc = 0;
@@ -141,7 +94,7 @@ static int cmd_verify(int argc, char **argv) {
     }
     if (!file) return usage_error("verify", "missing FILE");
     gs_source *src;
-    gs_module *m = load_module(file, &src);
+    gs_module *m = gs_cli_load_module(file, &src);
     if (!m) return 1;
     gs_diags d = {0};
     gs_status st = gs_module_verify(m, &d);
@@ -201,26 +154,18 @@ static int cmd_eval(int argc, char **argv) {
             goto done;
         } else if (strcmp(argv[i], "--print") == 0) {
             print = true;
-        } else if (opt_value(argc, argv, &i, "--output-dir", &v)) {
+        } else if (gs_cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
             out_dir = v;
-        } else if (opt_value(argc, argv, &i, "--seed", &v)) {
+        } else if (gs_cli_opt_value(argc, argv, &i, "--seed", &v)) {
             char *end;
             seed = strtoull(v, &end, 10);
             if (*end || !*v) {
                 rc = usage_error("eval", "--seed wants a non-negative integer, not '%s'", v);
                 goto done;
             }
-        } else if (opt_value(argc, argv, &i, "--input", &v)) {
-            const char *eq = strchr(v, '=');
-            if (!eq || eq == v || !eq[1]) {
-                rc = usage_error("eval", "--input wants NAME=FILE.npy, not '%s'", v);
-                goto done;
-            }
-            if (gs_interp_inputs_add(&inputs, v, (size_t)(eq - v), eq + 1) != GS_OK) {
-                fprintf(stderr, "error: out of memory\n");
-                rc = 1;
-                goto done;
-            }
+        } else if (gs_cli_opt_value(argc, argv, &i, "--input", &v)) {
+            if ((rc = gs_cli_input_option("eval", v, &inputs)) != 0) goto done;
+            rc = 2;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = usage_error("eval", "unknown option '%s'", argv[i]);
             goto done;
@@ -240,7 +185,7 @@ static int cmd_eval(int argc, char **argv) {
         goto done;
     }
     gs_source *src;
-    gs_module *m = load_module(file, &src);
+    gs_module *m = gs_cli_load_module(file, &src);
     if (!m) {
         rc = 1;
         goto done;
@@ -250,7 +195,7 @@ static int cmd_eval(int argc, char **argv) {
     if (gs_module_verify(m, &d) == GS_OK) {
         gs_value **outs = NULL;
         int n_outs = 0;
-        if (out_dir && make_dir(out_dir) != 0) {
+        if (out_dir && gs_cli_mkdirs(out_dir) != 0) {
             fprintf(stderr, "error: cannot create directory '%s': %s\n", out_dir, strerror(errno));
         } else if (gs_interp_run_entry(m, &inputs, seed, &outs, &n_outs, &d) == GS_OK) {
             rc = 0;
@@ -296,6 +241,14 @@ static const command COMMANDS[] = {
      "An --input's dtype and shape must match its parameter exactly. numpy has no bfloat16:\n"
      "bf16 outputs are written widened exactly to float32, and a bf16 parameter reads a\n"
      "float32 file (rounded to nearest even). f16 is numpy float16.\n"},
+    {"run", gs_cli_run,
+     "gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--input NAME=FILE.npy]... "
+     "[--seed S] [--timeout SEC] --output-dir DIR",
+     "Runs an SPMD program on N devices (threads, or MPI ranks under mpirun). See gspmd run --help.\n"},
+    {"show-sharding", gs_cli_show_sharding,
+     "gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]",
+     "Draws which device holds which block of an array under a sharding (XLA text, or a\n"
+     "PartitionSpec with --mesh); --json prints each device's tile, offset and shard shape.\n"},
     {"help", cmd_help, "gspmd help [COMMAND]", "Lists the commands, or explains one.\n"},
 };
 

@@ -86,6 +86,15 @@ struct gs_interp_env {
 gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
                          int n_args, gs_value **result, gs_diags *d);
 
+/* Evaluates computation c of m on args (borrowed) with env (NULL: single device); *result is a
+ * new reference. For runtimes applying a module's reduction computation. */
+gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
+                         gs_value *const *args, int n_args, gs_value **result, gs_diags *d);
+
+/* If computation c is `ROOT r = op(param0, param1)` of scalars for a commutative binary op
+ * (add, multiply, maximum, minimum, and, or, xor), returns true and the opcode. */
+bool gs_comp_simple_binary(const gs_computation *c, gs_opcode *op);
+
 /* Does the interpreter have a kernel for op? (A unit test walks the op table with this.) */
 bool gs_interp_supports(gs_opcode op);
 

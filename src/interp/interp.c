@@ -376,6 +376,21 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
     return gs_eval_error(ev, in, "custom-call target \"%s\" is not supported by the interpreter", target);
 }
 
+/* The done half of an asynchronous collective: its start's value is the result itself, or a
+ * tuple (operands, result, ...) whose element 1 is the result. */
+static gs_status k_collective_done(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const gs_value *s = ops[0];
+    if (gs_value_matches(s, in->shape)) {
+        *out = gs_value_ref(ops[0]);
+        return GS_OK;
+    }
+    if (s->type == GS_TUPLE && s->n_tuple >= 2 && gs_value_matches(s->tuple[1], in->shape)) {
+        *out = gs_value_ref(s->tuple[1]);
+        return GS_OK;
+    }
+    return gs_eval_error(ev, in, "operand is not the value of an asynchronous collective start");
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 static gs_kernel_fn structural_kernel(gs_opcode op) {
@@ -399,10 +414,9 @@ static gs_kernel_fn structural_kernel(gs_opcode op) {
     const gs_op_info *info = gs_op_info_of(op);
     if (info->family == GS_FAM_COLLECTIVE) return k_collective;
     if (info->family == GS_FAM_ASYNC) {
-        /* The done halves of collectives pass their start's result through. */
         if (op == GS_OP_ALL_REDUCE_DONE || op == GS_OP_ALL_GATHER_DONE ||
             op == GS_OP_COLLECTIVE_PERMUTE_DONE)
-            return k_identity;
+            return k_collective_done;
         return k_async;
     }
     return NULL;
@@ -507,10 +521,19 @@ gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *ar
     return st;
 }
 
-gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
-                         int n_args, gs_value **result, gs_diags *d) {
+gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
+                         gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
     gs_eval ev = {m, env ? env : &default_env, d, 0, 0};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
-    return gs_eval_call(&ev, m->entry, args, n_args, result);
+    return gs_eval_call(&ev, c, args, n_args, result);
+}
+
+gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
+                         int n_args, gs_value **result, gs_diags *d) {
+    return gs_interp_call(m, env, m->entry, args, n_args, result, d);
+}
+
+bool gs_comp_simple_binary(const gs_computation *c, gs_opcode *op) {
+    return gs_comp_is_simple_binary(c, op);
 }

@@ -1,0 +1,155 @@
+/*
+ * gspmd/runtime.h — runs one SPMD program on N devices.
+ *
+ * Every device runs the same module with its own partition id (the reference interpreter per
+ * device), and the module's collectives go through a communicator: a struct of function
+ * pointers (gs_comm_ops) with two implementations, threads in one process (comm_threads.c, the
+ * default: nothing to install) and MPI ranks across processes and machines (comm_mpi.c, built
+ * when MPI is found). The collective semantics (replica groups, dimensions, reductions, tuple
+ * operands) live above the communicator in collectives.c, written once for both.
+ *
+ * Failures: a device that fails stops the run; devices waiting in a collective wake up and
+ * report which device failed; a collective that some device never reaches times out and names
+ * the devices that did not arrive. Nothing hangs.
+ */
+#ifndef GSPMD_RUNTIME_H
+#define GSPMD_RUNTIME_H
+
+#include "gspmd/interp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ communicator */
+
+/* Element-wise reductions the communicators implement natively. GS_RED_NONE means "not a
+ * builtin": collectives.c then gathers and applies the module's reduction computation. */
+typedef enum gs_reduce_op {
+    GS_RED_NONE, GS_RED_SUM, GS_RED_PROD, GS_RED_MIN, GS_RED_MAX, GS_RED_AND, GS_RED_OR, GS_RED_XOR
+} gs_reduce_op;
+
+/* A group of devices taking part in one collective: its members' global device numbers in
+ * group order (the order results are concatenated and reductions applied in). */
+typedef struct gs_group {
+    int size;            /* number of members */
+    const int *members;  /* global device numbers, in group order */
+    int index;           /* the calling device's position in members */
+    int id;              /* which group of the collective this is (0..n_groups-1) */
+    int n_groups;        /* number of groups the devices are split into */
+    uint64_t key;        /* identifies the partition of devices into groups (for caching) */
+} gs_group;
+
+typedef struct gs_comm gs_comm;
+
+/* The communicator interface. Every function is called by every device of the run in the same
+ * order (SPMD), each with its own `dev`; buffers are the calling device's. Errors name the
+ * devices concerned and are returned as values. */
+typedef struct gs_comm_ops {
+    /* Sums (etc.) n elements of type t across the group, in place in buf. Deterministic: the
+     * result is bitwise the same on every member and from run to run. */
+    gs_status (*all_reduce)(gs_comm *c, int dev, const gs_group *g, gs_type t, gs_reduce_op op,
+                            void *buf, int64_t n, gs_diags *d);
+    /* out (group size * bytes) = the members' `in` blocks concatenated in group order. */
+    gs_status (*all_gather)(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
+                            void *out, gs_diags *d);
+    /* in holds group-size blocks of `bytes`; block j goes to member j; out block j comes from
+     * member j. */
+    gs_status (*all_to_all)(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
+                            void *out, gs_diags *d);
+    /* Reduces in (group size * n elements) across the group and leaves block `index` of the
+     * result (n elements) in out. */
+    gs_status (*reduce_scatter)(gs_comm *c, int dev, const gs_group *g, gs_type t, gs_reduce_op op,
+                                const void *in, int64_t n, void *out, gs_diags *d);
+    /* Sends `bytes` of in to device `to` (-1: none) and receives into out from device `from`
+     * (-1: none; out is left untouched). Every device calls it once per collective-permute. */
+    gs_status (*permute)(gs_comm *c, int dev, int to, int from, const void *in, void *out,
+                         int64_t bytes, gs_diags *d);
+    /* Gathers `bytes` from every device to device 0: out (n_devices * bytes, device order) is
+     * written on device 0 only. */
+    gs_status (*gather_root)(gs_comm *c, int dev, const void *in, int64_t bytes, void *out,
+                             gs_diags *d);
+    /* Waits until every device arrives. */
+    gs_status (*barrier)(gs_comm *c, int dev, gs_diags *d);
+    /* Tells every device that `dev` failed (so waiting devices stop). */
+    void (*abort)(gs_comm *c, int dev);
+    /* Releases the communicator. */
+    void (*free)(gs_comm *c);
+} gs_comm_ops;
+
+struct gs_comm {
+    const gs_comm_ops *ops; /* the implementation */
+    int n_devices;          /* devices in the run */
+    int first_device;       /* first device number this process runs (MPI: rank * per_rank) */
+    int local_devices;      /* devices this process runs */
+    double timeout_s;       /* how long a collective waits for the others */
+};
+
+/* The threads communicator: n devices, all in this process. NULL on allocation failure. */
+gs_comm *gs_comm_threads_new(int n_devices, double timeout_s);
+/* The MPI communicator: world size * devices_per_rank devices (only devices_per_rank == 1 is
+ * implemented). Calls MPI_Init if needed. NULL (and an error) when MPI is unavailable. */
+gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d);
+/* Was gspmd built with MPI, and does the environment look like an mpirun launch? */
+bool gs_mpi_available(void);
+bool gs_mpi_launched(void);
+/* MPI rank and world size (0 and 1 without MPI). */
+int gs_mpi_rank(void);
+int gs_mpi_world_size(void);
+/* MPI_Finalize when MPI was initialised by gspmd. */
+void gs_mpi_finalize(void);
+/* The end of an MPI run: every rank says whether it succeeded; *all_ok tells whether all did.
+ * Returns false when some rank never came (stuck or killed) within the timeout: the caller
+ * must then exit at once with gs_mpi_exit_now, without finalizing. With the threads
+ * communicator *all_ok = ok. (All ranks must agree before finalizing: Debian's Open MPI 4.1
+ * mpirun hangs or crashes when ranks end differently.) */
+bool gs_mpi_agree(gs_comm *c, bool ok, bool *all_ok);
+/* Exits with status 1 without finalizing MPI (after gs_mpi_agree returned false). */
+void gs_mpi_exit_now(void);
+
+/* ------------------------------------------------------------------ running */
+
+typedef enum gs_backend { GS_BACKEND_THREADS, GS_BACKEND_MPI } gs_backend;
+
+/* Options of a run. Zero-initialise, then set what you need. */
+typedef struct gs_run_options {
+    int n_devices;       /* number of partitions (devices) */
+    gs_backend backend;  /* threads (default) or MPI */
+    double timeout_s;    /* collective timeout; 0 = 60 seconds */
+    uint64_t seed;       /* seed of random inputs and rng ops */
+} gs_run_options;
+
+/* Runs SPMD module m on every device of comm (this process's devices), each with its own
+ * arguments args[local_device][param] (borrowed). On success results[local_device] holds each
+ * local device's result (new references; the caller frees them and the array). Errors name the
+ * failing device and instruction. */
+gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
+                      gs_value ***results, uint64_t seed, gs_diags *d);
+
+/* Collects every device's result on device 0 (the process running device 0): all[device] for
+ * all n_devices (new references; free them and the array). Processes without device 0 get
+ * *all = NULL. `local` are this process's results (borrowed). */
+gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *local,
+                            gs_value ***all, gs_diags *d);
+
+/* Checks, before running, that the module's collectives are consistent with n devices:
+ * replica groups cover devices 0..n-1 exactly once with equal group sizes, source_target_pairs
+ * are in range with no device sending or receiving twice, and num_partitions in the module (if
+ * written) equals n. */
+gs_status gs_check_collectives(const gs_module *m, int n_devices, gs_diags *d);
+
+/* The executor of one collective instruction on one device (used by the interpreter through
+ * gs_collectives). ctx is a gs_device_ctx. */
+typedef struct gs_device_ctx {
+    gs_comm *comm;       /* the communicator */
+    int device;          /* this device's global number */
+    const gs_module *m;  /* the module (for reduction computations) */
+} gs_device_ctx;
+
+gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *operands,
+                                int n_operands, gs_value **out, gs_diags *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GSPMD_RUNTIME_H */

@@ -1,0 +1,262 @@
+/*
+ * comm_threads.c — the threads communicator: every device is a thread of this process.
+ *
+ * Each collective is a rendezvous of all devices (SPMD: every device reaches every collective in
+ * the same order): a device publishes its buffers in its slot, waits at a barrier, reads the
+ * slots of its group's members, and waits at a second barrier before its buffers may change.
+ * All-reduce runs in three phases so that bandwidth stays near memcpy's: member i reduces chunk
+ * i of the group's buffers (in member order, so the result is deterministic and identical on all
+ * members) into a buffer of its own; after a barrier every member copies all reduced chunks.
+ *
+ * Barriers wait with a timeout and report the devices that did not arrive; abort() wakes every
+ * waiting device, which then reports the device that failed.
+ */
+#include "runtime_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* What a device publishes for the current collective. */
+typedef struct slot {
+    const void *in; /* its input buffer */
+    void *tmp;      /* all-reduce: its reduced chunk */
+} slot;
+
+typedef struct threads_comm {
+    gs_comm base;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t generation; /* completed barriers */
+    int arrived;         /* devices waiting at the current barrier */
+    bool *present;       /* n: which devices arrived at the current barrier */
+    slot *slots;         /* n */
+    bool aborted;        /* some device failed or a barrier timed out */
+    int failed_dev;      /* the device that failed (-1: a timeout) */
+} threads_comm;
+
+static threads_comm *tc(gs_comm *c) { return (threads_comm *)c; }
+
+static gs_status aborted_error(threads_comm *t, int dev, gs_diags *d) {
+    if (t->failed_dev >= 0)
+        return gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, t->failed_dev);
+    return gs_error(d, gs_span_none(), "device %d: stopped because a collective timed out", dev);
+}
+
+static gs_status barrier(gs_comm *c, int dev, gs_diags *d) {
+    threads_comm *t = tc(c);
+    pthread_mutex_lock(&t->mu);
+    if (t->aborted) {
+        gs_status st = aborted_error(t, dev, d);
+        pthread_mutex_unlock(&t->mu);
+        return st;
+    }
+    uint64_t gen = t->generation;
+    t->present[dev] = true;
+    if (++t->arrived == c->n_devices) {
+        t->arrived = 0;
+        memset(t->present, 0, sizeof(bool) * (size_t)c->n_devices);
+        t->generation++;
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+        return GS_OK;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    double secs = c->timeout_s > 0 ? c->timeout_s : 60.0;
+    deadline.tv_sec += (time_t)secs;
+    deadline.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    gs_status st = GS_OK;
+    while (t->generation == gen && !t->aborted) {
+        int rc = pthread_cond_timedwait(&t->cv, &t->mu, &deadline);
+        if (rc == ETIMEDOUT && t->generation == gen && !t->aborted) {
+            gs_sb missing = {0};
+            int n_missing = 0;
+            for (int i = 0; i < c->n_devices; i++)
+                if (!t->present[i]) {
+                    if (n_missing < 16) gs_sb_printf(&missing, "%s%d", n_missing ? ", " : "", i);
+                    n_missing++;
+                }
+            if (n_missing > 16) gs_sb_printf(&missing, " and %d more", n_missing - 16);
+            st = gs_error(d, gs_span_none(),
+                          "device %d: a collective timed out after %g s: device%s %s did not arrive",
+                          dev, secs, n_missing == 1 ? "" : "s", gs_sb_str(&missing));
+            gs_sb_free(&missing);
+            t->aborted = true;
+            t->failed_dev = -1;
+            pthread_cond_broadcast(&t->cv);
+            break;
+        }
+    }
+    if (st == GS_OK && t->generation == gen && t->aborted) st = aborted_error(t, dev, d);
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+static void publish(threads_comm *t, int dev, const void *in, void *tmp) {
+    /* Written before the barrier's mutex release, read after its acquisition: ordered. */
+    pthread_mutex_lock(&t->mu);
+    t->slots[dev].in = in;
+    t->slots[dev].tmp = tmp;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Element range [lo, hi) of chunk i of n elements split into k chunks. */
+static void chunk_range(int64_t n, int k, int i, int64_t *lo, int64_t *hi) {
+    int64_t base = n / k, rem = n % k;
+    *lo = i * base + (i < rem ? i : rem);
+    *hi = *lo + base + (i < rem ? 1 : 0);
+}
+
+static gs_status all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type t, gs_reduce_op op,
+                            void *buf, int64_t n, gs_diags *d) {
+    threads_comm *tcm = tc(c);
+    int esz = gs_type_size(t);
+    int64_t lo, hi;
+    chunk_range(n, g->size, g->index, &lo, &hi);
+    void *mine = malloc((size_t)((hi - lo) * esz) + 1);
+    if (!mine) {
+        c->ops->abort(c, dev);
+        return gs_error(d, gs_span_none(), "device %d: out of memory in all-reduce", dev);
+    }
+    publish(tcm, dev, buf, mine);
+    gs_status st = barrier(c, dev, d);
+    if (st == GS_OK && hi > lo) {
+        /* Reduce chunk `index` over the members in group order. */
+        const char *first = tcm->slots[g->members[0]].in;
+        memcpy(mine, first + lo * esz, (size_t)((hi - lo) * esz));
+        for (int k = 1; k < g->size; k++)
+            gs_reduce_into(t, op, mine, (const char *)tcm->slots[g->members[k]].in + lo * esz, hi - lo);
+    }
+    if (st == GS_OK) st = barrier(c, dev, d);
+    if (st == GS_OK) {
+        for (int k = 0; k < g->size; k++) {
+            int64_t klo, khi;
+            chunk_range(n, g->size, k, &klo, &khi);
+            if (khi > klo)
+                memcpy((char *)buf + klo * esz, tcm->slots[g->members[k]].tmp, (size_t)((khi - klo) * esz));
+        }
+    }
+    if (st == GS_OK) st = barrier(c, dev, d);
+    free(mine);
+    return st;
+}
+
+static gs_status all_gather(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
+                            void *out, gs_diags *d) {
+    threads_comm *t = tc(c);
+    publish(t, dev, in, NULL);
+    gs_status st = barrier(c, dev, d);
+    if (st == GS_OK)
+        for (int k = 0; k < g->size; k++)
+            if (bytes) memcpy((char *)out + k * bytes, t->slots[g->members[k]].in, (size_t)bytes);
+    if (st == GS_OK) st = barrier(c, dev, d);
+    return st;
+}
+
+static gs_status all_to_all(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
+                            void *out, gs_diags *d) {
+    threads_comm *t = tc(c);
+    publish(t, dev, in, NULL);
+    gs_status st = barrier(c, dev, d);
+    if (st == GS_OK)
+        for (int k = 0; k < g->size; k++)
+            if (bytes)
+                memcpy((char *)out + k * bytes,
+                       (const char *)t->slots[g->members[k]].in + (int64_t)g->index * bytes, (size_t)bytes);
+    if (st == GS_OK) st = barrier(c, dev, d);
+    return st;
+}
+
+static gs_status reduce_scatter(gs_comm *c, int dev, const gs_group *g, gs_type ty, gs_reduce_op op,
+                                const void *in, int64_t n, void *out, gs_diags *d) {
+    threads_comm *t = tc(c);
+    int esz = gs_type_size(ty);
+    publish(t, dev, in, NULL);
+    gs_status st = barrier(c, dev, d);
+    if (st == GS_OK && n > 0) {
+        int64_t off = (int64_t)g->index * n * esz;
+        memcpy(out, (const char *)t->slots[g->members[0]].in + off, (size_t)(n * esz));
+        for (int k = 1; k < g->size; k++)
+            gs_reduce_into(ty, op, out, (const char *)t->slots[g->members[k]].in + off, n);
+    }
+    if (st == GS_OK) st = barrier(c, dev, d);
+    return st;
+}
+
+static gs_status permute(gs_comm *c, int dev, int to, int from, const void *in, void *out,
+                         int64_t bytes, gs_diags *d) {
+    threads_comm *t = tc(c);
+    (void)to;
+    publish(t, dev, in, NULL);
+    gs_status st = barrier(c, dev, d);
+    if (st == GS_OK && from >= 0 && bytes) memcpy(out, t->slots[from].in, (size_t)bytes);
+    if (st == GS_OK) st = barrier(c, dev, d);
+    return st;
+}
+
+static gs_status gather_root(gs_comm *c, int dev, const void *in, int64_t bytes, void *out,
+                             gs_diags *d) {
+    threads_comm *t = tc(c);
+    publish(t, dev, in, NULL);
+    gs_status st = barrier(c, dev, d);
+    if (st == GS_OK && dev == 0)
+        for (int k = 0; k < c->n_devices; k++)
+            if (bytes) memcpy((char *)out + k * bytes, t->slots[k].in, (size_t)bytes);
+    if (st == GS_OK) st = barrier(c, dev, d);
+    return st;
+}
+
+static void comm_abort(gs_comm *c, int dev) {
+    threads_comm *t = tc(c);
+    pthread_mutex_lock(&t->mu);
+    if (!t->aborted) {
+        t->aborted = true;
+        t->failed_dev = dev;
+    }
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void comm_free(gs_comm *c) {
+    threads_comm *t = tc(c);
+    if (!t) return;
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+    free(t->present);
+    free(t->slots);
+    free(t);
+}
+
+static const gs_comm_ops THREADS_OPS = {all_reduce, all_gather, all_to_all,  reduce_scatter,
+                                        permute,    gather_root, barrier,    comm_abort,
+                                        comm_free};
+
+gs_comm *gs_comm_threads_new(int n_devices, double timeout_s) {
+    if (n_devices < 1) return NULL;
+    threads_comm *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->present = calloc((size_t)n_devices, sizeof(bool));
+    t->slots = calloc((size_t)n_devices, sizeof(slot));
+    if (!t->present || !t->slots) {
+        free(t->present);
+        free(t->slots);
+        free(t);
+        return NULL;
+    }
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    t->base.ops = &THREADS_OPS;
+    t->base.n_devices = n_devices;
+    t->base.first_device = 0;
+    t->base.local_devices = n_devices;
+    t->base.timeout_s = timeout_s;
+    t->failed_dev = -1;
+    return &t->base;
+}

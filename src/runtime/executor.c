@@ -1,0 +1,193 @@
+/*
+ * executor.c — runs one SPMD module on this process's devices: one thread per local device,
+ * each running the reference interpreter with its partition id and the communicator behind its
+ * collectives. The first device to fail aborts the communicator, so every other device stops
+ * at its next collective instead of waiting; the failing device's error is reported first.
+ *
+ * OpenBLAS runs single-threaded while several device threads share the machine, so device
+ * threads and BLAS threads never oversubscribe the cores.
+ */
+#include "runtime_internal.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct device_run {
+    const gs_module *m;
+    gs_comm *comm;
+    int device;               /* global device number */
+    gs_value *const *args;    /* this device's arguments */
+    gs_value *result;         /* its result */
+    gs_diags diags;           /* its errors */
+    gs_status status;
+    uint64_t seed;
+    pthread_mutex_t *order_mu; /* guards *first_failure */
+    int *first_failure;        /* the first device to fail, or -1 */
+} device_run;
+
+static void *device_main(void *arg) {
+    device_run *r = arg;
+    int N = r->comm->n_devices;
+    int R = r->m->replica_count > 0 && N % r->m->replica_count == 0 ? (int)r->m->replica_count : 1;
+    int P = N / R;
+    char label[32];
+    snprintf(label, sizeof label, "device %d", r->device);
+    gs_device_ctx ctx = {r->comm, r->device, r->m};
+    gs_collectives coll = {gs_collective_execute, &ctx};
+    gs_interp_env env = {r->device % P, r->device / P, N, &coll, r->seed, label};
+    r->status = gs_interp_eval(r->m, &env, r->args, r->m->entry->n_params, &r->result, &r->diags);
+    if (r->status != GS_OK) {
+        pthread_mutex_lock(r->order_mu);
+        if (*r->first_failure < 0) *r->first_failure = r->device;
+        pthread_mutex_unlock(r->order_mu);
+        r->comm->ops->abort(r->comm, r->device);
+    }
+    return NULL;
+}
+
+static void append_diags(gs_diags *to, const gs_diags *from) {
+    for (int i = 0; i < from->n; i++) {
+        const gs_diag *g = &from->items[i];
+        if (g->severity == GS_SEV_ERROR)
+            gs_error(to, g->span, "%s", g->message ? g->message : "out of memory");
+        else
+            gs_note(to, g->span, "%s", g->message ? g->message : "");
+    }
+}
+
+gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
+                      gs_value ***results, uint64_t seed, gs_diags *d) {
+    int n = comm->local_devices;
+    device_run *runs = calloc((size_t)n, sizeof *runs);
+    pthread_t *threads = calloc((size_t)n, sizeof *threads);
+    gs_value **res = calloc((size_t)n, sizeof *res);
+    if (!runs || !threads || !res) {
+        free(runs);
+        free(threads);
+        free(res);
+        return gs_error(d, gs_span_none(), "out of memory");
+    }
+    if (comm->n_devices > 1) openblas_set_num_threads(1);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    int first_failure = -1;
+    for (int i = 0; i < n; i++) {
+        runs[i].m = m;
+        runs[i].comm = comm;
+        runs[i].device = comm->first_device + i;
+        runs[i].args = args[i];
+        runs[i].seed = seed;
+        runs[i].order_mu = &mu;
+        runs[i].first_failure = &first_failure;
+    }
+    int started = 0;
+    gs_status st = GS_OK;
+    if (n == 1) {
+        device_main(&runs[0]);
+        started = 0;
+    } else {
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 16u << 20);
+        for (int i = 0; i < n; i++) {
+            if (pthread_create(&threads[i], &attr, device_main, &runs[i]) != 0) {
+                st = gs_error(d, gs_span_none(), "cannot start the thread of device %d", runs[i].device);
+                comm->ops->abort(comm, runs[i].device);
+                break;
+            }
+            started++;
+        }
+        pthread_attr_destroy(&attr);
+        for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
+    }
+    /* Report the device that failed first, then a note for the ones it stopped. */
+    int n_failed = 0;
+    for (int i = 0; i < n; i++)
+        if (runs[i].status != GS_OK && (n == 1 || i < started || st == GS_OK)) n_failed++;
+    if (n_failed > 0) {
+        st = GS_ERR;
+        int first = first_failure - comm->first_device;
+        if (first >= 0 && first < n) append_diags(d, &runs[first].diags);
+        int stopped = 0;
+        for (int i = 0; i < n; i++) {
+            if (i == first || runs[i].status == GS_OK) continue;
+            if (first < 0 || first >= n) append_diags(d, &runs[i].diags);
+            else stopped++;
+        }
+        if (stopped > 0)
+            gs_note(d, gs_span_none(), "%d other device%s stopped because device %d failed", stopped,
+                    stopped == 1 ? "" : "s", first_failure);
+    }
+    for (int i = 0; i < n; i++) {
+        res[i] = runs[i].result;
+        gs_diags_free(&runs[i].diags);
+        if (st != GS_OK) {
+            gs_value_free(res[i]);
+            res[i] = NULL;
+        }
+    }
+    free(runs);
+    free(threads);
+    if (st != GS_OK) {
+        free(res);
+        return st;
+    }
+    *results = res;
+    return GS_OK;
+}
+
+gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *local,
+                            gs_value ***all, gs_diags *d) {
+    int n = comm->n_devices;
+    *all = NULL;
+    if (comm->local_devices == n) {
+        gs_value **out = calloc((size_t)n, sizeof *out);
+        if (!out) return gs_error(d, gs_span_none(), "out of memory");
+        for (int i = 0; i < n; i++) out[i] = gs_value_ref(local[i]);
+        *all = out;
+        return GS_OK;
+    }
+    if (comm->local_devices != 1)
+        return gs_error(d, gs_span_none(), "gathering results needs one device per process");
+    /* One device per process: gather every array leaf to device 0, leaf by leaf. The leaves'
+     * shapes are the entry root's, the same on every device. */
+    int dev = comm->first_device;
+    gs_value **mine;
+    int n_leaves;
+    if (gs_value_leaves(local[0], &mine, &n_leaves) != GS_OK) return gs_error(d, gs_span_none(), "out of memory");
+    gs_value **results = dev == 0 ? calloc((size_t)n, sizeof *results) : NULL;
+    gs_status st = dev != 0 || results ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; st == GS_OK && dev == 0 && i < n; i++) {
+        results[i] = gs_value_from_shape(m->entry->root->shape);
+        if (!results[i]) st = gs_error(d, gs_span_none(), "out of memory");
+    }
+    for (int l = 0; st == GS_OK && l < n_leaves; l++) {
+        size_t bytes = gs_value_bytes(mine[l]);
+        char *buf = dev == 0 ? malloc(bytes * (size_t)n + 1) : NULL;
+        if (dev == 0 && !buf) {
+            st = gs_error(d, gs_span_none(), "out of memory");
+            break;
+        }
+        st = comm->ops->gather_root(comm, dev, mine[l]->data, (int64_t)bytes, buf, d);
+        for (int i = 0; st == GS_OK && dev == 0 && i < n; i++) {
+            gs_value **leaves;
+            int nl;
+            if (gs_value_leaves(results[i], &leaves, &nl) != GS_OK || nl != n_leaves) {
+                st = gs_error(d, gs_span_none(), "internal: result leaves differ");
+            } else {
+                memcpy(leaves[l]->data, buf + (size_t)i * bytes, bytes);
+            }
+            free(leaves);
+        }
+        free(buf);
+    }
+    free(mine);
+    if (st != GS_OK) {
+        for (int i = 0; results && i < n; i++) gs_value_free(results[i]);
+        free(results);
+        return st;
+    }
+    *all = results;
+    return GS_OK;
+}

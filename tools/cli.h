@@ -1,0 +1,61 @@
+/*
+ * cli.h — pieces of the command line shared by the subcommands in tools/ (one .c file each):
+ * the show-sharding subcommand, and the `--mesh` / `--shard NAME=SPEC` options any subcommand
+ * can accept to attach shardings to a module's parameters and instructions before it runs.
+ *
+ * Subcommands return exit codes: 0 success, 1 bad input (after an `error: ...` line on stderr),
+ * 2 bad usage.
+ */
+#ifndef GSPMD_TOOLS_CLI_H
+#define GSPMD_TOOLS_CLI_H
+
+#include "gspmd/interp.h"
+#include "gspmd/sharding.h"
+
+/* `gspmd run ...` (cmd_run.c); argv[0] is "run". */
+int gs_cli_run(int argc, char **argv);
+
+/* `gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]
+ * [--color|--no-color]`; argv[0] is "show-sharding". Draws which device holds which block. */
+int gs_cli_show_sharding(int argc, char **argv);
+
+/* The --mesh and --shard options of one command line. Zero-initialise; free with
+ * gs_cli_shardings_free. */
+typedef struct gs_cli_shardings {
+    const char *mesh;   /* --mesh value (argv storage), or NULL */
+    int n;              /* number of --shard values */
+    const char **shard; /* n --shard NAME=SPEC values (argv storage; the array is malloc'd) */
+} gs_cli_shardings;
+
+/* If argv[*i] is `--mesh V`, `--mesh=V`, `--shard V` or `--shard=V`, records it, advances *i
+ * past the value and returns 1; returns 0 for any other argument; returns -1 after printing a
+ * usage message when the value is missing or malformed (the caller exits 2). */
+int gs_cli_sharding_option(int argc, char **argv, int *i, gs_cli_shardings *o);
+
+/* Parses the mesh (into m's arena) and applies the --shard requests to m in order. Prints
+ * `error: ...` and returns 1 on bad input, 0 otherwise (also when there is nothing to do). */
+int gs_cli_apply_shardings(const gs_cli_shardings *o, gs_module *m);
+
+/* Parses a --mesh value into *out (arena a). Prints `error: ...` and returns 1 on bad input. */
+int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out);
+
+/* The usage lines for --mesh / --shard, for a subcommand's --help. */
+extern const char *const GS_CLI_SHARDING_HELP;
+
+/* Frees o's list (not the argv strings) and zeroes it. */
+void gs_cli_shardings_free(gs_cli_shardings *o);
+
+/* ---- common helpers (cli_common.c) */
+
+/* If argv[*i] is `NAME V` or `NAME=V`, sets *value, advances *i past V and returns true. */
+bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* mkdir -p; 0 on success, -1 with errno set. */
+int gs_cli_mkdirs(const char *path);
+/* Reads and parses FILE ("-" = stdin); on failure prints the diagnostics and returns NULL. *src
+ * receives the source text (free it after the module). */
+gs_module *gs_cli_load_module(const char *path, gs_source **src);
+/* Records an --input NAME=FILE.npy value of subcommand cmd. Returns 0, or the exit code after
+ * printing why (2 malformed, 1 out of memory). */
+int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *inputs);
+
+#endif /* GSPMD_TOOLS_CLI_H */

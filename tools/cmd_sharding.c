@@ -1,0 +1,328 @@
+/*
+ * cmd_sharding.c — `gspmd show-sharding`, and the --mesh / --shard options other subcommands
+ * share (see cli.h).
+ *
+ *   gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json]
+ *                       [--svg FILE] [--color|--no-color]
+ *
+ * SHARDING is XLA sharding text (`{devices=[2,2]<=[4]}`, named form included) or, with --mesh,
+ * a PartitionSpec (`data,None`). Prints the grid of which device holds which block (colours
+ * when stdout is a terminal), or with --json the layout per device; --svg also writes the
+ * picture as SVG. Errors in SHARDING, --shape or --mesh print `<arg>:1:COL: error: ...` with a
+ * caret under the problem and exit 1; bad usage exits 2.
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *SHOW_USAGE =
+    "gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json]\n"
+    "                    [--svg FILE] [--color|--no-color]";
+
+static const char *SHOW_HELP =
+    "Draws which device holds which block of an array of shape SHAPE (e.g. f32[5,7]) under\n"
+    "SHARDING: XLA sharding text such as '{devices=[2,2]<=[4]}' or\n"
+    "'{devices=[2,1,2]<=[4] last_tile_dim_replicate}', or, with --mesh, a PartitionSpec such as\n"
+    "'data,None' or '(data,model),None' (JAX's NamedSharding; unmentioned axes replicate).\n"
+    "\n"
+    "  --shape SHAPE   the array: TYPE[d0,d1,...] (TYPE optional, default f32)\n"
+    "  --mesh MESH     named mesh NAME=SIZE,... over devices 0..N-1 row-major, optionally\n"
+    "                  followed by :ORDER (a device list, or <=[dims]T(perm))\n"
+    "  --devices N     the device count (default: the mesh's; replicated shardings: 1); a tiled\n"
+    "                  sharding must use exactly that many\n"
+    "  --json          print {\"sharding\", \"shape\", \"num_devices\", \"devices\": "
+    "[{\"device\",\n"
+    "                  \"tile\", \"offset\", \"shard_shape\", \"valid\"}...]} instead of the grid\n"
+    "  --svg FILE      also write the picture as SVG to FILE\n"
+    "  --color         colour the grid (default when stdout is a terminal); --no-color: never\n";
+
+const char *const GS_CLI_SHARDING_HELP =
+    "  --mesh NAME=SIZE,...[:ORDER]   named device mesh for PartitionSpecs\n"
+    "  --shard NAME=SPEC              give instructions named NAME (a glob; repeatable) the\n"
+    "                                 sharding SPEC: a PartitionSpec over --mesh ('batch,None')\n"
+    "                                 or XLA sharding text ('{devices=[2,1]<=[2]}')\n";
+
+static int usage(const char *fmt, const char *arg) {
+    fprintf(stderr, "gspmd show-sharding: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: %s\n", SHOW_USAGE);
+    return 2;
+}
+
+
+/* Renders d against a one-line source holding the argument text, so errors get a caret. */
+static void render(gs_diags *d) { gs_diags_render(d, stderr); }
+
+/* Parses TYPE[d0,...] / [d0,...] / d0,d1 into *type and dims; reports errors at src. */
+static gs_status parse_shape(const gs_source *src, gs_type *type, int *rank, int64_t *dims,
+                             gs_diags *d) {
+    const char *s = src->text, *p = s;
+    gs_span sp = {src, 1, 1};
+    *type = GS_F32;
+    *rank = 0;
+    while (isalnum((unsigned char)*p)) p++;
+    if (*p == '[') {
+        if (p > s) {
+            *type = gs_type_from_name(s, (size_t)(p - s));
+            if (*type == GS_INVALID_TYPE || !gs_type_is_array(*type))
+                return gs_error(d, sp, "unknown element type '%.*s'", (int)(p - s), s);
+        }
+        p++;
+    } else {
+        p = s;
+    }
+    bool bracket = p > s;
+    while (*p && *p != ']') {
+        while (*p == ' ') p++;
+        if (!isdigit((unsigned char)*p)) {
+            sp.col = (uint32_t)(p - s) + 1;
+            return gs_error(d, sp, "expected a dimension size in the shape, found %s",
+                            *p ? "another character" : "the end");
+        }
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (*rank >= GS_MAX_RANK) return gs_error(d, sp, "the shape has too many dims");
+        if (v > ((long long)1 << 50)) {
+            sp.col = (uint32_t)(p - s) + 1;
+            return gs_error(d, sp, "dimension size %lld is too large", v);
+        }
+        dims[(*rank)++] = v;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p == ',')
+            p++;
+        else if (*p && *p != ']') {
+            sp.col = (uint32_t)(p - s) + 1;
+            return gs_error(d, sp, "expected ',' or ']' in the shape");
+        }
+    }
+    if (bracket && *p != ']') return gs_error(d, sp, "expected ']' to close the shape");
+    if (*p == ']') p++;
+    if (*p) {
+        sp.col = (uint32_t)(p - s) + 1;
+        return gs_error(d, sp, "unexpected text after the shape");
+    }
+    return GS_OK;
+}
+
+int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out) {
+    gs_source *src = gs_source_from_string("--mesh", text);
+    if (!src) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    gs_diags d = {0};
+    gs_span sp = {src, 1, 1};
+    int rc = gs_mesh_parse(a, src->text, src->len, out, &d, sp) == GS_OK ? 0 : 1;
+    render(&d);
+    gs_diags_free(&d);
+    gs_source_free(src);
+    return rc;
+}
+
+int gs_cli_show_sharding(int argc, char **argv) {
+    const char *text = NULL, *shape_arg = NULL, *mesh_arg = NULL, *svg = NULL, *ndev_arg = NULL;
+    bool json = false;
+    int color = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n%s", SHOW_USAGE, SHOW_HELP);
+            return 0;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--shape", &v)) {
+            shape_arg = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--mesh", &v)) {
+            mesh_arg = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--svg", &v)) {
+            svg = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--devices", &v)) {
+            ndev_arg = v;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--color") == 0) {
+            color = 1;
+        } else if (strcmp(argv[i], "--no-color") == 0) {
+            color = 0;
+        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+            return usage("unknown option '%s'", argv[i]);
+        } else if (text) {
+            return usage("more than one SHARDING ('%s')", argv[i]);
+        } else {
+            text = argv[i];
+        }
+    }
+    if (!text) return usage("missing SHARDING%s", "");
+    if (!shape_arg) return usage("missing --shape SHAPE%s", "");
+    int64_t n_devices = 0;
+    if (ndev_arg) {
+        char *end;
+        errno = 0;
+        n_devices = strtoll(ndev_arg, &end, 10);
+        if (*end || !*ndev_arg || n_devices < 1 || errno)
+            return usage("--devices wants a positive integer, not '%s'", ndev_arg);
+    }
+    gs_arena a;
+    gs_arena_init(&a);
+    gs_diags d = {0};
+    int rc = 1;
+    gs_source *shape_src = gs_source_from_string("--shape", shape_arg);
+    gs_source *src = gs_source_from_string("SHARDING", text);
+    gs_mesh mesh;
+    bool have_mesh = false;
+    gs_type type;
+    int rank;
+    int64_t dims[GS_MAX_RANK];
+    gs_sharding *s = NULL;
+    if (!shape_src || !src) {
+        fprintf(stderr, "error: out of memory\n");
+        goto done;
+    }
+    if (parse_shape(shape_src, &type, &rank, dims, &d) != GS_OK) goto done;
+    if (mesh_arg) {
+        if (gs_cli_parse_mesh(&a, mesh_arg, &mesh) != 0) goto done;
+        have_mesh = true;
+        if (!n_devices) n_devices = mesh.n_devices;
+    }
+    gs_span sp = {src, 1, 1};
+    const char *t = src->text;
+    while (*t == ' ') t++;
+    if (*t == '{') {
+        if (gs_sharding_parse(&a, src->text, src->len, &s, &d, sp) != GS_OK) goto done;
+    } else if (have_mesh) {
+        if (gs_sharding_from_spec(&a, &mesh, src->text, src->len, rank, &s, &d, sp) != GS_OK)
+            goto done;
+    } else {
+        gs_error(&d, sp, "expected XLA sharding text '{...}', or a PartitionSpec with --mesh");
+        goto done;
+    }
+    gs_sb shape_text = {0};
+    gs_sb_printf(&shape_text, "%s[", gs_type_name(type));
+    for (int i = 0; i < rank; i++)
+        gs_sb_printf(&shape_text, "%s%lld", i ? "," : "", (long long)dims[i]);
+    gs_sb_putc(&shape_text, ']');
+    if (s->kind == GS_SHARDING_TUPLE) {
+        gs_error(&d, gs_span_none(),
+                 "show-sharding draws one array, but the sharding is a "
+                 "tuple of %d",
+                 s->n_tuple);
+    } else if (s->kind == GS_SHARDING_TILED && n_devices && s->tiles.n != n_devices) {
+        gs_error(&d, gs_span_none(), "the sharding uses %lld devices but %s %lld",
+                 (long long)s->tiles.n, ndev_arg ? "--devices says" : "the mesh has",
+                 (long long)n_devices);
+    } else if (s->kind == GS_SHARDING_TILED && s->data_rank != rank) {
+        gs_error(&d, gs_span_none(), "the sharding has %d data dims but the shape %s has rank %d",
+                 s->data_rank, gs_sb_str(&shape_text), rank);
+    } else {
+        rc = 0;
+        if (json) {
+            char *js = gs_sharding_layout_json(s, gs_sb_str(&shape_text), rank, dims, n_devices);
+            if (js) {
+                printf("%s\n", js);
+                free(js);
+            } else {
+                fprintf(stderr, "error: out of memory\n");
+                rc = 1;
+            }
+        } else {
+            gs_sb pic = {0};
+            gs_sharding_print(&pic, s);
+            gs_sb_printf(&pic, "  %s\n", gs_sb_str(&shape_text));
+            bool use_color = color == 1 || (color == -1 && isatty(STDOUT_FILENO));
+            gs_sharding_draw_text(&pic, s, rank, dims, n_devices, use_color);
+            fputs(gs_sb_str(&pic), stdout);
+            gs_sb_free(&pic);
+        }
+        if (rc == 0 && svg) {
+            gs_sb pic = {0};
+            gs_sharding_draw_svg(&pic, s, rank, dims, n_devices);
+            FILE *f = fopen(svg, "w");
+            if (!f || fputs(gs_sb_str(&pic), f) < 0) {
+                fprintf(stderr, "error: cannot write '%s': %s\n", svg, strerror(errno));
+                rc = 1;
+            }
+            if (f && fclose(f) != 0 && rc == 0) {
+                fprintf(stderr, "error: cannot write '%s': %s\n", svg, strerror(errno));
+                rc = 1;
+            }
+            gs_sb_free(&pic);
+        }
+    }
+    gs_sb_free(&shape_text);
+done:
+    render(&d);
+    gs_diags_free(&d);
+    gs_source_free(shape_src);
+    gs_source_free(src);
+    gs_arena_free(&a);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ --mesh / --shard */
+
+int gs_cli_sharding_option(int argc, char **argv, int *i, gs_cli_shardings *o) {
+    const char *a = argv[*i], *v;
+    bool mesh = strncmp(a, "--mesh", 6) == 0 && (a[6] == 0 || a[6] == '=');
+    bool shard = strncmp(a, "--shard", 7) == 0 && (a[7] == 0 || a[7] == '=');
+    if (!mesh && !shard) return 0;
+    if (!gs_cli_opt_value(argc, argv, i, mesh ? "--mesh" : "--shard", &v)) {
+        fprintf(stderr, "gspmd: %s needs a value\n", mesh ? "--mesh" : "--shard");
+        return -1;
+    }
+    if (mesh) {
+        o->mesh = v;
+        return 1;
+    }
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) {
+        fprintf(stderr, "gspmd: --shard wants NAME=SPEC, not '%s'\n", v);
+        return -1;
+    }
+    const char **grown = realloc(o->shard, sizeof *grown * (size_t)(o->n + 1));
+    if (!grown) {
+        fprintf(stderr, "gspmd: out of memory\n");
+        return -1;
+    }
+    o->shard = grown;
+    o->shard[o->n++] = v;
+    return 1;
+}
+
+int gs_cli_apply_shardings(const gs_cli_shardings *o, gs_module *m) {
+    if (o->n == 0) return 0;
+    gs_mesh mesh;
+    if (o->mesh && gs_cli_parse_mesh(&m->arena, o->mesh, &mesh) != 0) return 1;
+    gs_shard_request *reqs = calloc((size_t)o->n, sizeof *reqs);
+    char **names = calloc((size_t)o->n, sizeof *names);
+    int rc = 1;
+    if (reqs && names) {
+        rc = 0;
+        for (int i = 0; i < o->n && rc == 0; i++) {
+            const char *eq = strchr(o->shard[i], '=');
+            names[i] = strndup(o->shard[i], (size_t)(eq - o->shard[i]));
+            if (!names[i]) rc = 1;
+            reqs[i].pattern = names[i];
+            reqs[i].spec = eq + 1;
+        }
+        gs_diags d = {0};
+        if (rc == 0 &&
+            gs_module_apply_shardings(m, o->mesh ? &mesh : NULL, o->n, reqs, NULL, &d) != GS_OK)
+            rc = 1;
+        render(&d);
+        gs_diags_free(&d);
+    } else {
+        fprintf(stderr, "error: out of memory\n");
+    }
+    for (int i = 0; names && i < o->n; i++) free(names[i]);
+    free(names);
+    free(reqs);
+    return rc;
+}
+
+void gs_cli_shardings_free(gs_cli_shardings *o) {
+    free(o->shard);
+    memset(o, 0, sizeof *o);
+}
