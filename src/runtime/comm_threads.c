@@ -4,9 +4,9 @@
  * Each collective is a rendezvous of all devices (SPMD: every device reaches every collective in
  * the same order): a device publishes its buffers in its slot, waits at a barrier, reads the
  * slots of its group's members, and waits at a second barrier before its buffers may change.
- * All-reduce runs in three phases so that bandwidth stays near memcpy's: member i reduces chunk
- * i of the group's buffers (in member order, so the result is deterministic and identical on all
- * members) into a buffer of its own; after a barrier every member copies all reduced chunks.
+ * All-reduce keeps the traffic of a copy: member i reduces chunk i of all members' buffers (in
+ * member order, so the result is deterministic and identical on all members) and writes it
+ * straight back into every member's buffer.
  *
  * Barriers wait with a timeout and report the devices that did not arrive; abort() wakes every
  * waiting device, which then reports the device that failed.
@@ -19,10 +19,11 @@
 #include <string.h>
 #include <time.h>
 
-/* What a device publishes for the current collective. */
+/* What a device publishes for the current collective, and its own scratch memory. */
 typedef struct slot {
-    const void *in; /* its input buffer */
-    void *tmp;      /* all-reduce: its reduced chunk */
+    const void *in;     /* its input buffer (all-reduce: its in-place buffer) */
+    void *scratch;      /* kept across collectives (fresh pages fault slowly), owned by the device */
+    size_t scratch_cap; /* bytes of scratch */
 } slot;
 
 typedef struct threads_comm {
@@ -99,11 +100,10 @@ static gs_status barrier(gs_comm *c, int dev, gs_diags *d) {
     return st;
 }
 
-static void publish(threads_comm *t, int dev, const void *in, void *tmp) {
+static void publish(threads_comm *t, int dev, const void *in) {
     /* Written before the barrier's mutex release, read after its acquisition: ordered. */
     pthread_mutex_lock(&t->mu);
     t->slots[dev].in = in;
-    t->slots[dev].tmp = tmp;
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -114,44 +114,49 @@ static void chunk_range(int64_t n, int k, int i, int64_t *lo, int64_t *hi) {
     *hi = *lo + base + (i < rem ? 1 : 0);
 }
 
+/* Member i owns chunk i of the group's buffers: between two barriers it alone reads and writes
+ * that chunk in every member's buffer. It reduces the chunk block by block (members in group
+ * order: deterministic, the same bits everywhere) and writes each reduced block back into every
+ * member's buffer, so each element is read once per member and written once per member — the
+ * same memory traffic as a copy. */
 static gs_status all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type t, gs_reduce_op op,
                             void *buf, int64_t n, gs_diags *d) {
     threads_comm *tcm = tc(c);
     int esz = gs_type_size(t);
     int64_t lo, hi;
     chunk_range(n, g->size, g->index, &lo, &hi);
-    void *mine = malloc((size_t)((hi - lo) * esz) + 1);
-    if (!mine) {
-        c->ops->abort(c, dev);
-        return gs_error(d, gs_span_none(), "device %d: out of memory in all-reduce", dev);
-    }
-    publish(tcm, dev, buf, mine);
-    gs_status st = barrier(c, dev, d);
-    if (st == GS_OK && hi > lo) {
-        /* Reduce chunk `index` over the members in group order. */
-        const char *first = tcm->slots[g->members[0]].in;
-        memcpy(mine, first + lo * esz, (size_t)((hi - lo) * esz));
-        for (int k = 1; k < g->size; k++)
-            gs_reduce_into(t, op, mine, (const char *)tcm->slots[g->members[k]].in + lo * esz, hi - lo);
-    }
-    if (st == GS_OK) st = barrier(c, dev, d);
-    if (st == GS_OK) {
-        for (int k = 0; k < g->size; k++) {
-            int64_t klo, khi;
-            chunk_range(n, g->size, k, &klo, &khi);
-            if (khi > klo)
-                memcpy((char *)buf + klo * esz, tcm->slots[g->members[k]].tmp, (size_t)((khi - klo) * esz));
+    enum { BLOCK_BYTES = 32 * 1024 };
+    int64_t block = BLOCK_BYTES / esz > 0 ? BLOCK_BYTES / esz : 1;
+    slot *me = &tcm->slots[dev];
+    size_t need = (size_t)(block * esz);
+    if (me->scratch_cap < need) {
+        void *p = realloc(me->scratch, need);
+        if (!p) {
+            c->ops->abort(c, dev);
+            return gs_error(d, gs_span_none(), "device %d: out of memory in all-reduce", dev);
         }
+        me->scratch = p;
+        me->scratch_cap = need;
+    }
+    char *acc = me->scratch;
+    publish(tcm, dev, buf);
+    gs_status st = barrier(c, dev, d);
+    for (int64_t b = lo; st == GS_OK && b < hi; b += block) {
+        int64_t m = hi - b < block ? hi - b : block;
+        size_t off = (size_t)(b * esz), bytes = (size_t)(m * esz);
+        memcpy(acc, (const char *)tcm->slots[g->members[0]].in + off, bytes);
+        for (int k = 1; k < g->size; k++)
+            gs_reduce_into(t, op, acc, (const char *)tcm->slots[g->members[k]].in + off, m);
+        for (int k = 0; k < g->size; k++) memcpy((char *)tcm->slots[g->members[k]].in + off, acc, bytes);
     }
     if (st == GS_OK) st = barrier(c, dev, d);
-    free(mine);
     return st;
 }
 
 static gs_status all_gather(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
                             void *out, gs_diags *d) {
     threads_comm *t = tc(c);
-    publish(t, dev, in, NULL);
+    publish(t, dev, in);
     gs_status st = barrier(c, dev, d);
     if (st == GS_OK)
         for (int k = 0; k < g->size; k++)
@@ -163,7 +168,7 @@ static gs_status all_gather(gs_comm *c, int dev, const gs_group *g, const void *
 static gs_status all_to_all(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
                             void *out, gs_diags *d) {
     threads_comm *t = tc(c);
-    publish(t, dev, in, NULL);
+    publish(t, dev, in);
     gs_status st = barrier(c, dev, d);
     if (st == GS_OK)
         for (int k = 0; k < g->size; k++)
@@ -178,7 +183,7 @@ static gs_status reduce_scatter(gs_comm *c, int dev, const gs_group *g, gs_type 
                                 const void *in, int64_t n, void *out, gs_diags *d) {
     threads_comm *t = tc(c);
     int esz = gs_type_size(ty);
-    publish(t, dev, in, NULL);
+    publish(t, dev, in);
     gs_status st = barrier(c, dev, d);
     if (st == GS_OK && n > 0) {
         int64_t off = (int64_t)g->index * n * esz;
@@ -194,7 +199,7 @@ static gs_status permute(gs_comm *c, int dev, int to, int from, const void *in, 
                          int64_t bytes, gs_diags *d) {
     threads_comm *t = tc(c);
     (void)to;
-    publish(t, dev, in, NULL);
+    publish(t, dev, in);
     gs_status st = barrier(c, dev, d);
     if (st == GS_OK && from >= 0 && bytes) memcpy(out, t->slots[from].in, (size_t)bytes);
     if (st == GS_OK) st = barrier(c, dev, d);
@@ -204,7 +209,7 @@ static gs_status permute(gs_comm *c, int dev, int to, int from, const void *in, 
 static gs_status gather_root(gs_comm *c, int dev, const void *in, int64_t bytes, void *out,
                              gs_diags *d) {
     threads_comm *t = tc(c);
-    publish(t, dev, in, NULL);
+    publish(t, dev, in);
     gs_status st = barrier(c, dev, d);
     if (st == GS_OK && dev == 0)
         for (int k = 0; k < c->n_devices; k++)
@@ -229,6 +234,7 @@ static void comm_free(gs_comm *c) {
     if (!t) return;
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
+    for (int i = 0; i < c->n_devices; i++) free(t->slots[i].scratch);
     free(t->present);
     free(t->slots);
     free(t);
