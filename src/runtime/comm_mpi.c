@@ -17,6 +17,7 @@
 
 #ifdef GSPMD_HAVE_MPI
 #include <mpi.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,7 +72,12 @@ static gs_status wait_req(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d) {
             return gs_error(d, gs_span_none(),
                             "device %d: a collective timed out after %g s (some device did not arrive)",
                             dev, limit);
-        if (++spins > 1000) usleep(100);
+        /* Nonblocking collectives progress only inside MPI calls: test often, but yield the
+         * core (ranks may outnumber cores), and sleep only once a wait has lasted a while. */
+        if (++spins < 200000)
+            sched_yield();
+        else
+            usleep(100);
     }
 }
 
