@@ -147,7 +147,7 @@ const char *gs_op_family_name(gs_op_family f);
 typedef enum gs_attr_kind {
     GS_AK_INT, GS_AK_INTS, GS_AK_BOOL, GS_AK_FLOAT, GS_AK_IDENT, GS_AK_STRING, GS_AK_COMP,
     GS_AK_COMPS, GS_AK_SLICE, GS_AK_WINDOW, GS_AK_CONV_DIMS, GS_AK_PADDING, GS_AK_GROUPS,
-    GS_AK_PAIRS, GS_AK_RAW
+    GS_AK_PAIRS, GS_AK_SHARDING, GS_AK_RAW
 } gs_attr_kind;
 
 typedef enum gs_attr_key {
@@ -166,6 +166,7 @@ gs_attr_key gs_attr_from_name(const char *s, size_t n);
 typedef struct gs_computation gs_computation;
 typedef struct gs_instr gs_instr;
 typedef struct gs_module gs_module;
+typedef struct gs_sharding gs_sharding; /* see gspmd/sharding.h */
 
 /* A list of integers. */
 typedef struct gs_ints {
@@ -260,6 +261,7 @@ typedef struct gs_attr {
         gs_padding *padding;       /* PADDING */
         gs_replica_groups *groups; /* GROUPS */
         gs_pairs pairs;            /* PAIRS */
+        const gs_sharding *sharding; /* SHARDING */
     } u;
     const char *text; /* FLOAT: the number as written; STRING/IDENT use u.s */
 } gs_attr;
@@ -345,6 +347,18 @@ bool gs_instr_bool(const gs_instr *in, gs_attr_key k, bool def);
 const char *gs_instr_str(const gs_instr *in, gs_attr_key k);
 /* COMP attribute k (or the first of COMPS), or NULL. */
 gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k);
+/* The instruction's sharding, or NULL when it has none. */
+const gs_sharding *gs_instr_get_sharding(const gs_instr *in);
+/* Sets (or with s NULL removes) the instruction's sharding; the sharding must live as long as
+ * the module (allocate it in the module's arena). GS_ERR on allocation failure. */
+gs_status gs_instr_set_sharding(gs_module *m, gs_instr *in, const gs_sharding *s);
+/* Inserts attribute a (replacing one with the same key, or the same name for unknown ones) at
+ * its canonical print position. The attribute's values must live in m's arena. */
+gs_status gs_instr_set_attr(gs_module *m, gs_instr *in, const gs_attr *a);
+/* Canonical print position of an attribute key: attrs.def order, unknown (raw) attributes just
+ * before the called computations. */
+int gs_attr_print_rank(gs_attr_key k);
+
 /* Every computation the instruction calls, in attribute order. Returns the count; fills up to
  * max entries of out. */
 int gs_instr_called(const gs_instr *in, gs_computation **out, int max);

@@ -354,17 +354,13 @@ typedef struct gs_shard_request {
 } gs_shard_request;
 
 /* Applies requests in order to every computation of m: each matching instruction's `sharding`
- * attribute is set (replaced or added, kept as canonical text, as the IR stores it today).
+ * attribute is set (replaced or added; see gs_instr_set_sharding).
  * Errors name the request: a pattern matching nothing, a bad spec, a spec whose data rank
  * differs from the instruction's rank, a tiled sharding whose device count differs from the
  * module's num_partitions (when that is > 1), a PartitionSpec on a tuple, a PartitionSpec without
  * a mesh. Returns the number of instructions set in *n_set (may be NULL). */
 gs_status gs_module_apply_shardings(gs_module *m, const gs_mesh *mesh, int n,
                                     const gs_shard_request *reqs, int *n_set, gs_diags *d);
-
-/* The sharding of instruction `in`, parsed from its `sharding` attribute text into arena a; *out
- * is NULL when it has none. A bad text is an error at the instruction, naming it. */
-gs_status gs_instr_sharding(gs_arena *a, const gs_instr *in, gs_sharding **out, gs_diags *d);
 
 /* ------------------------------------------------------------------ pictures */
 

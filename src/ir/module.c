@@ -154,3 +154,55 @@ int64_t gs_replica_groups_device(const gs_replica_groups *g, int group, int idx)
     for (int k = 0; k < n; k++) lin = lin * g->iota_dims[k] + orig[k];
     return lin;
 }
+
+int gs_attr_print_rank(gs_attr_key k) {
+    return k == GS_ATTR_UNKNOWN ? 2 * (int)GS_ATTR_CONDITION - 1 : 2 * (int)k;
+}
+
+gs_status gs_instr_set_attr(gs_module *m, gs_instr *in, const gs_attr *a) {
+    for (int i = 0; i < in->n_attrs; i++) {
+        bool same = a->key == GS_ATTR_UNKNOWN ? strcmp(in->attrs[i].name, a->name) == 0
+                                              : in->attrs[i].key == a->key;
+        if (same) {
+            in->attrs[i] = *a;
+            return GS_OK;
+        }
+    }
+    gs_attr *v = GS_NEW_ARRAY(&m->arena, gs_attr, in->n_attrs + 1);
+    if (!v) return GS_ERR;
+    int at = in->n_attrs, rank = gs_attr_print_rank(a->key);
+    for (int i = 0; i < in->n_attrs; i++)
+        if (gs_attr_print_rank(in->attrs[i].key) > rank) {
+            at = i;
+            break;
+        }
+    if (at) memcpy(v, in->attrs, sizeof *v * (size_t)at);
+    v[at] = *a;
+    if (in->n_attrs > at) memcpy(v + at + 1, in->attrs + at, sizeof *v * (size_t)(in->n_attrs - at));
+    in->attrs = v;
+    in->n_attrs++;
+    return GS_OK;
+}
+
+const gs_sharding *gs_instr_get_sharding(const gs_instr *in) {
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_SHARDING);
+    return a ? a->u.sharding : NULL;
+}
+
+gs_status gs_instr_set_sharding(gs_module *m, gs_instr *in, const gs_sharding *s) {
+    if (!s) {
+        for (int i = 0; i < in->n_attrs; i++)
+            if (in->attrs[i].key == GS_ATTR_SHARDING) {
+                memmove(in->attrs + i, in->attrs + i + 1, sizeof *in->attrs * (size_t)(in->n_attrs - i - 1));
+                in->n_attrs--;
+                return GS_OK;
+            }
+        return GS_OK;
+    }
+    gs_attr a;
+    memset(&a, 0, sizeof a);
+    a.key = GS_ATTR_SHARDING;
+    a.name = gs_attr_name(GS_ATTR_SHARDING);
+    a.u.sharding = s;
+    return gs_instr_set_attr(m, in, &a);
+}

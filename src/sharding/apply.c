@@ -3,46 +3,14 @@
  * command line's `--shard NAME=SPEC`. NAME is an instruction name or a glob (fnmatch), SPEC a
  * PartitionSpec over the mesh (`batch,None`) or XLA sharding text (`{devices=[2,1]<=[2]}`).
  *
- * The IR keeps an instruction's sharding as the raw text of its `sharding` attribute for now, so
- * a request stores the canonical text there, replacing the attribute or inserting it at its
- * canonical position among the instruction's attributes.
+ * A request sets the parsed sharding as the instruction's `sharding` attribute
+ * (gs_instr_set_sharding), replacing the attribute or inserting it at its canonical position.
  */
 #include "internal.h"
 
 #include <fnmatch.h>
 #include <string.h>
 
-/* Canonical print rank of an attribute key (the parser's order: attrs.def, unknown ones just
- * before the called computations). */
-static int attr_rank(gs_attr_key k) {
-    return k == GS_ATTR_UNKNOWN ? 2 * (int)GS_ATTR_CONDITION - 1 : 2 * (int)k;
-}
-
-/* Sets in's sharding attribute to text (in the module arena). */
-static gs_status set_sharding_attr(gs_module *m, gs_instr *in, const char *text) {
-    for (int i = 0; i < in->n_attrs; i++) {
-        if (in->attrs[i].key == GS_ATTR_SHARDING) {
-            in->attrs[i].u.s = text;
-            return GS_OK;
-        }
-    }
-    gs_attr *v = GS_NEW_ARRAY(&m->arena, gs_attr, in->n_attrs + 1);
-    if (!v) return GS_ERR;
-    int at = in->n_attrs;
-    for (int i = 0; i < in->n_attrs; i++)
-        if (attr_rank(in->attrs[i].key) > attr_rank(GS_ATTR_SHARDING)) {
-            at = i;
-            break;
-        }
-    if (at) memcpy(v, in->attrs, sizeof *v * (size_t)at);
-    v[at] = (gs_attr){.key = GS_ATTR_SHARDING, .name = gs_attr_name(GS_ATTR_SHARDING)};
-    v[at].u.s = text;
-    if (in->n_attrs > at)
-        memcpy(v + at + 1, in->attrs + at, sizeof *v * (size_t)(in->n_attrs - at));
-    in->attrs = v;
-    in->n_attrs++;
-    return GS_OK;
-}
 
 /* Re-emits the diagnostics of a failed parse of one request, prefixed with the request. */
 static gs_status request_error(gs_diags *d, const gs_shard_request *r, gs_diags *inner) {
@@ -147,8 +115,7 @@ gs_status gs_module_apply_shardings(gs_module *m, const gs_mesh *mesh, int n,
                 }
                 if (check_fits(d, r, in, s) != GS_OK || check_devices(d, r, m, s) != GS_OK)
                     return GS_ERR;
-                char *text = gs_sharding_to_string(a, s);
-                if (!text || set_sharding_attr(m, in, text) != GS_OK)
+                if (gs_instr_set_sharding(m, in, s) != GS_OK)
                     return gs_error(d, gs_span_none(), "out of memory");
                 total++;
             }
@@ -163,16 +130,3 @@ gs_status gs_module_apply_shardings(gs_module *m, const gs_mesh *mesh, int n,
     return GS_OK;
 }
 
-gs_status gs_instr_sharding(gs_arena *a, const gs_instr *in, gs_sharding **out, gs_diags *d) {
-    *out = NULL;
-    const char *text = gs_instr_str(in, GS_ATTR_SHARDING);
-    if (!text) return GS_OK;
-    gs_diags inner = {0};
-    gs_status st = gs_sharding_parse(a, text, strlen(text), out, &inner, gs_span_none());
-    for (int i = 0; st != GS_OK && i < inner.n; i++)
-        gs_error(d, in->span, "in the sharding of '%s': %s", in->name,
-                 inner.items[i].message ? inner.items[i].message : "out of memory");
-    if (st != GS_OK && inner.n == 0) gs_error(d, in->span, "out of memory");
-    gs_diags_free(&inner);
-    return st;
-}

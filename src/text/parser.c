@@ -20,6 +20,7 @@
  *   layout      := '{' INT,* (':' raw)? '}'   (immediately after ']')
  */
 #include "gspmd/numeric.h"
+#include "gspmd/sharding.h"
 #include "gspmd/text.h"
 
 #include <ctype.h>
@@ -1000,16 +1001,23 @@ static bool parse_attr_value(parser *p, gs_attr *at) {
     case GS_AK_PADDING: return parse_padding(p, at);
     case GS_AK_GROUPS: return parse_groups(p, at);
     case GS_AK_PAIRS: return parse_pairs(p, at);
+    case GS_AK_SHARDING: {
+        gs_span sp = here(p);
+        const char *text;
+        if (!parse_raw(p, &text)) return false;
+        gs_sharding *sh;
+        if (gs_sharding_parse(p->a, text, strlen(text), &sh, p->d, sp) != GS_OK) {
+            p->failed = true;
+            return false;
+        }
+        at->u.sharding = sh;
+        return true;
+    }
     case GS_AK_RAW: return parse_raw(p, &at->u.s);
     }
     return FAIL(p, "internal: unhandled attribute kind");
 }
 
-/* Canonical print position of an attribute: attrs.def order, unknown ones just before the
- * called computations. */
-static int attr_rank(gs_attr_key k) {
-    return k == GS_ATTR_UNKNOWN ? 2 * (int)GS_ATTR_CONDITION - 1 : 2 * (int)k;
-}
 
 /* ------------------------------------------------------------------ instructions */
 
@@ -1130,7 +1138,7 @@ static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_ins
         if (!ord) ok = oom(p);
         for (int i = 0; ok && i < n; i++) {
             int j = i;
-            while (j > 0 && attr_rank(v[ord[j - 1]].key) > attr_rank(v[i].key)) {
+            while (j > 0 && gs_attr_print_rank(v[ord[j - 1]].key) > gs_attr_print_rank(v[i].key)) {
                 ord[j] = ord[j - 1];
                 j--;
             }

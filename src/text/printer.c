@@ -7,6 +7,7 @@
  * value written out. Printing is a fixed point: what the parser reads back prints the same.
  */
 #include "gspmd/numeric.h"
+#include "gspmd/sharding.h"
 #include "gspmd/text.h"
 
 #include <inttypes.h>
@@ -263,6 +264,7 @@ void gs_print_attr_value(gs_sb *sb, const gs_attr *a) {
                          a->u.pairs.v[i][1]);
         gs_sb_putc(sb, '}');
         break;
+    case GS_AK_SHARDING: gs_sharding_print(sb, a->u.sharding); break;
     case GS_AK_RAW: gs_sb_puts(sb, a->u.s); break;
     }
 }

@@ -267,9 +267,11 @@ static void test_shard_options(void **state) {
     gs_module *m = gs_parse_module(src, NULL);
     assert_non_null(m);
     assert_int_equal(gs_cli_apply_shardings(&o, m), 0);
-    assert_string_equal(gs_instr_str(gs_module_find_instr(m, "data_1"), GS_ATTR_SHARDING),
+    assert_string_equal(
+        gs_sharding_to_string(&m->arena, gs_instr_get_sharding(gs_module_find_instr(m, "data_1"))),
                         "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
-    assert_string_equal(gs_instr_str(gs_module_find_instr(m, "add"), GS_ATTR_SHARDING),
+    assert_string_equal(
+        gs_sharding_to_string(&m->arena, gs_instr_get_sharding(gs_module_find_instr(m, "add"))),
                         "{devices=[1,4]<=[4]}");
     gs_cli_shardings_free(&o);
     gs_module_free(m);
