@@ -14,6 +14,10 @@
 
 /* `gspmd run ...` (cmd_run.c); argv[0] is "run". */
 int gs_cli_run(int argc, char **argv);
+/* `gspmd propagate ...` (cmd_propagate.c); argv[0] is "propagate". */
+int gs_cli_propagate(int argc, char **argv);
+/* `gspmd partition ...` (cmd_partition.c); argv[0] is "partition". */
+int gs_cli_partition(int argc, char **argv);
 
 /* `gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]
  * [--color|--no-color]`; argv[0] is "show-sharding". Draws which device holds which block. */

@@ -241,6 +241,16 @@ static const command COMMANDS[] = {
      "An --input's dtype and shape must match its parameter exactly. numpy has no bfloat16:\n"
      "bf16 outputs are written widened exactly to float32, and a bf16 parameter reads a\n"
      "float32 file (rounded to nearest even). f16 is numpy float16.\n"},
+    {"propagate", gs_cli_propagate,
+     "gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]] "
+     "[--propagate-to-parameters=B[,B...]] [--cse-prevention-only] [--mesh M --shard NAME=SPEC]... "
+     "[--explain NAME]",
+     "Propagates shardings to every instruction (XLA's ShardingPropagation) and prints the\n"
+     "module. See gspmd propagate --help.\n"},
+    {"partition", gs_cli_partition,
+     "gspmd partition FILE --num-partitions N [--propagate] [--mesh M --shard NAME=SPEC]...",
+     "Rewrites a sharded module into one SPMD program with per-device shapes and collectives.\n"
+     "See gspmd partition --help.\n"},
     {"run", gs_cli_run,
      "gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--input NAME=FILE.npy]... "
      "[--seed S] [--timeout SEC] --output-dir DIR",
