@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 
 static const char *RUN_USAGE =
-    "gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--input NAME=FILE.npy]...\n"
-    "          [--seed S] [--timeout SEC] --output-dir DIR";
+    "gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--devices-per-rank K]\n"
+    "          [--input NAME=FILE.npy]... [--seed S] [--timeout SEC] --output-dir DIR";
 
 static const char *RUN_HELP =
     "Runs an SPMD program (one program, every device with its own partition id, talking through\n"
@@ -31,6 +31,7 @@ static const char *RUN_HELP =
     "  --num-partitions N   the number of devices (under mpirun: ranks x devices per rank)\n"
     "  --backend B          threads (default: one thread per device in this process) or mpi\n"
     "                       (one device per MPI rank; chosen automatically under mpirun)\n"
+    "  --devices-per-rank K with mpi: run K devices (threads) in each rank\n"
     "  --input NAME=F.npy   the value of entry parameter NAME on every device (others random)\n"
     "  --seed S             seed of the random inputs (default 0)\n"
     "  --timeout SEC        how long a collective waits for the other devices (default 60)\n"
@@ -78,7 +79,7 @@ static int write_outputs(const char *dir, gs_value *const *all, int n, gs_diags 
 int gs_cli_run(int argc, char **argv) {
     const char *file = NULL, *out_dir = NULL, *backend_name = NULL;
     bool spmd = false;
-    long n_devices = 0;
+    long n_devices = 0, per_rank = 1;
     uint64_t seed = 0;
     double timeout = 60;
     gs_interp_inputs inputs = {0};
@@ -96,6 +97,13 @@ int gs_cli_run(int argc, char **argv) {
             n_devices = strtol(v, &end, 10);
             if (*end || n_devices < 1 || n_devices > 65536) {
                 rc = run_usage("--num-partitions wants a number of devices in 1..65536, not '%s'", v);
+                goto done;
+            }
+        } else if (gs_cli_opt_value(argc, argv, &i, "--devices-per-rank", &v)) {
+            char *end;
+            per_rank = strtol(v, &end, 10);
+            if (*end || per_rank < 1 || per_rank > 1024) {
+                rc = run_usage("--devices-per-rank wants a number in 1..1024, not '%s'", v);
                 goto done;
             }
         } else if (gs_cli_opt_value(argc, argv, &i, "--backend", &v)) {
@@ -165,12 +173,13 @@ int gs_cli_run(int argc, char **argv) {
     int n_args = 0;
     if (gs_module_verify(m, &d) != GS_OK) goto fail;
     if (backend == GS_BACKEND_MPI) {
-        comm = gs_comm_mpi_new(1, timeout, &d);
+        comm = gs_comm_mpi_new((int)per_rank, timeout, &d);
         if (!comm) goto fail;
         if (comm->n_devices != n_devices) {
             gs_error(&d, gs_span_none(),
-                     "--num-partitions %ld, but mpirun started %d ranks of 1 device each (run mpirun -np %ld)",
-                     n_devices, comm->n_devices, n_devices);
+                     "--num-partitions %ld, but mpirun started %d ranks of %ld device%s each (run mpirun -np %ld)",
+                     n_devices, comm->n_devices / (int)per_rank, per_rank, per_rank == 1 ? "" : "s",
+                     n_devices % per_rank == 0 ? n_devices / per_rank : n_devices);
             goto fail;
         }
     } else {

@@ -65,9 +65,10 @@ typedef struct gs_comm_ops {
      * (-1: none; out is left untouched). Every device calls it once per collective-permute. */
     gs_status (*permute)(gs_comm *c, int dev, int to, int from, const void *in, void *out,
                          int64_t bytes, gs_diags *d);
-    /* Gathers `bytes` from every device to device 0: out (n_devices * bytes, device order) is
-     * written on device 0 only. */
-    gs_status (*gather_root)(gs_comm *c, int dev, const void *in, int64_t bytes, void *out,
+    /* Called once per process (not per device thread) after a run: gathers `bytes` from each
+     * of this process's devices (local[i] for local device i) to the process running device 0,
+     * whose out (n_devices * bytes, in device order) receives them. */
+    gs_status (*gather_root)(gs_comm *c, const void *const *local, int64_t bytes, void *out,
                              gs_diags *d);
     /* Waits until every device arrives. */
     gs_status (*barrier)(gs_comm *c, int dev, gs_diags *d);
@@ -87,8 +88,11 @@ struct gs_comm {
 
 /* The threads communicator: n devices, all in this process. NULL on allocation failure. */
 gs_comm *gs_comm_threads_new(int n_devices, double timeout_s);
-/* The MPI communicator: world size * devices_per_rank devices (only devices_per_rank == 1 is
- * implemented). Calls MPI_Init if needed. NULL (and an error) when MPI is unavailable. */
+/* The MPI communicator: world size * devices_per_rank devices, devices r*k .. r*k+k-1 on rank r.
+ * With one device per rank collectives map to MPI's; with several, each rank's devices are
+ * threads that meet locally, one of them exchanges the rank's buffers with the other ranks
+ * (MPI_Allgather), and every device computes its result from all inputs in group order.
+ * Calls MPI_Init if needed. NULL (and an error) when MPI is unavailable. */
 gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d);
 /* Was gspmd built with MPI, and does the environment look like an mpirun launch? */
 bool gs_mpi_available(void);

@@ -1,5 +1,5 @@
 /*
- * comm_mpi.c — the MPI communicator: one device per MPI rank (device number = world rank).
+ * comm_mpi.c — the MPI communicators. With one device per rank (device number = world rank):
  *
  * Replica groups become communicators made once with MPI_Comm_split (color: the group's first
  * member, key: the position in the group, so rank order is group order) and cached by the
@@ -9,6 +9,12 @@
  * group order. Every wait polls: for completion, for an abort notice from a failed rank (which
  * is reported, naming that device), and against the timeout. A failing rank sends abort notices
  * to every other rank, so no rank waits forever for it.
+ *
+ * With several devices per rank (devices r*k .. r*k+k-1 on rank r, one thread each), every
+ * collective is an exchange: the rank's devices meet locally, the last to arrive sends the
+ * rank's k input buffers to every rank (MPI_Iallgather, MPI_THREAD_MULTIPLE), and each device
+ * then computes its own result from all devices' inputs in group order — simple and exact,
+ * though it moves every input to every rank.
  */
 #include "runtime_internal.h"
 
@@ -17,6 +23,7 @@
 
 #ifdef GSPMD_HAVE_MPI
 #include <mpi.h>
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +45,20 @@ typedef struct mpi_comm {
     bool aborted;
     int abort_from;        /* the rank whose notice arrived */
     int abort_payload;     /* kept alive for the nonblocking abort sends */
+    /* Several devices per rank (k = base.local_devices > 1): */
+    pthread_mutex_t mu;    /* guards the fields below */
+    pthread_cond_t cv;
+    uint64_t generation;   /* completed exchanges */
+    int arrived;           /* local devices at the current exchange */
+    const void **ins;      /* k: the local devices' inputs */
+    char *gathered;        /* every device's input, device order */
+    size_t gathered_cap;
+    char *sendbuf;         /* the k local inputs, concatenated */
+    size_t send_cap;
+    int64_t exch_bytes;    /* bytes per device of the current exchange */
+    gs_status exch_status; /* how the last exchange ended */
+    bool local_aborted;    /* a local device failed */
+    int local_failed;      /* which */
 } mpi_comm;
 
 static bool g_we_initialised; /* set once by MPI_Init in this process (MPI is per process) */
@@ -236,13 +257,20 @@ static gs_status mpi_permute(gs_comm *c, int dev, int to, int from, const void *
     return wait_req(m, dev, &b, d);
 }
 
-static gs_status mpi_gather_root(gs_comm *c, int dev, const void *in, int64_t bytes, void *out,
+static gs_status mpi_gather_root(gs_comm *c, const void *const *local, int64_t bytes, void *out,
                                  gs_diags *d) {
     mpi_comm *m = mc(c);
-    if (bytes > 0x7fffffff) return gs_error(d, gs_span_none(), "device %d: output over 2 GiB", dev);
+    int k = c->local_devices;
+    if (bytes * k > 0x7fffffff) return gs_error(d, gs_span_none(), "output over 2 GiB per rank");
+    char *mine = malloc((size_t)(bytes * k) + 1);
+    if (!mine) return gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; i < k; i++)
+        if (bytes) memcpy(mine + (size_t)i * (size_t)bytes, local[i], (size_t)bytes);
     MPI_Request req;
-    MPI_Igather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, 0, m->world, &req);
-    return wait_req(m, dev, &req, d);
+    MPI_Igather(mine, (int)(bytes * k), MPI_BYTE, out, (int)(bytes * k), MPI_BYTE, 0, m->world, &req);
+    gs_status st = wait_req(m, c->first_device, &req, d);
+    free(mine);
+    return st;
 }
 
 static gs_status mpi_barrier(gs_comm *c, int dev, gs_diags *d) {
@@ -276,6 +304,7 @@ static void mpi_free(gs_comm *c) {
         MPI_Comm_free(&m->fail);
     }
     free(m->cache);
+    free(m->ins);
     free(m);
 }
 
@@ -288,19 +317,30 @@ static void ensure_init(void) {
     MPI_Initialized(&inited);
     if (!inited) {
         int provided;
-        MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
         g_we_initialised = true;
     }
 }
 
+static const gs_comm_ops HYBRID_OPS;
+
 gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d) {
-    if (devices_per_rank != 1) {
-        gs_error(d, gs_span_none(), "the MPI backend runs one device per rank (--devices-per-rank 1)");
+    if (devices_per_rank < 1) {
+        gs_error(d, gs_span_none(), "--devices-per-rank must be at least 1");
         return NULL;
     }
     ensure_init();
+    int provided = 0;
+    MPI_Query_thread(&provided);
+    if (devices_per_rank > 1 && provided < MPI_THREAD_MULTIPLE) {
+        gs_error(d, gs_span_none(), "several devices per rank need an MPI with MPI_THREAD_MULTIPLE");
+        return NULL;
+    }
     mpi_comm *m = calloc(1, sizeof *m);
-    if (!m) {
+    int k = devices_per_rank;
+    if (m) m->ins = calloc((size_t)k, sizeof *m->ins);
+    if (!m || !m->ins) {
+        if (m) free(m);
         gs_error(d, gs_span_none(), "out of memory");
         return NULL;
     }
@@ -309,14 +349,180 @@ gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d) {
     MPI_Comm_rank(m->world, &m->rank);
     int size;
     MPI_Comm_size(m->world, &size);
-    m->base.ops = &MPI_OPS;
-    m->base.n_devices = size * devices_per_rank;
-    m->base.first_device = m->rank * devices_per_rank;
-    m->base.local_devices = devices_per_rank;
+    m->base.ops = k > 1 ? &HYBRID_OPS : &MPI_OPS;
+    m->base.n_devices = size * k;
+    m->base.first_device = m->rank * k;
+    m->base.local_devices = k;
     m->base.timeout_s = timeout_s;
     m->abort_from = -1;
+    m->local_failed = -1;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
     return &m->base;
 }
+
+/* ------------------------------------------------------------------ several devices per rank */
+
+static bool grow(char **buf, size_t *cap, size_t need) {
+    if (*cap >= need) return true;
+    char *p = realloc(*buf, need);
+    if (!p) return false;
+    *buf = p;
+    *cap = need;
+    return true;
+}
+
+/* The exchange behind every collective: afterwards m->gathered holds every device's `bytes` of
+ * input in device order. Call exchange_done after reading it. */
+static gs_status exchange(mpi_comm *m, int dev, const void *in, int64_t bytes, gs_diags *d) {
+    int k = m->base.local_devices, li = dev - m->base.first_device, n = m->base.n_devices;
+    pthread_mutex_lock(&m->mu);
+    if (m->local_aborted || m->aborted) {
+        int who = m->local_aborted ? m->local_failed : m->abort_from;
+        pthread_mutex_unlock(&m->mu);
+        return gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, who);
+    }
+    uint64_t gen = m->generation;
+    m->ins[li] = in;
+    if (++m->arrived < k) {
+        /* Wait for the exchanging device (timed). */
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        double secs = m->base.timeout_s > 0 ? m->base.timeout_s : 60;
+        dl.tv_sec += (time_t)secs + 1;
+        gs_status st = GS_OK;
+        while (m->generation == gen && !m->local_aborted)
+            if (pthread_cond_timedwait(&m->cv, &m->mu, &dl) != 0 && m->generation == gen) {
+                st = gs_error(d, gs_span_none(), "device %d: a collective timed out after %g s (a device of this rank did not arrive)", dev, secs);
+                break;
+            }
+        if (st == GS_OK && m->generation == gen)
+            st = gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, m->local_failed);
+        if (st == GS_OK && m->exch_status != GS_OK) {
+            if (m->aborted)
+                st = gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, m->abort_from);
+            else
+                st = gs_error(d, gs_span_none(), "device %d: a collective of this rank failed", dev);
+        }
+        pthread_mutex_unlock(&m->mu);
+        return st;
+    }
+    /* Last to arrive: exchange the rank's inputs with every rank. The others are waiting, so
+     * nobody reads the gathered buffer while it changes. */
+    m->arrived = 0;
+    m->exch_bytes = bytes;
+    size_t per = (size_t)bytes, mine = per * (size_t)k;
+    gs_status st = GS_OK;
+    if (!grow(&m->sendbuf, &m->send_cap, mine + 1) || !grow(&m->gathered, &m->gathered_cap, per * (size_t)n + 1))
+        st = gs_error(d, gs_span_none(), "device %d: out of memory", dev);
+    for (int i = 0; st == GS_OK && i < k; i++)
+        if (per) memcpy(m->sendbuf + (size_t)i * per, m->ins[i], per);
+    pthread_mutex_unlock(&m->mu);
+    if (st == GS_OK && mine > 0x7fffffff) st = gs_error(d, gs_span_none(), "device %d: collective over 2 GiB per rank", dev);
+    if (st == GS_OK) {
+        MPI_Request req;
+        MPI_Iallgather(m->sendbuf, (int)mine, MPI_BYTE, m->gathered, (int)mine, MPI_BYTE, m->world, &req);
+        st = wait_req(m, dev, &req, d);
+    }
+    pthread_mutex_lock(&m->mu);
+    m->exch_status = st;
+    m->generation++;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
+
+/* After every local device has read m->gathered: a local barrier so it can be reused. */
+static gs_status exchange_done(mpi_comm *m, int dev, gs_diags *d) {
+    return exchange(m, dev, NULL, 0, d);
+}
+
+static const char *dev_in(mpi_comm *m, int device) {
+    return m->gathered + (size_t)device * (size_t)m->exch_bytes;
+}
+
+static gs_status h_all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type t, gs_reduce_op op,
+                              void *buf, int64_t n, gs_diags *d) {
+    mpi_comm *m = mc(c);
+    int esz = gs_type_size(t);
+    if (exchange(m, dev, buf, n * esz, d) != GS_OK) return GS_ERR;
+    if (n > 0) {
+        memcpy(buf, dev_in(m, g->members[0]), (size_t)(n * esz));
+        for (int k = 1; k < g->size; k++) gs_reduce_into(t, op, buf, dev_in(m, g->members[k]), n);
+    }
+    return exchange_done(m, dev, d);
+}
+
+static gs_status h_all_gather(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
+                              void *out, gs_diags *d) {
+    mpi_comm *m = mc(c);
+    if (exchange(m, dev, in, bytes, d) != GS_OK) return GS_ERR;
+    for (int k = 0; k < g->size; k++)
+        if (bytes) memcpy((char *)out + k * bytes, dev_in(m, g->members[k]), (size_t)bytes);
+    return exchange_done(m, dev, d);
+}
+
+static gs_status h_all_to_all(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
+                              void *out, gs_diags *d) {
+    mpi_comm *m = mc(c);
+    if (exchange(m, dev, in, bytes * g->size, d) != GS_OK) return GS_ERR;
+    for (int k = 0; k < g->size; k++)
+        if (bytes) memcpy((char *)out + k * bytes, dev_in(m, g->members[k]) + (int64_t)g->index * bytes, (size_t)bytes);
+    return exchange_done(m, dev, d);
+}
+
+static gs_status h_reduce_scatter(gs_comm *c, int dev, const gs_group *g, gs_type t, gs_reduce_op op,
+                                  const void *in, int64_t n, void *out, gs_diags *d) {
+    mpi_comm *m = mc(c);
+    int esz = gs_type_size(t);
+    if (exchange(m, dev, in, n * esz * g->size, d) != GS_OK) return GS_ERR;
+    if (n > 0) {
+        int64_t off = (int64_t)g->index * n * esz;
+        memcpy(out, dev_in(m, g->members[0]) + off, (size_t)(n * esz));
+        for (int k = 1; k < g->size; k++) gs_reduce_into(t, op, out, dev_in(m, g->members[k]) + off, n);
+    }
+    return exchange_done(m, dev, d);
+}
+
+static gs_status h_permute(gs_comm *c, int dev, int to, int from, const void *in, void *out,
+                           int64_t bytes, gs_diags *d) {
+    mpi_comm *m = mc(c);
+    (void)to;
+    if (exchange(m, dev, in, bytes, d) != GS_OK) return GS_ERR;
+    if (from >= 0 && bytes) memcpy(out, dev_in(m, from), (size_t)bytes);
+    return exchange_done(m, dev, d);
+}
+
+static gs_status h_barrier(gs_comm *c, int dev, gs_diags *d) {
+    return exchange(mc(c), dev, NULL, 0, d);
+}
+
+static void h_abort(gs_comm *c, int dev) {
+    mpi_comm *m = mc(c);
+    pthread_mutex_lock(&m->mu);
+    bool first = !m->local_aborted;
+    if (first) {
+        m->local_aborted = true;
+        m->local_failed = dev;
+    }
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    if (first) mpi_abort(c, dev); /* notify the other ranks (MPI_THREAD_MULTIPLE) */
+}
+
+static void h_free(gs_comm *c) {
+    mpi_comm *m = mc(c);
+    if (!m) return;
+    free(m->sendbuf);
+    free(m->gathered);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    mpi_free(c);
+}
+
+static const gs_comm_ops HYBRID_OPS = {h_all_reduce, h_all_gather, h_all_to_all,
+                                       h_reduce_scatter, h_permute, mpi_gather_root,
+                                       h_barrier,    h_abort,      h_free};
 
 bool gs_mpi_available(void) { return true; }
 
@@ -343,7 +549,7 @@ void gs_mpi_finalize(void) {
 
 bool gs_mpi_agree(gs_comm *c, bool ok, bool *all_ok) {
     *all_ok = ok;
-    if (!c || c->ops != &MPI_OPS) return true;
+    if (!c || (c->ops != &MPI_OPS && c->ops != &HYBRID_OPS)) return true;
     mpi_comm *m = mc(c);
     int mine = ok ? 1 : 0, all = 0;
     MPI_Request req;

@@ -206,16 +206,12 @@ static gs_status permute(gs_comm *c, int dev, int to, int from, const void *in, 
     return st;
 }
 
-static gs_status gather_root(gs_comm *c, int dev, const void *in, int64_t bytes, void *out,
+static gs_status gather_root(gs_comm *c, const void *const *local, int64_t bytes, void *out,
                              gs_diags *d) {
-    threads_comm *t = tc(c);
-    publish(t, dev, in);
-    gs_status st = barrier(c, dev, d);
-    if (st == GS_OK && dev == 0)
-        for (int k = 0; k < c->n_devices; k++)
-            if (bytes) memcpy((char *)out + k * bytes, t->slots[k].in, (size_t)bytes);
-    if (st == GS_OK) st = barrier(c, dev, d);
-    return st;
+    (void)d; /* every device is local */
+    for (int k = 0; k < c->n_devices; k++)
+        if (bytes) memcpy((char *)out + k * bytes, local[k], (size_t)bytes);
+    return GS_OK;
 }
 
 static void comm_abort(gs_comm *c, int dev) {

@@ -148,31 +148,35 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
         *all = out;
         return GS_OK;
     }
-    if (comm->local_devices != 1)
-        return gs_error(d, gs_span_none(), "gathering results needs one device per process");
-    /* One device per process: gather every array leaf to device 0, leaf by leaf. The leaves'
-     * shapes are the entry root's, the same on every device. */
-    int dev = comm->first_device;
-    gs_value **mine;
-    int n_leaves;
-    if (gs_value_leaves(local[0], &mine, &n_leaves) != GS_OK) return gs_error(d, gs_span_none(), "out of memory");
-    gs_value **results = dev == 0 ? calloc((size_t)n, sizeof *results) : NULL;
-    gs_status st = dev != 0 || results ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
-    for (int i = 0; st == GS_OK && dev == 0 && i < n; i++) {
+    /* Gather every array leaf to device 0, leaf by leaf. The leaves' shapes are the entry
+     * root's, the same on every device. */
+    int k = comm->local_devices;
+    bool root = comm->first_device == 0;
+    gs_value ***mine = calloc((size_t)k, sizeof *mine);
+    int n_leaves = 0;
+    gs_status st = mine ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; st == GS_OK && i < k; i++)
+        if (gs_value_leaves(local[i], &mine[i], &n_leaves) != GS_OK) st = gs_error(d, gs_span_none(), "out of memory");
+    gs_value **results = root ? calloc((size_t)n, sizeof *results) : NULL;
+    if (st == GS_OK && root && !results) st = gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; st == GS_OK && root && i < n; i++) {
         results[i] = gs_value_from_shape(m->entry->root->shape);
         if (!results[i]) st = gs_error(d, gs_span_none(), "out of memory");
     }
+    const void **ins = calloc((size_t)k, sizeof *ins);
+    if (st == GS_OK && !ins) st = gs_error(d, gs_span_none(), "out of memory");
     for (int l = 0; st == GS_OK && l < n_leaves; l++) {
-        size_t bytes = gs_value_bytes(mine[l]);
-        char *buf = dev == 0 ? malloc(bytes * (size_t)n + 1) : NULL;
-        if (dev == 0 && !buf) {
+        size_t bytes = gs_value_bytes(mine[0][l]);
+        for (int i = 0; i < k; i++) ins[i] = mine[i][l]->data;
+        char *buf = root ? malloc(bytes * (size_t)n + 1) : NULL;
+        if (root && !buf) {
             st = gs_error(d, gs_span_none(), "out of memory");
             break;
         }
-        st = comm->ops->gather_root(comm, dev, mine[l]->data, (int64_t)bytes, buf, d);
-        for (int i = 0; st == GS_OK && dev == 0 && i < n; i++) {
-            gs_value **leaves;
-            int nl;
+        st = comm->ops->gather_root(comm, ins, (int64_t)bytes, buf, d);
+        for (int i = 0; st == GS_OK && root && i < n; i++) {
+            gs_value **leaves = NULL;
+            int nl = 0;
             if (gs_value_leaves(results[i], &leaves, &nl) != GS_OK || nl != n_leaves) {
                 st = gs_error(d, gs_span_none(), "internal: result leaves differ");
             } else {
@@ -182,6 +186,8 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
         }
         free(buf);
     }
+    free(ins);
+    for (int i = 0; mine && i < k; i++) free(mine[i]);
     free(mine);
     if (st != GS_OK) {
         for (int i = 0; results && i < n; i++) gs_value_free(results[i]);

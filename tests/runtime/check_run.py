@@ -9,9 +9,10 @@ Comment lines in the file:
   // ERROR-THREADS: text, ERROR-MPI: text   the same, for one backend only
 Expected values are computed by hand from XLA's collective semantics.
 
-Usage: check_run.py GSPMD DIR [--mpi MPIRUN] [FILE.hlo ...]
-With --mpi the program runs as `MPIRUN -np N ... gspmd run --backend mpi ...` (one rank per
-device); files with more than 8 devices are skipped there."""
+Usage: check_run.py GSPMD DIR [--mpi MPIRUN [--per-rank K]] [FILE.hlo ...]
+With --mpi the program runs as `MPIRUN -np N/K ... gspmd run --backend mpi --devices-per-rank K`
+(K devices per rank, default 1); files with more than 8 devices (or a count K does not divide)
+are skipped there."""
 import glob
 import os
 import re
@@ -24,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import check_eval as ce  # noqa: E402  (npy reading and value specs)
 
 
-def run_case(gspmd, path, mpirun):
+def run_case(gspmd, path, mpirun, per_rank=1):
     text = open(path).read()
     n, args, outs, errors = None, [], {}, []
     for line in text.splitlines():
@@ -42,13 +43,14 @@ def run_case(gspmd, path, mpirun):
             errors.append(m.group(2).strip())
     if n is None:
         return "no DEVICES line"
-    if mpirun and n > 8:
+    if mpirun and (n > 8 or n % per_rank):
         return None
     tmp = tempfile.mkdtemp(prefix="gspmd-run-")
     try:
         cmd = [gspmd, "run", "--spmd", path, "--num-partitions", str(n), "--output-dir", tmp] + args
         if mpirun:
-            cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n)] + cmd + ["--backend", "mpi"]
+            cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n // per_rank)] + cmd + \
+                  ["--backend", "mpi", "--devices-per-rank", str(per_rank)]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if errors:
             missing = [e for e in errors if e not in p.stderr]
@@ -75,20 +77,25 @@ def run_case(gspmd, path, mpirun):
 
 def main():
     argv = sys.argv[1:]
-    mpirun = None
+    mpirun, per_rank = None, 1
     if "--mpi" in argv:
         k = argv.index("--mpi")
         mpirun = argv[k + 1]
+        del argv[k:k + 2]
+    if "--per-rank" in argv:
+        k = argv.index("--per-rank")
+        per_rank = int(argv[k + 1])
         del argv[k:k + 2]
     gspmd, folder = argv[0], argv[1]
     files = argv[2:] or sorted(glob.glob(os.path.join(folder, "*.hlo")))
     fails = 0
     for f in files:
-        why = run_case(gspmd, f, mpirun)
+        why = run_case(gspmd, f, mpirun, per_rank)
         if why:
             fails += 1
             print("FAIL %s: %s" % (os.path.basename(f), why))
-    print("%d files, %d failures%s" % (len(files), fails, " (mpi)" if mpirun else ""))
+    print("%d files, %d failures%s" % (len(files), fails,
+                                       " (mpi, %d device(s) per rank)" % per_rank if mpirun else ""))
     sys.exit(1 if fails else 0)
 
 
