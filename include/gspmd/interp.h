@@ -50,7 +50,9 @@ void gs_value_free(gs_value *v);
 gs_value *gs_value_copy(const gs_value *v);
 /* Number of bytes of array data. */
 size_t gs_value_bytes(const gs_value *v);
-/* Does v have the element type and dims of array shape s (or the structure of tuple s)? */
+/* Does v have the element type and dims of array shape s (or the structure of tuple s)? A
+ * dynamic dim (`<=N`) matches any size up to its bound: values hold only the valid elements of
+ * dynamic dims (their current size, set by set-dimension-size / dynamic-reshape). */
 bool gs_value_matches(const gs_value *v, const gs_shape *s);
 /* The array leaves of v, depth first. *leaves is malloc'd (free it); each entry is borrowed. */
 gs_status gs_value_leaves(gs_value *v, gs_value ***leaves, int *n);

@@ -437,11 +437,53 @@ bool gs_interp_supports(gs_opcode op) {
     return op == GS_OP_PARAMETER || op == GS_OP_CONSTANT || kernel_of(op) != NULL;
 }
 
+/* Dynamic shapes: when an operand's value is smaller than its instruction's shape (a dynamic
+ * dim below its bound), the instruction runs as if written with the operands' actual shapes:
+ * tmp (with operand stand-ins in ops_tmp, shapes in arena a) gets the shape inferred from them.
+ * Returns false when no operand is dynamic or the op's shape cannot be inferred. */
+static bool shape_for_dynamic_operands(gs_arena *a, const gs_instr *in, gs_value *const *ops,
+                                       gs_instr *tmp, gs_instr *ops_tmp, gs_instr **op_ptrs) {
+    bool dyn = false;
+    for (int k = 0; k < in->n_operands; k++) {
+        const gs_shape *s = in->operands[k]->shape;
+        if (gs_type_is_array(ops[k]->type) && s->rank == ops[k]->rank && !gs_shape_is_tuple(s))
+            for (int i = 0; i < s->rank; i++) dyn |= ops[k]->dims[i] != s->dims[i];
+    }
+    if (!dyn) return false;
+    *tmp = *in;
+    for (int k = 0; k < in->n_operands; k++) {
+        ops_tmp[k] = *in->operands[k];
+        if (gs_type_is_array(ops[k]->type))
+            ops_tmp[k].shape = gs_shape_array(a, ops[k]->type, ops[k]->rank, ops[k]->dims);
+        if (!ops_tmp[k].shape) return false;
+        op_ptrs[k] = &ops_tmp[k];
+    }
+    tmp->operands = op_ptrs;
+    gs_shape *inferred = NULL;
+    if (gs_infer_shape(a, tmp, &inferred, NULL) != GS_OK || !inferred || !gs_shape_is_array(inferred))
+        return false;
+    inferred->type = in->shape->type;
+    tmp->shape = inferred;
+    return true;
+}
+
 gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     gs_kernel_fn k = kernel_of(in->op);
     if (!k) return gs_eval_error(ev, in, "the interpreter does not support %s", gs_op_name(in->op));
     *out = NULL;
-    gs_status st = k(ev, in, ops, out);
+    gs_status st;
+    if (in->shape && in->shape->dynamic && in->n_operands <= 16) {
+        gs_arena a;
+        gs_arena_init(&a);
+        gs_instr tmp, ops_tmp[16], *op_ptrs[16];
+        if (shape_for_dynamic_operands(&a, in, ops, &tmp, ops_tmp, op_ptrs))
+            st = k(ev, &tmp, ops, out);
+        else
+            st = k(ev, in, ops, out);
+        gs_arena_free(&a);
+    } else {
+        st = k(ev, in, ops, out);
+    }
     if (st == GS_OK && !*out) return gs_eval_error(ev, in, "internal: kernel returned no value");
     if (st == GS_OK && in->shape && !gs_value_matches(*out, in->shape)) {
         char got[128];

@@ -123,8 +123,10 @@ bool gs_value_matches(const gs_value *v, const gs_shape *s) {
     }
     if (s->type == GS_TOKEN) return true;
     if (v->rank != s->rank) return false;
-    for (int i = 0; i < s->rank; i++)
-        if (v->dims[i] != s->dims[i]) return false;
+    for (int i = 0; i < s->rank; i++) {
+        bool dynamic = s->dynamic && s->dynamic[i];
+        if (dynamic ? v->dims[i] > s->dims[i] : v->dims[i] != s->dims[i]) return false;
+    }
     return true;
 }
 

@@ -20,8 +20,6 @@ static const struct {
     gs_opcode op;
     const char *why;
 } NOT_INTERPRETED[] = {
-    {GS_OP_DYNAMIC_RESHAPE, "dynamic shapes are not modelled"},
-    {GS_OP_SET_DIMENSION_SIZE, "dynamic shapes are not modelled"},
     {GS_OP_STOCHASTIC_CONVERT, "needs XLA's random bits"},
     {GS_OP_RAGGED_DOT, "not yet implemented"},
     {GS_OP_INFEED, "host transfer has no host here"},
