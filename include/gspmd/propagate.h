@@ -32,8 +32,28 @@ typedef struct gs_propagate_options {
 
 /* Propagates shardings through m in place. Fails (with located errors) on conflicting
  * annotations or shardings that do not fit the module (device counts, shard_as groups with
- * incompatible shapes). */
+ * incompatible shapes). Warnings (e.g. a while loop and its body annotated differently, which
+ * XLA resolves by taking the loop's) go to d as well. */
 gs_status gs_propagate(gs_module *m, const gs_propagate_options *opts, gs_diags *d);
+
+/* Provenance kept by a propagation run: for every instruction, each change of its sharding
+ * with the instruction it came from, the rule, the direction and the aggressiveness level. */
+typedef struct gs_propagate_info gs_propagate_info;
+
+/* Like gs_propagate; when info is non-NULL, records provenance and hands it to the caller in
+ * *info (free it with gs_propagate_info_free, before the module). *info is NULL on failure. */
+gs_status gs_propagate_ex(gs_module *m, const gs_propagate_options *opts,
+                          gs_propagate_info **info, gs_diags *d);
+
+/* Appends to sb the chain the sharding of the instruction named `name` (a leading '%' is
+ * ignored) came from: one line per hop back to an annotation, each with the sharding, the
+ * direction (forward from an operand, backward from a user, shard group, computation, refined,
+ * annotation), the instruction it came from, the rule and the aggressiveness level; then the
+ * instruction's own history when its sharding changed more than once. GS_ERR with an error
+ * when no instruction has that name. */
+gs_status gs_propagate_explain(const gs_propagate_info *info, const char *name, gs_sb *sb,
+                               gs_diags *d);
+void gs_propagate_info_free(gs_propagate_info *info);
 
 #ifdef __cplusplus
 }
