@@ -1,9 +1,199 @@
-/* cmd_partition.c — `gspmd partition`: placeholder until the SPMD partitioner lands. */
+/*
+ * cmd_partition.c — `gspmd partition`: rewrites a sharded module into one SPMD program and prints
+ * it as HLO text (which `gspmd parse` reads and `gspmd run --spmd` executes).
+ *
+ *   gspmd partition FILE --num-partitions N [--propagate] [--stats]
+ *                   [--mesh M --shard NAME=SPEC]...
+ *
+ * Instructions without a sharding are replicated; --propagate runs SPMD sharding propagation
+ * first. Warnings (involuntary full rematerialization) go to stderr; --stats prints the count
+ * and bytes of each kind of collective to stderr.
+ */
 #include "cli.h"
+#include "gspmd/partition.h"
+#include "gspmd/propagate.h"
+#include "gspmd/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Propagation is built by another part of the project; until it is in the library the symbol is
+ * absent and --propagate says so. */
+#pragma weak gs_propagate
+
+static const char *PART_USAGE =
+    "gspmd partition FILE --num-partitions N [--propagate] [--stats] "
+    "[--mesh M --shard NAME=SPEC]...";
+
+static const char *PART_HELP =
+    "Rewrites a sharded module into ONE SPMD program that every device runs with its own\n"
+    "partition id: per-device shapes (uneven dims padded at the end) and the collectives that\n"
+    "make it compute what the single-device module computes. Prints the program as HLO text.\n"
+    "\n"
+    "  --num-partitions N   the number of devices (every sharding must span N devices)\n"
+    "  --propagate          run SPMD sharding propagation first (else instructions without a\n"
+    "                       sharding are replicated)\n"
+    "  --stats              print the collectives emitted (count and bytes by kind) to stderr\n"
+    "%s"
+    "\n"
+    "Example:\n"
+    "  gspmd partition examples/mlp.hlo --num-partitions 4 --mesh data=2,model=2 \\\n"
+    "      --shard x=data,None --shard w1=None,model\n";
+
+static int part_usage(const char *fmt, const char *arg) {
+    fprintf(stderr, "gspmd partition: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: %s\n", PART_USAGE);
+    return 2;
+}
+
+static const char *COLL_NAMES[GS_N_COLL_KINDS] = {"all-reduce", "all-gather", "reduce-scatter",
+                                                  "all-to-all", "collective-permute"};
+
+/* Per-device memory of running m's entry in order: the parameters' bytes, and the peak of
+ * parameters plus live values (each from its instruction to its last use; tuples and
+ * get-tuple-element alias their operands). */
+static void memory(const gs_module *m, int64_t *params, int64_t *peak) {
+    const gs_computation *c = m->entry;
+    int n = c->n_instrs;
+    int *last = calloc((size_t)n + 1, sizeof *last);
+    *params = 0;
+    *peak = 0;
+    if (!last) return;
+    for (int i = 0; i < n; i++) {
+        const gs_instr *in = c->instrs[i];
+        last[i] = in->is_root ? n : i;
+        if (in->op == GS_OP_PARAMETER) *params += gs_shape_bytes(in->shape);
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < c->instrs[i]->n_operands; k++) {
+            int id = c->instrs[i]->operands[k]->id;
+            if (last[id] < i) last[id] = i;
+        }
+    int64_t live = 0;
+    for (int i = 0; i < n; i++) {
+        const gs_instr *in = c->instrs[i];
+        bool alias = in->op == GS_OP_PARAMETER || in->op == GS_OP_TUPLE ||
+                     in->op == GS_OP_GET_TUPLE_ELEMENT;
+        if (!alias) live += gs_shape_bytes(in->shape);
+        if (*params + live > *peak) *peak = *params + live;
+        for (int j = 0; j <= i; j++) {
+            const gs_instr *o = c->instrs[j];
+            bool oa = o->op == GS_OP_PARAMETER || o->op == GS_OP_TUPLE ||
+                      o->op == GS_OP_GET_TUPLE_ELEMENT;
+            if (!oa && last[j] == i && j != i) live -= gs_shape_bytes(o->shape);
+        }
+    }
+    free(last);
+}
+
+static void print_bytes(FILE *f, int64_t b) {
+    if (b >= 1 << 20) fprintf(f, "%.1f MiB", (double)b / (1 << 20));
+    else if (b >= 1 << 10) fprintf(f, "%.1f KiB", (double)b / (1 << 10));
+    else fprintf(f, "%lld B", (long long)b);
+}
 
 int gs_cli_partition(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "gspmd partition: the SPMD partitioner is not in this build yet\n");
-    return 2;
+    const char *file = NULL;
+    long n = 0;
+    bool propagate = false, stats = false;
+    gs_cli_shardings sh = {0};
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int k;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n", PART_USAGE);
+            printf(PART_HELP, GS_CLI_SHARDING_HELP);
+            rc = 0;
+            goto done;
+        } else if (strcmp(argv[i], "--propagate") == 0) {
+            propagate = true;
+        } else if (strcmp(argv[i], "--stats") == 0) {
+            stats = true;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
+            char *end;
+            n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > (1L << 20)) {
+                rc = part_usage("--num-partitions wants a number of devices >= 1, not '%s'", v);
+                goto done;
+            }
+        } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
+            if (k < 0) goto done;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            rc = part_usage("unknown option '%s'", argv[i]);
+            goto done;
+        } else if (file) {
+            rc = part_usage("more than one FILE ('%s')", argv[i]);
+            goto done;
+        } else {
+            file = argv[i];
+        }
+    }
+    if (!file) {
+        rc = part_usage("missing FILE%s", "");
+        goto done;
+    }
+    if (n < 1) {
+        rc = part_usage("missing --num-partitions N%s", "");
+        goto done;
+    }
+    rc = 1;
+    gs_source *src;
+    gs_module *m = gs_cli_load_module(file, &src);
+    if (!m) goto done;
+    gs_diags d = {0};
+    gs_module *out = NULL;
+    gs_partition_stats st;
+    if (gs_module_verify(m, &d) != GS_OK) goto fail;
+    if (gs_cli_apply_shardings(&sh, m) != 0) goto fail;
+    if (propagate) {
+        if (!gs_propagate) {
+            fprintf(stderr, "gspmd partition: --propagate: sharding propagation is not in this "
+                            "build; partitioning with the shardings as given\n");
+        } else {
+            gs_propagate_options po = {0};
+            po.is_spmd = true;
+            if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
+        }
+    }
+    gs_partition_options opts = {0};
+    opts.num_partitions = n;
+    if (gs_partition(m, &opts, &out, &st, &d) != GS_OK) goto fail;
+    char *text = gs_module_to_string(out);
+    if (!text) {
+        gs_error(&d, gs_span_none(), "out of memory");
+        goto fail;
+    }
+    fputs(text, stdout);
+    free(text);
+    if (stats) {
+        for (int k = 0; k < GS_N_COLL_KINDS; k++)
+            fprintf(stderr, "%-20s %4d  %12lld bytes\n", COLL_NAMES[k], st.n[k],
+                    (long long)st.bytes[k]);
+        fprintf(stderr, "%-20s %4d\n", "default action", st.n_default);
+        fprintf(stderr, "%-20s %4d\n", "full remat", st.n_full_remat);
+        int64_t pp, pk, up, uk;
+        memory(out, &pp, &pk);
+        memory(m, &up, &uk);
+        fprintf(stderr, "per-device memory: parameters ");
+        print_bytes(stderr, pp);
+        fprintf(stderr, " (one device unpartitioned: ");
+        print_bytes(stderr, up);
+        fprintf(stderr, "), peak live ");
+        print_bytes(stderr, pk);
+        fprintf(stderr, " (unpartitioned: ");
+        print_bytes(stderr, uk);
+        fprintf(stderr, ")\n");
+    }
+    rc = 0;
+fail:
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    gs_module_free(out);
+    gs_module_free(m);
+    gs_source_free(src);
+done:
+    gs_cli_shardings_free(&sh);
+    return rc;
 }

@@ -1,47 +1,79 @@
 /*
  * cmd_run.c — `gspmd run`: runs a program on N devices.
  *
- *   gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--input NAME=FILE.npy]...
- *             [--seed S] [--timeout SEC] --output-dir DIR
+ *   gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]
+ *             [--input NAME=FILE.npy]... [--output-dir DIR] [--verify] [--seed S]
+ *             [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...
+ *   gspmd run --spmd FILE --num-partitions N [...] --output-dir DIR
+ *
+ * Without --spmd, FILE is a single-device module with shardings: it is propagated (unless
+ * --no-propagate), partitioned, its global inputs are sliced per device by the parameter
+ * shardings, the SPMD program runs on N devices, and the global outputs are reassembled by the
+ * root's sharding into DIR/out<i>.npy. --verify also runs the reference interpreter on the same
+ * inputs and compares output by output (exact for integers and predicates; relative error at
+ * most 1e-5 for f32/f64/complex and 1e-2 for bf16/f16/f8 against the reference's magnitude);
+ * replicated outputs must agree across their replicas. Exit 0 only when everything matches.
  *
  * --spmd runs an already partitioned program as it is on every device: each device gets the
- * same inputs and writes DIR/dev<d>/out<i>.npy. Under mpirun the MPI backend makes each rank
- * one device (chosen automatically when mpirun launched us); outputs are gathered to rank 0,
- * which writes them.
+ * same inputs and writes DIR/dev<d>/out<i>.npy. Under mpirun the MPI backend makes each rank one
+ * device (chosen automatically when mpirun launched us); outputs are gathered to rank 0, which
+ * writes them and verifies.
  */
 #include "cli.h"
 #include "gspmd/npy.h"
+#include "gspmd/partition.h"
+#include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+/* Propagation is built by another part of the project; until it is in the library the symbol is
+ * absent and runs partition with the shardings as given. */
+#pragma weak gs_propagate
+
 static const char *RUN_USAGE =
-    "gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--devices-per-rank K]\n"
+    "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
+    "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
+    "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
+    "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--devices-per-rank K]\n"
     "          [--input NAME=FILE.npy]... [--seed S] [--timeout SEC] --output-dir DIR";
 
 static const char *RUN_HELP =
-    "Runs an SPMD program (one program, every device with its own partition id, talking through\n"
-    "collectives) on N devices and writes each device's outputs as DIR/dev<d>/out<i>.npy.\n"
+    "Runs a sharded module on N devices: propagates its shardings (unless --no-propagate),\n"
+    "partitions it into one SPMD program, slices the global inputs per device by the parameter\n"
+    "shardings, runs the program (one thread per device, or one MPI rank per device), and\n"
+    "reassembles the global outputs by the root's sharding into DIR/out<i>.npy.\n"
     "\n"
-    "  --spmd               FILE is already partitioned: run it as it is on every device\n"
-    "  --num-partitions N   the number of devices (under mpirun: ranks x devices per rank)\n"
+    "  --num-partitions N   the number of devices (under mpirun: the number of ranks)\n"
+    "  --no-propagate       partition with the shardings as written (missing ones replicate)\n"
+    "  --verify             also run the reference interpreter on the same inputs and compare:\n"
+    "                       exact for integers and predicates, relative error <= 1e-5 (f32,\n"
+    "                       f64, complex) or 1e-2 (bf16, f16, f8) against the reference's\n"
+    "                       magnitude; prints the max error per output; exit 0 only if all match\n"
     "  --backend B          threads (default: one thread per device in this process) or mpi\n"
     "                       (one device per MPI rank; chosen automatically under mpirun)\n"
     "  --devices-per-rank K with mpi: run K devices (threads) in each rank\n"
-    "  --input NAME=F.npy   the value of entry parameter NAME on every device (others random)\n"
+    "  --input NAME=F.npy   the global value of entry parameter NAME (others random)\n"
     "  --seed S             seed of the random inputs (default 0)\n"
     "  --timeout SEC        how long a collective waits for the other devices (default 60)\n"
     "  --output-dir DIR     where the outputs go\n"
+    "  --save-program FILE  also write the partitioned program (HLO text) to FILE\n"
+    "  --spmd               FILE is already partitioned: run it as it is on every device, each\n"
+    "                       with the same inputs, outputs in DIR/dev<d>/out<i>.npy\n"
+    "%s"
     "\n"
     "A device that fails stops the run with a message naming the device and the instruction;\n"
     "a collective that some device never reaches times out naming the missing devices.\n"
-    "Example:\n"
+    "Examples:\n"
+    "  gspmd run examples/mlp.hlo --num-partitions 4 --mesh data=2,model=2 \\\n"
+    "      --shard x=data,None --shard w1=None,model --verify\n"
     "  gspmd run --spmd tests/runtime/all_reduce_sum.hlo --num-partitions 4 --output-dir /tmp/o\n"
-    "  mpirun -np 4 gspmd run --spmd prog.hlo --num-partitions 4 --output-dir /tmp/o\n";
+    "  mpirun -np 4 gspmd run model.hlo --num-partitions 4 --verify\n";
 
 static int run_usage(const char *fmt, const char *arg) {
     fprintf(stderr, "gspmd run: ");
@@ -50,9 +82,24 @@ static int run_usage(const char *fmt, const char *arg) {
     return 2;
 }
 
+/* Everything one command line asks for. */
+typedef struct run_args {
+    const char *file;         /* the module */
+    const char *out_dir;      /* --output-dir, or NULL */
+    const char *backend_name; /* --backend, or NULL */
+    const char *save;         /* --save-program, or NULL */
+    bool spmd;                /* --spmd */
+    bool propagate;           /* not --no-propagate */
+    bool verify;              /* --verify */
+    long n_devices;           /* --num-partitions */
+    long per_rank;            /* --devices-per-rank (MPI) */
+    uint64_t seed;            /* --seed */
+    double timeout;           /* --timeout */
+    gs_interp_inputs inputs;  /* --input */
+    gs_cli_shardings sh;      /* --mesh / --shard */
+} run_args;
 
-
-static int write_outputs(const char *dir, gs_value *const *all, int n, gs_diags *d) {
+static int write_dev_outputs(const char *dir, gs_value *const *all, int n, gs_diags *d) {
     for (int dev = 0; dev < n; dev++) {
         char sub[4096];
         snprintf(sub, sizeof sub, "%s/dev%d", dir, dev);
@@ -76,160 +123,158 @@ static int write_outputs(const char *dir, gs_value *const *all, int n, gs_diags 
     return 0;
 }
 
-int gs_cli_run(int argc, char **argv) {
-    const char *file = NULL, *out_dir = NULL, *backend_name = NULL;
-    bool spmd = false;
-    long n_devices = 0, per_rank = 1;
-    uint64_t seed = 0;
-    double timeout = 60;
-    gs_interp_inputs inputs = {0};
-    int rc = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\n%s", RUN_USAGE, RUN_HELP);
-            rc = 0;
-            goto done;
-        } else if (strcmp(argv[i], "--spmd") == 0) {
-            spmd = true;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
-            char *end;
-            n_devices = strtol(v, &end, 10);
-            if (*end || n_devices < 1 || n_devices > 65536) {
-                rc = run_usage("--num-partitions wants a number of devices in 1..65536, not '%s'", v);
-                goto done;
-            }
-        } else if (gs_cli_opt_value(argc, argv, &i, "--devices-per-rank", &v)) {
-            char *end;
-            per_rank = strtol(v, &end, 10);
-            if (*end || per_rank < 1 || per_rank > 1024) {
-                rc = run_usage("--devices-per-rank wants a number in 1..1024, not '%s'", v);
-                goto done;
-            }
-        } else if (gs_cli_opt_value(argc, argv, &i, "--backend", &v)) {
-            if (strcmp(v, "threads") != 0 && strcmp(v, "mpi") != 0) {
-                rc = run_usage("--backend is threads or mpi, not '%s'", v);
-                goto done;
-            }
-            backend_name = v;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
-            out_dir = v;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--seed", &v)) {
-            char *end;
-            seed = strtoull(v, &end, 10);
-            if (*end || !*v) {
-                rc = run_usage("--seed wants a non-negative integer, not '%s'", v);
-                goto done;
-            }
-        } else if (gs_cli_opt_value(argc, argv, &i, "--timeout", &v)) {
-            char *end;
-            timeout = strtod(v, &end);
-            if (*end || timeout <= 0) {
-                rc = run_usage("--timeout wants a positive number of seconds, not '%s'", v);
-                goto done;
-            }
-        } else if (gs_cli_opt_value(argc, argv, &i, "--input", &v)) {
-            if ((rc = gs_cli_input_option("run", v, &inputs)) != 0) goto done;
-            rc = 2;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = run_usage("unknown option '%s'", argv[i]);
-            goto done;
-        } else if (file) {
-            rc = run_usage("more than one FILE ('%s')", argv[i]);
-            goto done;
-        } else {
-            file = argv[i];
-        }
+static int write_outputs(const char *dir, gs_value *v, gs_diags *d) {
+    if (gs_cli_mkdirs(dir) != 0) {
+        fprintf(stderr, "error: cannot create directory '%s': %s\n", dir, strerror(errno));
+        return 1;
     }
-    if (!file) {
-        rc = run_usage("missing FILE%s", "");
-        goto done;
+    gs_value **leaves;
+    int nl;
+    if (gs_value_leaves(v, &leaves, &nl) != GS_OK) return 1;
+    int rc = 0;
+    for (int i = 0; i < nl && rc == 0; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/out%d.npy", dir, i);
+        if (gs_npy_write(path, leaves[i], d) != GS_OK) rc = 1;
     }
-    if (!spmd) {
-        rc = run_usage("%s", "without --spmd the program must be partitioned first, and the "
-                             "partitioner is not part of this build yet: pass --spmd to run FILE as "
-                             "it is on every device");
-        goto done;
-    }
-    if (n_devices < 1) {
-        rc = run_usage("missing --num-partitions N%s", "");
-        goto done;
-    }
-    if (!out_dir) {
-        rc = run_usage("missing --output-dir DIR%s", "");
-        goto done;
-    }
-    gs_backend backend = GS_BACKEND_THREADS;
-    if (backend_name ? strcmp(backend_name, "mpi") == 0 : (gs_mpi_available() && gs_mpi_launched()))
-        backend = GS_BACKEND_MPI;
+    free(leaves);
+    return rc;
+}
 
-    rc = 1;
+/* The tolerance of --verify for an element type. */
+static double tolerance(gs_type t) {
+    if (!gs_type_is_float(t) && !gs_type_is_complex(t)) return 0;
+    if (t == GS_F32 || t == GS_F64 || gs_type_is_complex(t)) return 1e-5;
+    return 1e-2;
+}
+
+/* Compares the reassembled outputs with the reference's; prints a line per output. */
+static bool compare_outputs(gs_value *got, gs_value *want) {
+    gs_value **g = NULL, **w = NULL;
+    int ng = 0, nw = 0;
+    bool ok = gs_value_leaves(got, &g, &ng) == GS_OK && gs_value_leaves(want, &w, &nw) == GS_OK;
+    if (ok && ng != nw) {
+        printf("verify: %d outputs, the reference has %d\n", ng, nw);
+        ok = false;
+    }
+    for (int i = 0; ok && i < ng; i++) {
+        if (w[i]->type == GS_TOKEN) continue;
+        char shape[128];
+        gs_value_shape_str(w[i], shape, sizeof shape);
+        double err;
+        if (!gs_value_error(g[i], w[i], &err)) {
+            char gs[128];
+            gs_value_shape_str(g[i], gs, sizeof gs);
+            printf("out%d: %s, but the partitioned program gave %s: MISMATCH\n", i, shape, gs);
+            ok = false;
+            continue;
+        }
+        double tol = tolerance(w[i]->type);
+        bool match = err <= tol;
+        if (tol == 0)
+            printf("out%d: %s  %.0f element%s differ%s  %s\n", i, shape, err, err == 1 ? "" : "s",
+                   err == 1 ? "s" : "", match ? "ok" : "MISMATCH");
+        else
+            printf("out%d: %s  max error %.3g (limit %g)  %s\n", i, shape, err, tol,
+                   match ? "ok" : "MISMATCH");
+        ok = ok && match;
+    }
+    free(g);
+    free(w);
+    return ok;
+}
+
+/* Names the ops of p that the runtime cannot run. */
+static gs_status check_supported(const gs_module *p, gs_diags *d) {
+    gs_status st = GS_OK;
+    for (int ci = 0; ci < p->n_comps; ci++)
+        for (int i = 0; i < p->comps[ci]->n_instrs; i++) {
+            const gs_instr *in = p->comps[ci]->instrs[i];
+            if (!gs_interp_supports(in->op))
+                st = gs_error(d, in->span, "the program uses '%s' (%%%s), which the runtime "
+                              "cannot run", gs_op_name(in->op), in->name);
+        }
+    return st;
+}
+
+static gs_comm *make_comm(const run_args *a, bool mpi, gs_diags *d) {
+    if (mpi) {
+        gs_comm *comm = gs_comm_mpi_new((int)a->per_rank, a->timeout, d);
+        if (comm && comm->n_devices != a->n_devices) {
+            long k = a->per_rank;
+            gs_error(d, gs_span_none(),
+                     "--num-partitions %ld, but mpirun started %d ranks of %ld device%s each (run "
+                     "mpirun -np %ld)",
+                     a->n_devices, comm->n_devices / (int)k, k, k == 1 ? "" : "s",
+                     a->n_devices % k == 0 ? a->n_devices / k : a->n_devices);
+        }
+        return comm;
+    }
+    gs_comm *comm = gs_comm_threads_new((int)a->n_devices, a->timeout);
+    if (!comm) gs_error(d, gs_span_none(), "out of memory");
+    return comm;
+}
+
+/* Ends an MPI run the same way on every rank; returns the final exit code. */
+static int agree(gs_comm *comm, bool mpi, int rc) {
+    if (!mpi || !comm) return rc;
+    bool all_ok;
+    if (!gs_mpi_agree(comm, rc == 0, &all_ok)) {
+        fprintf(stderr, "error: device %d: another device never finished the run\n",
+                comm->first_device);
+        gs_mpi_exit_now();
+    }
+    if (rc == 0 && !all_ok) {
+        fprintf(stderr, "error: device %d: the run failed on another device\n", comm->first_device);
+        rc = 1;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ --spmd */
+
+static int run_spmd(const run_args *a, bool mpi) {
     gs_source *src;
-    gs_module *m = gs_cli_load_module(file, &src);
-    if (!m) goto done;
+    gs_module *m = gs_cli_load_module(a->file, &src);
+    if (!m) return 1;
     gs_diags d = {0};
     gs_comm *comm = NULL;
     gs_value **args = NULL, ***dev_args = NULL, **results = NULL, **all = NULL;
-    int n_args = 0;
-    if (gs_module_verify(m, &d) != GS_OK) goto fail;
-    if (backend == GS_BACKEND_MPI) {
-        comm = gs_comm_mpi_new((int)per_rank, timeout, &d);
-        if (!comm) goto fail;
-        if (comm->n_devices != n_devices) {
-            gs_error(&d, gs_span_none(),
-                     "--num-partitions %ld, but mpirun started %d ranks of %ld device%s each (run mpirun -np %ld)",
-                     n_devices, comm->n_devices / (int)per_rank, per_rank, per_rank == 1 ? "" : "s",
-                     n_devices % per_rank == 0 ? n_devices / per_rank : n_devices);
-            goto fail;
-        }
-    } else {
-        comm = gs_comm_threads_new((int)n_devices, timeout);
-        if (!comm) {
-            gs_error(&d, gs_span_none(), "out of memory");
-            goto fail;
-        }
-    }
-    if (gs_check_collectives(m, (int)n_devices, &d) != GS_OK) goto fail;
-    if (gs_interp_make_args(m, &inputs, seed, &args, &n_args, &d) != GS_OK) goto fail;
+    int n_args = 0, rc = 1;
+    int64_t n = a->n_devices;
+    if (gs_module_verify(m, &d) != GS_OK) goto finish;
+    if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
+    if (gs_check_collectives(m, (int)n, &d) != GS_OK) goto finish;
+    if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
     /* Each device gets its own copies: values are reference counted per thread. */
     dev_args = calloc((size_t)comm->local_devices, sizeof *dev_args);
-    if (!dev_args) goto oom;
-    for (int k = 0; k < comm->local_devices; k++) {
+    for (int k = 0; dev_args && k < comm->local_devices; k++) {
         dev_args[k] = calloc((size_t)(n_args ? n_args : 1), sizeof **dev_args);
-        if (!dev_args[k]) goto oom;
-        for (int i = 0; i < n_args; i++)
-            if (!(dev_args[k][i] = gs_value_copy(args[i]))) goto oom;
+        for (int i = 0; dev_args[k] && i < n_args; i++) dev_args[k][i] = gs_value_copy(args[i]);
     }
-    if (gs_run_spmd(m, comm, (gs_value **const *)dev_args, &results, seed, &d) != GS_OK) goto fail;
-    if (gs_gather_results(comm, m, results, &all, &d) != GS_OK) goto fail;
+    bool complete = dev_args != NULL;
+    for (int k = 0; complete && k < comm->local_devices; k++) {
+        complete = dev_args[k] != NULL;
+        for (int i = 0; complete && i < n_args; i++) complete = dev_args[k][i] != NULL;
+    }
+    if (!complete) {
+        gs_error(&d, gs_span_none(), "out of memory");
+        goto finish;
+    }
+    if (gs_run_spmd(m, comm, (gs_value **const *)dev_args, &results, a->seed, &d) != GS_OK)
+        goto finish;
+    if (gs_gather_results(comm, m, results, &all, &d) != GS_OK) goto finish;
     rc = 0;
-    goto finish;
-oom:
-    gs_error(&d, gs_span_none(), "out of memory");
-fail:
-    rc = 1;
 finish:
     gs_diags_render(&d, stderr);
     gs_diags_clear(&d);
-    bool mpi = backend == GS_BACKEND_MPI;
-    if (mpi && comm) {
-        /* Every rank ends the same way: all succeed, or all fail. */
-        bool all_ok;
-        if (!gs_mpi_agree(comm, rc == 0, &all_ok)) {
-            fprintf(stderr, "error: device %d: another device never finished the run\n", comm->first_device);
-            gs_mpi_exit_now();
-        }
-        if (rc == 0 && !all_ok) {
-            fprintf(stderr, "error: device %d: the run failed on another device\n", comm->first_device);
-            rc = 1;
-        }
-    }
+    rc = agree(comm, mpi, rc);
     if (rc == 0 && all) {
-        rc = write_outputs(out_dir, all, (int)n_devices, &d);
+        rc = write_dev_outputs(a->out_dir, all, (int)n, &d);
         gs_diags_render(&d, stderr);
         if (rc == 0)
-            printf("ran %s on %ld devices (%s backend); outputs in %s/dev*/\n", file, n_devices,
-                   mpi ? "mpi" : "threads", out_dir);
+            printf("ran %s on %ld devices (%s backend); outputs in %s/dev*/\n", a->file,
+                   a->n_devices, mpi ? "mpi" : "threads", a->out_dir);
     }
     gs_diags_free(&d);
     for (int k = 0; comm && dev_args && k < comm->local_devices; k++) {
@@ -241,13 +286,232 @@ finish:
     free(args);
     for (int k = 0; comm && results && k < comm->local_devices; k++) gs_value_free(results[k]);
     free(results);
-    for (int k = 0; all && k < n_devices; k++) gs_value_free(all[k]);
+    for (int k = 0; all && k < n; k++) gs_value_free(all[k]);
     free(all);
     if (comm) comm->ops->free(comm);
     gs_module_free(m);
     gs_source_free(src);
     if (mpi) gs_mpi_finalize();
+    return rc;
+}
+
+/* ------------------------------------------------------------------ sharded modules */
+
+static int run_sharded(const run_args *a, bool mpi) {
+    gs_source *src;
+    gs_module *m = gs_cli_load_module(a->file, &src);
+    if (!m) return 1;
+    gs_diags d = {0};
+    gs_comm *comm = NULL;
+    gs_module *p = NULL;
+    gs_value **args = NULL, ***dev_args = NULL, **results = NULL, **all = NULL;
+    gs_value *global = NULL, *ref = NULL;
+    int n_args = 0, rc = 1;
+    int64_t n = a->n_devices;
+    gs_arena scratch;
+    gs_arena_init(&scratch);
+    bool rank0 = !mpi || gs_mpi_rank() == 0;
+    if (gs_module_verify(m, &d) != GS_OK) goto finish;
+    if (gs_cli_apply_shardings(&a->sh, m) != 0) goto finish;
+    if (a->propagate && gs_propagate) {
+        gs_propagate_options po = {0};
+        po.is_spmd = true;
+        if (gs_propagate(m, &po, &d) != GS_OK) goto finish;
+    }
+    gs_partition_options po = {0};
+    po.num_partitions = n;
+    po.no_remat_warnings = !rank0;
+    if (gs_partition(m, &po, &p, NULL, &d) != GS_OK) goto finish;
+    if (check_supported(p, &d) != GS_OK) goto finish;
+    if (a->save && rank0) {
+        char *text = gs_module_to_string(p);
+        FILE *f = text ? fopen(a->save, "w") : NULL;
+        if (!f || fputs(text, f) < 0) {
+            gs_error(&d, gs_span_none(), "cannot write '%s': %s", a->save, strerror(errno));
+            if (f) fclose(f);
+            free(text);
+            goto finish;
+        }
+        fclose(f);
+        free(text);
+    }
+    if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
+    if (gs_check_collectives(p, (int)n, &d) != GS_OK) goto finish;
+    if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
+    dev_args = calloc((size_t)comm->local_devices, sizeof *dev_args);
+    if (!dev_args) {
+        gs_error(&d, gs_span_none(), "out of memory");
+        goto finish;
+    }
+    for (int k = 0; k < comm->local_devices; k++) {
+        dev_args[k] = calloc((size_t)(n_args ? n_args : 1), sizeof **dev_args);
+        if (!dev_args[k]) {
+            gs_error(&d, gs_span_none(), "out of memory");
+            goto finish;
+        }
+        for (int i = 0; i < n_args; i++) {
+            const gs_sharding *s = gs_partition_param_sharding(&scratch, m, i);
+            if (!s || gs_value_shard(args[i], s, comm->first_device + k, &dev_args[k][i], &d) !=
+                          GS_OK) {
+                gs_error(&d, m->entry->params[i]->span, "cannot slice parameter %%%s",
+                         m->entry->params[i]->name);
+                goto finish;
+            }
+        }
+    }
+    if (gs_run_spmd(p, comm, (gs_value **const *)dev_args, &results, a->seed, &d) != GS_OK)
+        goto finish;
+    if (gs_gather_results(comm, p, results, &all, &d) != GS_OK) goto finish;
+    rc = 0;
+    if (all) {
+        const gs_sharding *rs = gs_partition_root_sharding(&scratch, m);
+        if (!rs || gs_value_unshard(all, (int)n, rs, m->entry->root->shape, &global, &d) != GS_OK)
+            rc = 1;
+    }
+    if (rc == 0 && all && a->verify) {
+        gs_interp_env env = {0, 0, 1, NULL, a->seed, NULL};
+        if (gs_interp_eval(m, &env, args, n_args, &ref, &d) != GS_OK) {
+            rc = 1;
+        } else if (!compare_outputs(global, ref)) {
+            printf("verify: %s on %lld devices does NOT match the reference\n", a->file,
+                   (long long)n);
+            rc = 1;
+        } else {
+            printf("verify: %s on %lld devices matches the reference\n", a->file, (long long)n);
+        }
+    }
+finish:
+    gs_diags_render(&d, stderr);
+    gs_diags_clear(&d);
+    rc = agree(comm, mpi, rc);
+    if (rc == 0 && global && a->out_dir) {
+        rc = write_outputs(a->out_dir, global, &d);
+        gs_diags_render(&d, stderr);
+        if (rc == 0)
+            printf("ran %s on %lld devices (%s backend); outputs in %s/\n", a->file,
+                   (long long)n, mpi ? "mpi" : "threads", a->out_dir);
+    } else if (rc == 0 && global && !a->verify) {
+        printf("ran %s on %lld devices (%s backend)\n", a->file, (long long)n,
+               mpi ? "mpi" : "threads");
+    }
+    gs_diags_free(&d);
+    for (int k = 0; comm && dev_args && k < comm->local_devices; k++) {
+        for (int i = 0; dev_args[k] && i < n_args; i++) gs_value_free(dev_args[k][i]);
+        free(dev_args[k]);
+    }
+    free(dev_args);
+    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+    free(args);
+    for (int k = 0; comm && results && k < comm->local_devices; k++) gs_value_free(results[k]);
+    free(results);
+    for (int k = 0; all && k < n; k++) gs_value_free(all[k]);
+    free(all);
+    gs_value_free(global);
+    gs_value_free(ref);
+    if (comm) comm->ops->free(comm);
+    gs_module_free(p);
+    gs_module_free(m);
+    gs_source_free(src);
+    gs_arena_free(&scratch);
+    if (mpi) gs_mpi_finalize();
+    return rc;
+}
+
+int gs_cli_run(int argc, char **argv) {
+    run_args a = {0};
+    a.propagate = true;
+    a.timeout = 60;
+    a.per_rank = 1;
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int k;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n", RUN_USAGE);
+            printf(RUN_HELP, GS_CLI_SHARDING_HELP);
+            rc = 0;
+            goto done;
+        } else if (strcmp(argv[i], "--spmd") == 0) {
+            a.spmd = true;
+        } else if (strcmp(argv[i], "--no-propagate") == 0) {
+            a.propagate = false;
+        } else if (strcmp(argv[i], "--verify") == 0) {
+            a.verify = true;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
+            char *end;
+            a.n_devices = strtol(v, &end, 10);
+            if (*end || a.n_devices < 1 || a.n_devices > 65536) {
+                rc = run_usage("--num-partitions wants a number of devices in 1..65536, not '%s'", v);
+                goto done;
+            }
+        } else if (gs_cli_opt_value(argc, argv, &i, "--devices-per-rank", &v)) {
+            char *end;
+            a.per_rank = strtol(v, &end, 10);
+            if (*end || a.per_rank < 1 || a.per_rank > 1024) {
+                rc = run_usage("--devices-per-rank wants a number in 1..1024, not '%s'", v);
+                goto done;
+            }
+        } else if (gs_cli_opt_value(argc, argv, &i, "--backend", &v)) {
+            if (strcmp(v, "threads") != 0 && strcmp(v, "mpi") != 0) {
+                rc = run_usage("--backend is threads or mpi, not '%s'", v);
+                goto done;
+            }
+            a.backend_name = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
+            a.out_dir = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--save-program", &v)) {
+            a.save = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--seed", &v)) {
+            char *end;
+            a.seed = strtoull(v, &end, 10);
+            if (*end || !*v) {
+                rc = run_usage("--seed wants a non-negative integer, not '%s'", v);
+                goto done;
+            }
+        } else if (gs_cli_opt_value(argc, argv, &i, "--timeout", &v)) {
+            char *end;
+            a.timeout = strtod(v, &end);
+            if (*end || a.timeout <= 0) {
+                rc = run_usage("--timeout wants a positive number of seconds, not '%s'", v);
+                goto done;
+            }
+        } else if (gs_cli_opt_value(argc, argv, &i, "--input", &v)) {
+            if ((rc = gs_cli_input_option("run", v, &a.inputs)) != 0) goto done;
+            rc = 2;
+        } else if ((k = gs_cli_sharding_option(argc, argv, &i, &a.sh)) != 0) {
+            if (k < 0) goto done;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            rc = run_usage("unknown option '%s'", argv[i]);
+            goto done;
+        } else if (a.file) {
+            rc = run_usage("more than one FILE ('%s')", argv[i]);
+            goto done;
+        } else {
+            a.file = argv[i];
+        }
+    }
+    if (!a.file) {
+        rc = run_usage("missing FILE%s", "");
+        goto done;
+    }
+    if (a.n_devices < 1) {
+        rc = run_usage("missing --num-partitions N%s", "");
+        goto done;
+    }
+    if (a.spmd && !a.out_dir) {
+        rc = run_usage("missing --output-dir DIR%s", "");
+        goto done;
+    }
+    if (a.spmd && (a.verify || a.sh.n > 0 || a.save)) {
+        rc = run_usage("%s", "--verify, --shard and --save-program need a module to partition "
+                             "(drop --spmd)");
+        goto done;
+    }
+    bool mpi = a.backend_name ? strcmp(a.backend_name, "mpi") == 0
+                              : (gs_mpi_available() && gs_mpi_launched());
+    rc = a.spmd ? run_spmd(&a, mpi) : run_sharded(&a, mpi);
 done:
-    gs_interp_inputs_free(&inputs);
+    gs_interp_inputs_free(&a.inputs);
+    gs_cli_shardings_free(&a.sh);
     return rc;
 }

@@ -16,6 +16,7 @@
 #define GSPMD_RUNTIME_H
 
 #include "gspmd/interp.h"
+#include "gspmd/sharding.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -152,6 +153,37 @@ typedef struct gs_device_ctx {
 
 gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *operands,
                                 int n_operands, gs_value **out, gs_diags *d);
+
+/* ------------------------------------------------------------------ sharded values */
+
+/* Device `device`'s part of the global value v under sharding s (a tuple sharding for tuples, or
+ * one sharding for every leaf), as a partitioned program's parameter holds it: the shard of each
+ * tiled leaf, zero-padded at the end to ceil(dim / tiles); whole values for replicated, maximal
+ * and unknown shardings. Fails (with an error) for unreduced and manual leaves, and when a
+ * sharding does not fit its leaf. *out is a new value. */
+gs_status gs_value_shard(const gs_value *v, const gs_sharding *s, int64_t device,
+                         gs_value **out, gs_diags *d);
+
+/* The global value of shape `shape` reassembled from every device's part (parts[0..n_devices))
+ * under sharding s: the valid region of each tile from the devices holding it; a maximal leaf
+ * from its device. Devices holding the same data (replicas) must agree bitwise, else an error
+ * names the two devices and the output leaf. *out is a new value. */
+gs_status gs_value_unshard(gs_value *const *parts, int n_devices, const gs_sharding *s,
+                           const gs_shape *shape, gs_value **out, gs_diags *d);
+
+/* How far array `got` is from the reference `want` (same type and dims, else false): for
+ * floats (and complex parts) the largest absolute difference divided by the reference's largest
+ * magnitude (0 when both are all zero; NaN must meet NaN and infinities must match exactly, else
+ * infinity); for integers and predicates the number of differing elements. */
+bool gs_value_error(const gs_value *got, const gs_value *want, double *err);
+
+/* Runs partitioned program p, made from module m by gs_partition for n_devices, on the threads
+ * backend: the global arguments `args` (one per entry parameter of m, borrowed) are sliced per
+ * device by m's parameter shardings, every device runs p, and the global result is reassembled
+ * by m's root sharding into *out (a new value). */
+gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,
+                             gs_value *const *args, int n_args, uint64_t seed, double timeout_s,
+                             gs_value **out, gs_diags *d);
 
 #ifdef __cplusplus
 }
