@@ -12,9 +12,11 @@ M=examples/transformer_block.hlo
 
 say "1. The model: a transformer block written for ONE device (XLA HLO), with shardings"
 "$G" verify "$M"
-grep -E '^ *(ROOT )?%(x|w1|h|proj|out) = ' "$M" | sed -E 's/, (lhs|rhs)_[a-z_]+=\{[0-9,]*\}//g' | cut -c1-118
+grep -E '^ *(ROOT )?%(x|w1|h|proj|out) = ' "$M" |
+    sed -E 's/, (lhs|rhs)_[a-z_]+=\{[0-9,]*\}//g' | cut -c1-118
 
-say "2. The shardings on a mesh data=2 x model=4: w1 f32[32,64] is None,model (4 column blocks, each on 2 devices)"
+say "2. The shardings on a mesh data=2 x model=4: w1 f32[32,64] is None,model"
+echo "   (4 column blocks, each held by 2 devices):"
 "$G" show-sharding 'None,model' --mesh data=2,model=4 --shape 'f32[32,64]'
 echo "   and w2 f32[64,32] is model,None (row blocks); activations x are data,None,None:"
 "$G" show-sharding 'model,None' --mesh data=2,model=4 --shape 'f32[64,32]'
@@ -36,9 +38,15 @@ ls "$OUT/run"
 say "5. Per-device memory"
 grep 'per-device memory' "$OUT/stats.txt"
 
-say "6. The same from the command line: shard examples/mlp.hlo data-parallel with --mesh/--shard"
-"$G" run examples/mlp.hlo --num-partitions 4 --mesh data=4 --shard 'x=data,None' \
-    --shard 'dot1=data,None' --shard 'h=data,None' --shard 'logits=data,None' \
-    --shard 'probs=data,None' --verify
+say "6. From the command line, with propagation: examples/mlp.hlo has no shardings"
+echo "   Shard its inputs"
+echo "   (x data-parallel, w1/b1/w2 tensor-parallel, the output data-parallel) and let"
+echo "   propagation fill in every other instruction:"
+"$G" run examples/mlp.hlo --num-partitions 4 --mesh data=2,model=2 --shard 'x=data,None' \
+    --shard 'w1=None,model' --shard 'b1=model' --shard 'w2=model,None' --shard 'probs=data,None' \
+    --verify --save-program "$OUT/mlp_spmd.hlo"
+C=' (all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)\('
+grep -E "$C" "$OUT/mlp_spmd.hlo" |
+    sed -E 's/, to_apply=.*//' | cut -c1-130
 echo
 echo "More: gspmd partition --help, gspmd run --help, README.md (status, measured rates)."

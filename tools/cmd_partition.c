@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Propagation is built by another part of the project; until it is in the library the symbol is
- * absent and --propagate says so. */
-#pragma weak gs_propagate
 
 static const char *PART_USAGE =
     "gspmd partition FILE --num-partitions N [--propagate] [--stats] "
@@ -148,14 +145,9 @@ int gs_cli_partition(int argc, char **argv) {
     if (gs_module_verify(m, &d) != GS_OK) goto fail;
     if (gs_cli_apply_shardings(&sh, m) != 0) goto fail;
     if (propagate) {
-        if (!gs_propagate) {
-            fprintf(stderr, "gspmd partition: --propagate: sharding propagation is not in this "
-                            "build; partitioning with the shardings as given\n");
-        } else {
-            gs_propagate_options po = {0};
-            po.is_spmd = true;
-            if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
-        }
+        gs_propagate_options po = {0};
+        po.is_spmd = true;
+        if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
     }
     gs_partition_options opts = {0};
     opts.num_partitions = n;

@@ -32,16 +32,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Propagation is built by another part of the project; until it is in the library the symbol is
- * absent and runs partition with the shardings as given. */
-#pragma weak gs_propagate
 
 static const char *RUN_USAGE =
     "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
-    "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--devices-per-rank K]\n"
-    "          [--input NAME=FILE.npy]... [--seed S] [--timeout SEC] --output-dir DIR";
+    "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
+    "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
+    "          --output-dir DIR";
 
 static const char *RUN_HELP =
     "Runs a sharded module on N devices: propagates its shardings (unless --no-propagate),\n"
@@ -313,7 +311,7 @@ static int run_sharded(const run_args *a, bool mpi) {
     bool rank0 = !mpi || gs_mpi_rank() == 0;
     if (gs_module_verify(m, &d) != GS_OK) goto finish;
     if (gs_cli_apply_shardings(&a->sh, m) != 0) goto finish;
-    if (a->propagate && gs_propagate) {
+    if (a->propagate) {
         gs_propagate_options po = {0};
         po.is_spmd = true;
         if (gs_propagate(m, &po, &d) != GS_OK) goto finish;
@@ -441,7 +439,8 @@ int gs_cli_run(int argc, char **argv) {
             char *end;
             a.n_devices = strtol(v, &end, 10);
             if (*end || a.n_devices < 1 || a.n_devices > 65536) {
-                rc = run_usage("--num-partitions wants a number of devices in 1..65536, not '%s'", v);
+                rc = run_usage("--num-partitions wants a number of devices in 1..65536, "
+                               "not '%s'", v);
                 goto done;
             }
         } else if (gs_cli_opt_value(argc, argv, &i, "--devices-per-rank", &v)) {

@@ -252,9 +252,11 @@ static const command COMMANDS[] = {
      "Rewrites a sharded module into one SPMD program with per-device shapes and collectives.\n"
      "See gspmd partition --help.\n"},
     {"run", gs_cli_run,
-     "gspmd run --spmd FILE --num-partitions N [--backend threads|mpi] [--input NAME=FILE.npy]... "
-     "[--seed S] [--timeout SEC] --output-dir DIR",
-     "Runs an SPMD program on N devices (threads, or MPI ranks under mpirun). See gspmd run --help.\n"},
+     "gspmd run [--spmd] FILE --num-partitions N [--no-propagate] [--verify] [--backend threads|mpi] "
+     "[--input NAME=FILE.npy]... [--output-dir DIR]",
+     "Partitions FILE and runs it on N devices (threads, or MPI ranks under mpirun), optionally\n"
+     "verifying against the reference interpreter; --spmd runs an already partitioned program\n"
+     "as it is. See gspmd run --help.\n"},
     {"show-sharding", gs_cli_show_sharding,
      "gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]",
      "Draws which device holds which block of an array under a sharding (XLA text, or a\n"

@@ -1,0 +1,375 @@
+/*
+ * h_dot.c — dot, the way the GSPMD paper partitions einsums (§3.3, §4): in the dot's iteration
+ * space, whose dims are the batch dims, the lhs's free (non-contracting) dims, the rhs's free
+ * dims and the contracting dims, any tiling F gives a correct local computation:
+ *
+ *   lhs shard   = F without the rhs-free dims (they replicate the lhs)
+ *   rhs shard   = F without the lhs-free dims
+ *   local dot   = dot of the shards
+ *   result      = F without the contracting dims, whose tiles become partial sums (an unreduced
+ *                 subgroup) that the driver all-reduces, reduce-scatters, or keeps partial as the
+ *                 instruction's sharding asks
+ *
+ * So the paper's cases are plans: batch-partitioned (F tiles batch dims), non-contracting on
+ * either side (F tiles a free dim), contracting-partitioned (F tiles contracting dims: partial
+ * sums), and 2D combinations (several at once). Candidate plans come from the result's sharding,
+ * the operands' shardings, their compatible merges, and full replication; each is costed by the
+ * bytes its reshards would move (a dry run of the reshard ladder), ties broken by local FLOPs,
+ * and the cheapest is emitted. Padding of uneven contracting dims is masked to zero on both
+ * operands.
+ *
+ * Convolution (without feature or batch groups) is the same planner over its own space: the
+ * batch is an lhs-free dim, the output feature an rhs-free dim, the input feature contracts, and
+ * the spatial dims are forced whole in every plan (windows cross shard boundaries; halo exchange
+ * is the next step) — except spatial dims of a trivial window (size 1, stride 1, no padding or
+ * dilation), which act like lhs-free dims.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+enum { MAX_PLANS = 10 };
+
+/* How the dims of one tensor map into the iteration space. */
+typedef struct dot_map {
+    int rank;              /* tensor rank */
+    int64_t to[GS_MAX_RANK]; /* space dim of each tensor dim */
+} dot_map;
+
+typedef struct dot_space {
+    int ns;                /* space rank */
+    int nb, nm, nn, nk;    /* batch, lhs free, rhs free, contracting (dims in this order, then
+                              the forced ones) */
+    int nf;                /* forced-whole dims (convolution windows), after the others */
+    int64_t size[GS_MAX_RANK]; /* extent of each space dim */
+    dot_map lhs, rhs, out; /* the three tensors */
+    int n_lk;              /* contracting dims of the lhs and rhs (for masking) */
+    int lk[GS_MAX_RANK], rk[GS_MAX_RANK];
+    int64_t groups;        /* convolution feature groups (space dim 0 is the group dim), or 1 */
+} dot_space;
+
+static bool contains(gs_ints v, int64_t x) {
+    for (int i = 0; i < v.n; i++)
+        if (v.v[i] == x) return true;
+    return false;
+}
+
+static bool build_space(const gs_instr *in, dot_space *sp) {
+    const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
+    gs_ints lb = gs_instr_ints(in, GS_ATTR_LHS_BATCH_DIMS);
+    gs_ints rb = gs_instr_ints(in, GS_ATTR_RHS_BATCH_DIMS);
+    gs_ints lc = gs_instr_ints(in, GS_ATTR_LHS_CONTRACTING_DIMS);
+    gs_ints rc = gs_instr_ints(in, GS_ATTR_RHS_CONTRACTING_DIMS);
+    if (lb.n != rb.n || lc.n != rc.n) return false;
+    memset(sp, 0, sizeof *sp);
+    sp->nb = lb.n;
+    sp->nk = lc.n;
+    sp->nm = l->rank - lb.n - lc.n;
+    sp->nn = r->rank - rb.n - rc.n;
+    sp->ns = sp->nb + sp->nm + sp->nn + sp->nk;
+    if (sp->nm < 0 || sp->nn < 0 || sp->ns > GS_MAX_RANK) return false;
+    if (in->shape->rank != sp->nb + sp->nm + sp->nn) return false;
+    sp->lhs.rank = l->rank;
+    sp->rhs.rank = r->rank;
+    sp->out.rank = in->shape->rank;
+    for (int i = 0; i < lb.n; i++) {
+        sp->lhs.to[lb.v[i]] = i;
+        sp->rhs.to[rb.v[i]] = i;
+        sp->size[i] = l->dims[lb.v[i]];
+    }
+    for (int i = 0; i < lc.n; i++) {
+        int s = sp->nb + sp->nm + sp->nn + i;
+        sp->lhs.to[lc.v[i]] = s;
+        sp->rhs.to[rc.v[i]] = s;
+        sp->size[s] = l->dims[lc.v[i]];
+    }
+    int k = sp->nb;
+    for (int d = 0; d < l->rank; d++)
+        if (!contains(lb, d) && !contains(lc, d)) {
+            sp->lhs.to[d] = k;
+            sp->size[k++] = l->dims[d];
+        }
+    for (int d = 0; d < r->rank; d++)
+        if (!contains(rb, d) && !contains(rc, d)) {
+            sp->rhs.to[d] = k;
+            sp->size[k++] = r->dims[d];
+        }
+    for (int d = 0; d < sp->out.rank; d++) sp->out.to[d] = d;
+    sp->n_lk = lc.n;
+    for (int i = 0; i < lc.n; i++) {
+        sp->lk[i] = (int)lc.v[i];
+        sp->rk[i] = (int)rc.v[i];
+    }
+    return true;
+}
+
+/* A window dim that reads one input element per output element. */
+static bool trivial_window(const gs_window_dim *w) {
+    return w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
+           w->lhs_dilate == 1 && w->rhs_dilate == 1 && !w->reversal;
+}
+
+/* The space of a convolution: [batch-like (lhs free) dims, out feature, in feature, forced]. */
+static bool build_conv_space(const gs_instr *in, dot_space *sp) {
+    const gs_attr *da = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
+    const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
+    int64_t g = gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1);
+    if (!da || g < 1 || gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1) != 1) return false;
+    const gs_conv_dims *cd = da->u.conv;
+    int ns = cd->n_spatial;
+    if (wa && wa->u.window->n != ns) return false;
+    const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape, *o = in->shape;
+    if (l->rank != ns + 2 || r->rank != ns + 2 || o->rank != ns + 2) return false;
+    memset(sp, 0, sizeof *sp);
+    bool trivial[GS_MAX_RANK];
+    int nt = 0;
+    for (int i = 0; i < ns; i++) {
+        trivial[i] = wa && trivial_window(&wa->u.window->dims[i]) &&
+                     l->dims[cd->in_spatial[i]] == o->dims[cd->out_spatial[i]];
+        nt += trivial[i];
+    }
+    /* Space: m = batch + trivial spatial dims, n = out feature, k = in feature, then one forced
+     * dim per non-trivial spatial dim and one per trivial window dim of the kernel (size 1).
+     * With feature groups, the features split by group are one batch-like dim G (space dim 0:
+     * the lhs feature, the kernel's output feature and the result feature, tiled only by
+     * divisors of the group count), and the kernel's per-group input feature is forced whole. */
+    sp->groups = g;
+    sp->nb = g > 1;
+    sp->nm = 1 + nt;
+    sp->nn = g > 1 ? 0 : 1;
+    sp->nk = g > 1 ? 0 : 1;
+    sp->nf = ns + (g > 1);
+    sp->ns = sp->nb + sp->nm + sp->nn + sp->nk + sp->nf;
+    if (sp->ns > GS_MAX_RANK) return false;
+    sp->lhs.rank = sp->rhs.rank = sp->out.rank = ns + 2;
+    int m = sp->nb, f0 = sp->nb + sp->nm + sp->nn + sp->nk;
+    sp->lhs.to[cd->in_batch] = m;
+    sp->out.to[cd->out_batch] = m;
+    sp->size[m++] = l->dims[cd->in_batch];
+    for (int i = 0; i < ns; i++) {
+        int f = f0 + i;
+        sp->rhs.to[cd->k_spatial[i]] = f;
+        sp->size[f] = o->dims[cd->out_spatial[i]];
+        if (trivial[i]) {
+            sp->lhs.to[cd->in_spatial[i]] = m;
+            sp->out.to[cd->out_spatial[i]] = m;
+            sp->size[m++] = o->dims[cd->out_spatial[i]];
+            sp->size[f] = 1;
+        } else {
+            sp->lhs.to[cd->in_spatial[i]] = f;
+            sp->out.to[cd->out_spatial[i]] = f;
+        }
+    }
+    if (g > 1) {
+        sp->lhs.to[cd->in_feature] = 0;
+        sp->rhs.to[cd->k_out_feature] = 0;
+        sp->out.to[cd->out_feature] = 0;
+        sp->size[0] = o->dims[cd->out_feature];
+        sp->rhs.to[cd->k_in_feature] = f0 + ns;
+        sp->size[f0 + ns] = r->dims[cd->k_in_feature];
+        sp->n_lk = 0;
+        return true;
+    }
+    int n = sp->nb + sp->nm, k = n + 1;
+    sp->rhs.to[cd->k_out_feature] = n;
+    sp->out.to[cd->out_feature] = n;
+    sp->size[n] = r->dims[cd->k_out_feature];
+    sp->lhs.to[cd->in_feature] = k;
+    sp->rhs.to[cd->k_in_feature] = k;
+    sp->size[k] = l->dims[cd->in_feature];
+    sp->n_lk = 1;
+    sp->lk[0] = (int)cd->in_feature;
+    sp->rk[0] = (int)cd->k_in_feature;
+    return true;
+}
+
+/* A tensor's sharding lifted into the space (absent dims untiled). */
+static const gs_sharding *lift(gs_pctx *c, const dot_space *sp, const dot_map *m,
+                               const gs_sharding *s) {
+    if (!gs_p_plain(s)) return NULL;
+    gs_sharding *out = NULL;
+    if (gs_sharding_broadcast(gs_p_a(c), s, sp->ns, m->rank, m->to, &out) != GS_OK) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    return out;
+}
+
+/* The space sharding F projected onto a tensor: absent dims replicated and dropped, the rest
+ * transposed into the tensor's order. */
+static const gs_sharding *project(gs_pctx *c, const dot_space *sp, const dot_map *m,
+                                  const gs_sharding *f) {
+    bool present[GS_MAX_RANK] = {0};
+    for (int d = 0; d < m->rank; d++) present[m->to[d]] = true;
+    int tiled[GS_MAX_RANK], nt = 0, na = 0;
+    int64_t absent64[GS_MAX_RANK];
+    for (int s = 0; s < sp->ns; s++)
+        if (!present[s]) {
+            absent64[na++] = s;
+            if (gs_p_tiles(f, s) > 1) tiled[nt++] = s;
+        }
+    const gs_sharding *r = gs_p_replicate_dims(c, f, nt, tiled);
+    gs_sharding *dropped = NULL;
+    if (gs_sharding_remove_dims(gs_p_a(c), r, na, absent64, &dropped) != GS_OK || !dropped) {
+        gs_p_oom(c);
+        return f;
+    }
+    /* Position of each space dim among the present ones. */
+    int rank_of[GS_MAX_RANK], k = 0;
+    for (int s = 0; s < sp->ns; s++) rank_of[s] = present[s] ? k++ : -1;
+    int perm[GS_MAX_RANK];
+    bool id = true;
+    for (int d = 0; d < m->rank; d++) {
+        perm[d] = rank_of[m->to[d]];
+        id = id && perm[d] == d;
+    }
+    if (id) return dropped;
+    gs_sharding *t = NULL;
+    if (gs_sharding_transpose(gs_p_a(c), dropped, m->rank, perm, &t) != GS_OK || !t) {
+        gs_p_oom(c);
+        return dropped;
+    }
+    return t;
+}
+
+/* The result's sharding under F: contracting tiles become partial sums. */
+static const gs_sharding *project_out(gs_pctx *c, const dot_space *sp, const gs_sharding *f) {
+    int k0 = sp->nb + sp->nm + sp->nn;
+    int tiled[GS_MAX_RANK], nt = 0;
+    for (int i = 0; i < sp->nk; i++)
+        if (gs_p_tiles(f, k0 + i) > 1) tiled[nt++] = k0 + i;
+    const gs_sharding *p = nt ? gs_p_make_unreduced(c, f, nt, tiled) : f;
+    /* What is left is projected like an operand (the contracting dims, now untiled, drop). */
+    return project(c, sp, &sp->out, p);
+}
+
+typedef struct plan {
+    const gs_sharding *f;          /* space sharding */
+    const gs_sharding *lhs, *rhs;  /* operand shardings it needs */
+    const gs_sharding *out;        /* result sharding it produces (maybe partial) */
+    int64_t bytes;                 /* bytes its reshards move */
+    double flops;                  /* local multiply-adds */
+} plan;
+
+static void add_candidate(gs_pctx *c, const dot_space *sp, const gs_sharding *f,
+                          const gs_sharding **v, int *n) {
+    if (!f || !gs_p_plain(f) || *n >= MAX_PLANS) return;
+    if (sp->nf > 0) {
+        int forced[GS_MAX_RANK];
+        for (int i = 0; i < sp->nf; i++) forced[i] = sp->ns - sp->nf + i;
+        f = gs_p_replicate_dims(c, f, sp->nf, forced);
+    }
+    if (sp->groups > 1 && sp->groups % gs_p_tiles(f, 0) != 0) {
+        int g0 = 0;
+        f = gs_p_replicate_dims(c, f, 1, &g0);
+    }
+    if (f->kind == GS_SHARDING_TILED && f->tiles.n != c->n) return;
+    for (int i = 0; i < *n; i++)
+        if (gs_sharding_equal(v[i], f)) return;
+    v[(*n)++] = f;
+}
+
+static const gs_sharding *merge(gs_pctx *c, const gs_sharding *a, const gs_sharding *b) {
+    if (!a || !b) return NULL;
+    if (a->kind != GS_SHARDING_TILED) return b;
+    if (b->kind != GS_SHARDING_TILED) return a;
+    gs_sharding *out = NULL;
+    if (gs_sharding_merge_compatible(gs_p_a(c), a, 1, b, &out) != GS_OK) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    return out;
+}
+
+/* The plain sharding a value would have once combined (partial) or spread (maximal). */
+static const gs_sharding *as_plain(gs_pctx *c, const gs_sharding *s) {
+    if (gs_p_plain(s)) return s;
+    if (gs_unreduced_dim(s) != -1) return gs_p_reduced_form(c, s);
+    return gs_sharding_replicated(gs_p_a(c));
+}
+
+bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (in->n_operands != 2 || !gs_type_is_array(in->shape->type)) return false;
+    dot_space sp;
+    if (in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, &sp) : !build_space(in, &sp))
+        return false;
+    const gs_pvalue *lv = gs_p_operand(c, in, 0), *rv = gs_p_operand(c, in, 1);
+    /* Candidates: from the result, the operands (partial operands count as their combined
+     * form), their merges, and full replication. */
+    const gs_sharding *ls = as_plain(c, lv->sharding), *rs = as_plain(c, rv->sharding);
+    const gs_sharding *fo = gs_p_plain(t) ? lift(c, &sp, &sp.out, t) : NULL;
+    const gs_sharding *fl = gs_p_plain(ls) ? lift(c, &sp, &sp.lhs, ls) : NULL;
+    const gs_sharding *fr = gs_p_plain(rs) ? lift(c, &sp, &sp.rhs, rs) : NULL;
+    const gs_sharding *cands[MAX_PLANS];
+    int nc = 0;
+    add_candidate(c, &sp, fo, cands, &nc);
+    add_candidate(c, &sp, merge(c, fl, fo), cands, &nc);
+    add_candidate(c, &sp, merge(c, fr, fo), cands, &nc);
+    add_candidate(c, &sp, merge(c, merge(c, fl, fr), fo), cands, &nc);
+    add_candidate(c, &sp, merge(c, fl, fr), cands, &nc);
+    add_candidate(c, &sp, fl, cands, &nc);
+    add_candidate(c, &sp, fr, cands, &nc);
+    /* Whole operands (within each manual group, inside a partially manual region). */
+    add_candidate(c, &sp,
+                  c->manual ? lift(c, &sp, &sp.out, gs_p_replicated(c, in->shape))
+                            : gs_sharding_replicated(gs_p_a(c)),
+                  cands, &nc);
+    if (c->failed || nc == 0) return false;
+    plan best = {0};
+    int best_i = -1;
+    for (int i = 0; i < nc; i++) {
+        plan p = {cands[i], NULL, NULL, NULL, 0, 1};
+        p.lhs = project(c, &sp, &sp.lhs, p.f);
+        p.rhs = project(c, &sp, &sp.rhs, p.f);
+        p.out = project_out(c, &sp, p.f);
+        if (c->failed) return false;
+        p.bytes = gs_reshard_cost(c, lv->base, lv->sharding, lv->red, p.lhs) +
+                  gs_reshard_cost(c, rv->base, rv->sharding, rv->red, p.rhs) +
+                  gs_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t);
+        for (int s = 0; s < sp.ns; s++) {
+            int64_t k = gs_p_tiles(p.f, s);
+            p.flops *= (double)((sp.size[s] + k - 1) / k);
+        }
+        if (best_i < 0 || p.bytes < best.bytes ||
+            (p.bytes == best.bytes && p.flops < best.flops)) {
+            best = p;
+            best_i = i;
+        }
+    }
+    if (c->failed) return false;
+    /* Emit: operands resharded to the plan, contracting padding masked, the local dot. */
+    gs_pvalue l, r;
+    gs_reshard(c, lv, best.lhs, &l);
+    gs_reshard(c, rv, best.rhs, &r);
+    gs_instr *lx = l.hlo, *rx = r.hlo;
+    if (lx && rx) {
+        lx = gs_p_mask(c, lx, l.sharding, lv->base->dims, sp.n_lk, sp.lk, NULL);
+        rx = gs_p_mask(c, rx, r.sharding, rv->base->dims, sp.n_lk, sp.rk, NULL);
+    }
+    gs_instr *ops[2] = {lx, rx};
+    gs_type ty = in->shape->type;
+    bool narrow = (ty == GS_BF16 || ty == GS_F16) && gs_unreduced_dim(best.out) != -1 &&
+                  gs_unreduced_dim(t) == -1;
+    if (narrow) {
+        /* Partial sums of a narrow float result travel and add up in f32, rounded once at
+         * the end, as the single-device dot rounds once. */
+        gs_shape *wide = gs_shape_with_type(gs_p_a(c), in->shape, GS_F32);
+        gs_pvalue p = {gs_p_clone(c, in, gs_p_local_shape(c, wide, best.out), 2, ops), wide,
+                       best.out, GS_OP_ADD};
+        gs_pvalue whole;
+        gs_reshard(c, &p, t, &whole);
+        out->hlo = gs_build_convert(gs_p_b(c), whole.hlo, ty);
+        out->base = in->shape;
+        out->sharding = whole.sharding;
+        out->red = GS_OP_ADD;
+        return out->hlo != NULL;
+    }
+    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, best.out), 2, ops);
+    if (sp.groups > 1 && gs_p_tiles(best.f, 0) > 1)
+        gs_build_set_int(gs_p_b(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
+                         sp.groups / gs_p_tiles(best.f, 0));
+    out->base = in->shape;
+    out->sharding = best.out;
+    out->red = GS_OP_ADD;
+    return out->hlo != NULL;
+}

@@ -1,0 +1,155 @@
+/*
+ * h_elementwise.c — handlers for ops that keep the data where it is: elementwise ops (unary,
+ * binary, compare, select, clamp, convert, map, same-width bitcast-convert), copy and
+ * opt-barrier, parameters, tuples and get-tuple-element, the Sharding and manual-region
+ * custom-calls, and collectives already in the module (kept as written in manual regions).
+ *
+ * An elementwise op computes on the devices' shards in the instruction's own sharding: every
+ * operand is resharded to it (scalar operands of clamp/select stay whole), and the op runs on
+ * the per-device shapes. Padding stays padding.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+bool gs_h_elementwise(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!gs_type_is_array(in->shape->type) || !gs_p_plain(t)) return false;
+    if (in->op == GS_OP_BITCAST_CONVERT) {
+        const gs_shape *o = in->operands[0]->shape;
+        if (o->rank != in->shape->rank || gs_type_size(o->type) != gs_type_size(in->shape->type))
+            return false;
+    }
+    int n = in->n_operands;
+    gs_instr *ops[64];
+    if (n > 64) return false;
+    for (int k = 0; k < n; k++) {
+        const gs_pvalue *v = gs_p_operand(c, in, k);
+        if (!gs_type_is_array(v->base->type)) return false;
+        const gs_sharding *want = t;
+        if (v->base->rank != in->shape->rank) {
+            if (v->base->rank != 0) return false;
+            want = gs_p_replicated(c, v->base);
+        }
+        gs_pvalue r;
+        gs_reshard(c, v, want, &r);
+        ops[k] = r.hlo;
+    }
+    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, t), n, ops);
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return out->hlo != NULL;
+}
+
+bool gs_h_parameter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    gs_computation *entry = c->e->m->entry;
+    int64_t k = in->parameter_number;
+    if (k < 0 || k >= entry->n_params || !entry->params[k]) {
+        gs_p_error(c, "internal: parameter %lld of the entry is missing", (long long)k);
+        return false;
+    }
+    out->hlo = entry->params[k];
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return true;
+}
+
+bool gs_h_tuple(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    int n = in->n_operands;
+    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    if (!ops) {
+        gs_p_oom(c);
+        return false;
+    }
+    for (int k = 0; k < n; k++) {
+        gs_pvalue r;
+        gs_reshard(c, gs_p_operand(c, in, k), gs_p_element_sharding(c, t, in->shape, k), &r);
+        ops[k] = r.hlo;
+    }
+    out->hlo = gs_build_tuple(gs_p_b(c), n, ops);
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return out->hlo != NULL;
+}
+
+bool gs_h_gte(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    (void)t;
+    const gs_pvalue *v = gs_p_operand(c, in, 0);
+    int idx = (int)gs_instr_int(in, GS_ATTR_INDEX, 0);
+    if (v->base->type != GS_TUPLE || idx < 0 || idx >= v->base->n_tuple) return false;
+    out->hlo = gs_build_gte(gs_p_b(c), v->hlo, idx);
+    out->base = in->shape;
+    out->sharding = gs_p_element_sharding(c, v->sharding, v->base, idx);
+    out->red = v->red;
+    return out->hlo != NULL;
+}
+
+bool gs_h_copy(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    const gs_pvalue *v = gs_p_operand(c, in, 0);
+    if (t->kind == GS_SHARDING_MANUAL && v->sharding->kind != GS_SHARDING_MANUAL) return false;
+    gs_pvalue r;
+    gs_reshard(c, v, t, &r);
+    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, t), 1, &r.hlo);
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return out->hlo != NULL;
+}
+
+bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
+    if (!target || in->n_operands != 1) return false;
+    const gs_pvalue *v = gs_p_operand(c, in, 0);
+    if (strcmp(target, "Sharding") == 0) {
+        /* A sharding constraint: the driver reshards the operand's value to it. */
+        *out = *v;
+        return true;
+    }
+    if (strcmp(target, "SPMDFullToShardShape") == 0 && t->kind == GS_SHARDING_MANUAL) {
+        /* Into a manual region: each device's shard of the operand becomes its whole value. */
+        if (!gs_type_is_array(v->base->type) || !v->hlo ||
+            !gs_shape_same_dims(v->hlo->shape, in->shape))
+            return false;
+        out->hlo = v->hlo;
+        out->base = in->shape;
+        out->sharding = t;
+        out->red = GS_OP_ADD;
+        return true;
+    }
+    if (strcmp(target, "SPMDShardToFullShape") == 0 && v->sharding->kind == GS_SHARDING_MANUAL &&
+        gs_p_plain(t) && gs_type_is_array(in->shape->type)) {
+        /* Out of a manual region: each device's value is its shard of the result. */
+        gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+        if (!ls || !v->hlo || !gs_shape_same_dims(v->hlo->shape, ls)) return false;
+        out->hlo = v->hlo;
+        out->base = in->shape;
+        out->sharding = t;
+        out->red = GS_OP_ADD;
+        return true;
+    }
+    return false;
+}
+
+bool gs_h_collective(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    /* A collective written by hand in a manual region runs as written. Elsewhere the default
+     * action keeps its semantics on whole values. */
+    if (t->kind != GS_SHARDING_MANUAL) return false;
+    int n = in->n_operands;
+    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    if (!ops) {
+        gs_p_oom(c);
+        return false;
+    }
+    for (int k = 0; k < n; k++) {
+        const gs_pvalue *v = gs_p_operand(c, in, k);
+        if (v->sharding->kind != GS_SHARDING_MANUAL) return false;
+        ops[k] = v->hlo;
+    }
+    out->hlo = gs_p_clone(c, in, in->shape, n, ops);
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return out->hlo != NULL;
+}

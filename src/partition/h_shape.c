@@ -1,0 +1,393 @@
+/*
+ * h_shape.c — handlers for data movement: broadcast, reshape, transpose, reverse, slice, pad,
+ * concatenate, dynamic-slice, dynamic-update-slice, iota and constant.
+ *
+ * The rule they share: dims that pass through unchanged keep the instruction's tiling, dims
+ * whose contents move (sliced, padded, reversed, concatenated, dynamically indexed) are made
+ * whole on every device first, the op runs on the per-device shapes, and the result (whole along
+ * those dims) is cut down to the instruction's sharding by the driver's reshard — a local
+ * dynamic-slice, no communication. Reshape keeps the tiling when the sharding transforms
+ * exactly through it (XLA's ReshapeSharding) and no tiled dim is padded; otherwise it reshards
+ * its operand or declines to the default action. Iota adds the device's shard offset along a
+ * tiled iota dimension. Sort keeps the tiling of the other dims with the sort dim whole;
+ * reduce-window keeps the tiling of the dims its window leaves alone (size 1, stride 1, no
+ * padding or dilation).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+static void result(gs_pvalue *out, gs_instr *hlo, const gs_shape *base, const gs_sharding *s) {
+    out->hlo = hlo;
+    out->base = base;
+    out->sharding = s;
+    out->red = GS_OP_ADD;
+}
+
+static gs_instr *resharded(gs_pctx *c, const gs_instr *in, int k, const gs_sharding *s) {
+    gs_pvalue r;
+    gs_reshard(c, gs_p_operand(c, in, k), s, &r);
+    return r.hlo;
+}
+
+/* The operands of `in` from k on, each resharded to replicated (index scalars, pad values). */
+static void replicated_rest(gs_pctx *c, const gs_instr *in, int k, gs_instr **ops) {
+    for (int i = k; i < in->n_operands; i++) {
+        const gs_pvalue *v = gs_p_operand(c, in, i);
+        gs_pvalue r;
+        gs_reshard(c, v, gs_p_replicated(c, v->base), &r);
+        ops[i] = r.hlo;
+    }
+}
+
+static bool plain_array(const gs_instr *in, const gs_sharding *t) {
+    return gs_type_is_array(in->shape->type) && gs_p_plain(t);
+}
+
+/* ------------------------------------------------------------------ broadcast */
+
+bool gs_h_broadcast(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    gs_ints bd = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+    int r = in->shape->rank;
+    bool is_operand[GS_MAX_RANK] = {0};
+    for (int i = 0; i < bd.n; i++) {
+        if (bd.v[i] < 0 || bd.v[i] >= r || (i > 0 && bd.v[i] <= bd.v[i - 1])) return false;
+        is_operand[bd.v[i]] = true;
+    }
+    int added[GS_MAX_RANK], na = 0;
+    int64_t added64[GS_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        if (!is_operand[i]) {
+            added[na] = i;
+            added64[na++] = i;
+        }
+    const gs_sharding *s = gs_p_replicate_dims(c, t, na, added);
+    gs_sharding *op_s = NULL;
+    if (gs_sharding_remove_dims(gs_p_a(c), s, na, added64, &op_s) != GS_OK || !op_s) {
+        gs_p_oom(c);
+        return false;
+    }
+    gs_instr *x = resharded(c, in, 0, op_s);
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+    if (!ls) return false;
+    result(out, gs_build_broadcast(gs_p_b(c), x, r, ls->dims, bd.n, bd.v), in->shape, t);
+    return out->hlo != NULL;
+}
+
+/* ------------------------------------------------------------------ reshape */
+
+static bool even(const gs_shape *s, const gs_sharding *sh) {
+    for (int i = 0; i < s->rank; i++)
+        if (gs_p_uneven(sh, i, s->dims[i])) return false;
+    return true;
+}
+
+/* The sharding of a reshape from `from` (shape a) to shape b, when a local reshape of the
+ * per-device shards computes it exactly; NULL otherwise. */
+static const gs_sharding *local_reshape(gs_pctx *c, const gs_shape *a, const gs_sharding *from,
+                                        const gs_shape *b) {
+    if (!gs_p_plain(from) || !even(a, from)) return NULL;
+    gs_sharding *to = NULL;
+    if (gs_sharding_reshape(gs_p_a(c), from, a->rank, a->dims, b->rank, b->dims, &to) != GS_OK) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    if (!to || !gs_p_plain(to) || !even(b, to)) return NULL;
+    if (gs_sharding_num_tiles(to) != gs_sharding_num_tiles(from)) return NULL;
+    gs_shape *la = gs_p_local_shape(c, a, from), *lb = gs_p_local_shape(c, b, to);
+    if (!la || !lb || gs_shape_elements(la) != gs_shape_elements(lb)) return NULL;
+    return to;
+}
+
+bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    const gs_pvalue *v = gs_p_operand(c, in, 0);
+    const gs_shape *a = v->base, *b = in->shape;
+    if (!gs_type_is_array(a->type) || a->type != b->type) return false;
+    if (gs_shape_elements(a) != gs_shape_elements(b)) return false;
+    gs_instr *x = NULL;
+    const gs_sharding *rs = NULL;
+    const gs_sharding *fwd = gs_p_plain(v->sharding) ? local_reshape(c, a, v->sharding, b) : NULL;
+    if (fwd && gs_sharding_equal(fwd, t)) {
+        x = v->hlo;
+        rs = fwd;
+    } else {
+        /* The operand sharding that reshapes to t, if any. */
+        gs_sharding *back = NULL;
+        if (gs_sharding_reshape(gs_p_a(c), t, b->rank, b->dims, a->rank, a->dims, &back) != GS_OK) {
+            gs_p_oom(c);
+            return false;
+        }
+        const gs_sharding *check = back ? local_reshape(c, a, back, b) : NULL;
+        if (check && gs_sharding_equal(check, t)) {
+            x = resharded(c, in, 0, back);
+            rs = t;
+        } else if (fwd) {
+            x = v->hlo;
+            rs = fwd;
+        } else {
+            return false;
+        }
+    }
+    const gs_shape *ls = gs_p_local_shape(c, b, rs);
+    if (!ls) return false;
+    result(out, gs_build_reshape(gs_p_b(c), x, ls->rank, ls->dims), b, rs);
+    if (out->hlo && out->hlo == x) {
+        /* Same per-device shape: keep a distinct instruction for the result's name. */
+        out->hlo = gs_build_copy(gs_p_b(c), x);
+    }
+    return out->hlo != NULL;
+}
+
+/* ------------------------------------------------------------------ transpose */
+
+bool gs_h_transpose(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    gs_ints p = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+    int r = in->shape->rank;
+    if (p.n != r) return false;
+    int inv[GS_MAX_RANK], perm[GS_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        perm[i] = (int)p.v[i];
+        inv[p.v[i]] = i;
+    }
+    gs_sharding *op_s = NULL;
+    if (gs_sharding_transpose(gs_p_a(c), t, r, inv, &op_s) != GS_OK || !op_s) {
+        gs_p_oom(c);
+        return false;
+    }
+    gs_instr *x = resharded(c, in, 0, op_s);
+    if (!x) return false;
+    gs_instr *y = gs_build_transpose(gs_p_b(c), x, perm);
+    if (y == x) y = gs_build_copy(gs_p_b(c), x);
+    result(out, y, in->shape, t);
+    return out->hlo != NULL;
+}
+
+/* ------------------------------------------------------------------ dims that move */
+
+/* Runs `in` on per-device shards whose data dims `moved` (n entries) are whole: the operands
+ * from 0 to n_data-1 are resharded to t with those dims replicated (each for its own shape), the
+ * rest replicated; the op is cloned with per-device shapes; the result keeps that sharding. */
+static bool with_whole_dims(gs_pctx *c, const gs_instr *in, const gs_sharding *t, int n,
+                            const int *moved, int n_data, gs_pvalue *out) {
+    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    int k = in->n_operands;
+    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, k + 1);
+    if (!ops) {
+        gs_p_oom(c);
+        return false;
+    }
+    for (int i = 0; i < n_data; i++) ops[i] = resharded(c, in, i, s);
+    replicated_rest(c, in, n_data, ops);
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    if (!ls) return false;
+    result(out, NULL, in->shape, s);
+    out->hlo = gs_p_clone(c, in, ls, k, ops);
+    return out->hlo != NULL;
+}
+
+bool gs_h_reverse(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+    int moved[GS_MAX_RANK];
+    for (int i = 0; i < d.n; i++) moved[i] = (int)d.v[i];
+    return with_whole_dims(c, in, t, d.n, moved, 1, out);
+}
+
+bool gs_h_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_SLICE);
+    const gs_shape *os = in->operands[0]->shape;
+    if (!a || a->u.slice.n != os->rank) return false;
+    /* Sliced dims the result tiles keep their tiling through a halo exchange when one hop
+     * reaches; the other sliced dims are made whole. */
+    int moved[GS_MAX_RANK], n = 0;
+    bool halo[GS_MAX_RANK] = {0}, whole[GS_MAX_RANK] = {0};
+    for (int i = 0; i < os->rank; i++) {
+        const gs_slice_dim *sd = &a->u.slice.v[i];
+        if (sd->start == 0 && sd->limit == os->dims[i] && sd->stride == 1) continue;
+        int64_t l, r;
+        if (sd->stride == 1 &&
+            gs_p_halo_plan(t, i, os->dims[i], sd->start, in->shape->dims[i], &l, &r))
+            halo[i] = true;
+        else
+            whole[i] = true, moved[n++] = i;
+    }
+    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    gs_instr *x = resharded(c, in, 0, s);
+    if (!x) return false;
+    int64_t st[GS_MAX_RANK], lim[GS_MAX_RANK], str[GS_MAX_RANK];
+    for (int i = 0; i < os->rank; i++) {
+        const gs_slice_dim *sd = &a->u.slice.v[i];
+        st[i] = whole[i] ? sd->start : 0;
+        lim[i] = whole[i] ? sd->limit : x->shape->dims[i];
+        str[i] = whole[i] ? sd->stride : 1;
+    }
+    gs_instr *y = gs_build_slice(gs_p_b(c), x, st, lim, str);
+    for (int i = 0; i < os->rank && y; i++)
+        if (halo[i])
+            y = gs_p_halo_window(c, y, s, i, os->dims[i], a->u.slice.v[i].start,
+                                 in->shape->dims[i], NULL);
+    if (y == x) y = gs_build_copy(gs_p_b(c), x);
+    result(out, y, in->shape, s);
+    return out->hlo != NULL;
+}
+
+bool gs_h_pad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_PADDING);
+    int r = in->shape->rank;
+    const gs_shape *os = in->operands[0]->shape;
+    if (!a || a->u.padding->n != r) return false;
+    /* Padded dims the result tiles go through a halo exchange (the positions outside the
+     * operand masked with the pad value) when one hop reaches; the others are made whole. */
+    int moved[GS_MAX_RANK], n = 0;
+    bool halo[GS_MAX_RANK] = {0};
+    for (int i = 0; i < r; i++) {
+        const gs_pad_dim *p = &a->u.padding->dims[i];
+        if (p->lo == 0 && p->hi == 0 && p->interior == 0) continue;
+        int64_t l, h;
+        if (p->interior == 0 &&
+            gs_p_halo_plan(t, i, os->dims[i], -p->lo, in->shape->dims[i], &l, &h))
+            halo[i] = true;
+        else
+            moved[n++] = i;
+    }
+    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    gs_instr *x = resharded(c, in, 0, s);
+    gs_instr *ops[2] = {x, NULL};
+    replicated_rest(c, in, 1, ops);
+    if (!x || !ops[1]) return false;
+    int64_t lo[GS_MAX_RANK], hi[GS_MAX_RANK], inr[GS_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        const gs_pad_dim *p = &a->u.padding->dims[i];
+        lo[i] = halo[i] ? 0 : p->lo;
+        hi[i] = halo[i] ? 0 : p->hi;
+        inr[i] = halo[i] ? 0 : p->interior;
+    }
+    gs_instr *y = gs_build_pad(gs_p_b(c), x, ops[1], lo, hi, inr);
+    for (int i = 0; i < r && y; i++)
+        if (halo[i])
+            y = gs_p_halo_window(c, y, s, i, os->dims[i], -a->u.padding->dims[i].lo,
+                                 in->shape->dims[i], ops[1]);
+    if (y == x) y = gs_build_copy(gs_p_b(c), x);
+    result(out, y, in->shape, s);
+    return out->hlo != NULL;
+}
+
+bool gs_h_concatenate(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+    if (d.n != 1) return false;
+    int dim = (int)d.v[0];
+    return with_whole_dims(c, in, t, 1, &dim, in->n_operands, out);
+}
+
+bool gs_h_dynamic_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    const gs_shape *os = in->operands[0]->shape;
+    if (in->n_operands != os->rank + 1) return false; /* the old form with one index vector */
+    int moved[GS_MAX_RANK], n = 0;
+    for (int i = 0; i < os->rank; i++)
+        if (in->shape->dims[i] != os->dims[i]) moved[n++] = i;
+    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    gs_instr *ops[GS_MAX_RANK + 1];
+    ops[0] = resharded(c, in, 0, s);
+    replicated_rest(c, in, 1, ops);
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    if (!ops[0] || !ls) return false;
+    result(out, gs_build_dynamic_slice(gs_p_b(c), ops[0], ops + 1, ls->dims), in->shape, s);
+    return out->hlo != NULL;
+}
+
+bool gs_h_dynamic_update_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
+                               gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    const gs_shape *os = in->shape, *us = in->operands[1]->shape;
+    if (in->n_operands != os->rank + 2 || us->rank != os->rank) return false;
+    int moved[GS_MAX_RANK], n = 0;
+    for (int i = 0; i < os->rank; i++)
+        if (us->dims[i] != os->dims[i]) moved[n++] = i;
+    return with_whole_dims(c, in, t, n, moved, 2, out);
+}
+
+/* ------------------------------------------------------------------ iota, constant */
+
+bool gs_h_iota(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    gs_type ty = in->shape->type;
+    if (ty == GS_PRED || gs_type_is_complex(ty)) return false;
+    int k = (int)gs_instr_int(in, GS_ATTR_IOTA_DIMENSION, 0);
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+    if (!ls || k < 0 || k >= ls->rank) return false;
+    gs_builder *b = gs_p_b(c);
+    gs_instr *x = gs_build_iota(b, ty, ls->rank, ls->dims, k);
+    if (gs_p_tiles(t, k) > 1) {
+        gs_instr *off = gs_build_convert(b, gs_p_shard_offset(c, t, k, ls->dims[k]), ty);
+        x = gs_build_binary(b, GS_OP_ADD, x, gs_p_bcast_scalar(c, off, ls));
+    }
+    result(out, x, in->shape, t);
+    return x != NULL;
+}
+
+bool gs_h_constant(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    (void)t;
+    /* The whole literal on every device; the driver's reshard cuts the shard (a local
+     * dynamic-slice). */
+    result(out, gs_p_clone(c, in, in->shape, 0, NULL), in->shape, gs_p_replicated(c, in->shape));
+    return out->hlo != NULL;
+}
+
+/* ------------------------------------------------------------------ sort, reduce-window */
+
+bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+    int n = in->n_operands;
+    if (d.n != 1 || n < 1) return false;
+    const gs_shape *s0 = in->operands[0]->shape;
+    const gs_sharding *lead = t->kind == GS_SHARDING_TUPLE ? t->tuple[0] : t;
+    if (!gs_p_plain(lead)) lead = gs_sharding_replicated(gs_p_a(c));
+    if (lead->kind == GS_SHARDING_TILED && lead->data_rank != s0->rank) return false;
+    int dim = (int)d.v[0];
+    const gs_sharding *s = gs_p_replicate_dims(c, lead, 1, &dim);
+    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    gs_sharding **leaves = GS_NEW_ARRAY(gs_p_a(c), gs_sharding *, n + 1);
+    if (!ops || !leaves) {
+        gs_p_oom(c);
+        return false;
+    }
+    for (int k = 0; k < n; k++) {
+        if (!gs_shape_same_dims(in->operands[k]->shape, s0)) return false;
+        ops[k] = resharded(c, in, k, s);
+        leaves[k] = (gs_sharding *)s;
+    }
+    const gs_sharding *rs = s;
+    if (in->shape->type == GS_TUPLE) {
+        rs = gs_sharding_tuple(gs_p_a(c), n, leaves);
+        if (!rs) {
+            gs_p_oom(c);
+            return false;
+        }
+    }
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, rs);
+    if (!ls) return false;
+    result(out, gs_p_clone(c, in, ls, n, ops), in->shape, rs);
+    return out->hlo != NULL;
+}
+
+bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t) || in->n_operands != 2) return false;
+    const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
+    const gs_shape *is = in->operands[0]->shape;
+    if (!wa || wa->u.window->n != is->rank || is->rank != in->shape->rank) return false;
+    int moved[GS_MAX_RANK], n = 0;
+    for (int i = 0; i < is->rank; i++) {
+        const gs_window_dim *w = &wa->u.window->dims[i];
+        bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
+                       w->lhs_dilate == 1 && w->rhs_dilate == 1;
+        if (!trivial) moved[n++] = i;
+    }
+    return with_whole_dims(c, in, t, n, moved, 1, out);
+}

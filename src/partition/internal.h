@@ -1,0 +1,258 @@
+/*
+ * internal.h — what the files of src/partition/ share: the partitioning context, the partitioned
+ * value (gs_pvalue) and its reshard, partition offsets and masking, the collective wrappers, and
+ * the handler table. Not part of the public API (see gspmd/partition.h).
+ *
+ * Files:
+ *   partition.c     the driver: validation, entry parameters and root, visiting order, the
+ *                   handler table, the default action, copies of called computations
+ *   reshard.c       the reshard ladder (each rung a small function) and its cache
+ *   offsets.c       partition-id arithmetic (tile index of a device from an iota tile assignment,
+ *                   tables only for explicit device lists), padding, masking with identities
+ *   collectives.c   the collective wrappers (channel ids, reducer computations, counting)
+ *   h_elementwise.c elementwise ops, copy, custom-call Sharding, tuples, parameters
+ *   h_shape.c       broadcast, reshape, transpose, reverse, slice, pad, concatenate,
+ *                   dynamic-slice, dynamic-update-slice, iota, constant, sort, reduce-window
+ *   h_reduce.c      reduce
+ *   halo.c          halo exchange along a tiled dim (slice, pad)
+ *   h_dot.c         dot and convolution: the factor-space plans of the paper and their byte
+ *                   costs
+ */
+#ifndef GSPMD_PARTITION_INTERNAL_H
+#define GSPMD_PARTITION_INTERNAL_H
+
+#include "gspmd/partition.h"
+
+/* A value of the partitioned program: the per-device instruction `hlo` holds the part of a
+ * global value of shape `base` that `sharding` gives the device running it. Arrays are padded
+ * at the end of every tiled dim to ceil(dim / tiles); the padding holds unspecified values, which
+ * every op that would read them masks first. When the sharding has an unreduced subgroup (or is
+ * {unreduced}), the devices of each unreduced group hold partial values that `red` combines. A
+ * tuple value has a tuple sharding (one leaf sharding per array leaf, depth first). */
+typedef struct gs_pvalue {
+    gs_instr *hlo;               /* per-device value (in the output module), or NULL in a dry run */
+    const gs_shape *base;        /* global shape */
+    const gs_sharding *sharding; /* never NULL */
+    gs_opcode red;               /* combiner of partial values (GS_OP_ADD unless said) */
+} gs_pvalue;
+
+/* One cached reshard of an instruction's value. */
+typedef struct gs_reshard_entry {
+    const gs_instr *from;           /* the value's instruction */
+    const gs_sharding *to;          /* target sharding */
+    gs_pvalue value;                /* the resharded value */
+    struct gs_reshard_entry *next;  /* chain */
+} gs_reshard_entry;
+
+/* A cached reshard cost (gs_reshard_cost). */
+typedef struct gs_cost_entry {
+    const gs_shape *base;           /* value shape */
+    const gs_sharding *from, *to;   /* the reshard */
+    gs_opcode red;                  /* partial-value combiner */
+    int64_t bytes;                  /* its cost */
+    struct gs_cost_entry *next;     /* chain */
+} gs_cost_entry;
+
+/* A cached per-device scalar (partition-id arithmetic) of the current computation. */
+typedef struct gs_offset_entry {
+    gs_tile_assignment tiles; /* the assignment */
+    int dim;                  /* tile dim */
+    gs_instr *value;          /* s32 tile index of the device along dim */
+    struct gs_offset_entry *next;
+} gs_offset_entry;
+
+/* Where instructions go: one output module and its entry, with the caches that belong to that
+ * module. The dot handler costs its candidate plans in a throwaway gs_emit. */
+typedef struct gs_emit {
+    gs_module *m;                   /* the module being written */
+    gs_names names;                 /* its names */
+    gs_builder b;                   /* appends to its entry */
+    gs_instr *pid;                  /* s32 partition id (created on first use) */
+    gs_instr *s32[64];              /* small s32 constants already created */
+    gs_offset_entry *offsets;       /* cached tile indices */
+    gs_computation *reducers[8][GS_N_TYPES]; /* scalar reduction computations by op and type */
+    gs_partition_stats stats;       /* what was emitted */
+    bool dry;                       /* costing only: no warnings, no reshard cache */
+    bool dry_failed;                /* costing: the reshard is impossible (an error) */
+} gs_emit;
+
+/* The partitioning context. */
+typedef struct gs_pctx {
+    const gs_module *src;             /* the module being partitioned */
+    const gs_partition_options *opts; /* options */
+    const gs_collective_ops *coll;    /* collective builders */
+    int64_t n;                        /* number of devices */
+    gs_diags *d;                      /* errors and warnings */
+    gs_arena scratch;                 /* shardings, caches (freed at the end) */
+    gs_emit *e;                       /* current output */
+    gs_emit main;                     /* the real output */
+    const gs_instr *cur;              /* source instruction being partitioned */
+    const gs_sharding *manual;        /* the current instruction's partially manual sharding
+                                         (a manual subgroup), or NULL: "replicated" then means
+                                         whole within each manual group */
+    gs_pvalue *vals;                  /* per entry instruction (by id): its partitioned value */
+    bool *done;                       /* per entry instruction: value ready */
+    gs_reshard_entry **cache;         /* reshard cache buckets */
+    int n_cache;                      /* bucket count (power of two) */
+    gs_strmap comps;                  /* source computation name -> copied computation */
+    gs_cost_entry *costs[256];        /* reshard costs already found (buckets) */
+    int64_t channel;                  /* next channel id */
+    bool failed;                      /* sticky: an error was reported (or allocation failed) */
+} gs_pctx;
+
+/* ---- partition.c */
+
+/* Reports an error at the current instruction; sets c->failed. */
+void gs_p_error(gs_pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* c->failed after an allocation failure (reported once). */
+void gs_p_oom(gs_pctx *c);
+/* The builder of the current output. */
+gs_builder *gs_p_b(gs_pctx *c);
+/* The arena for shardings and scratch. */
+gs_arena *gs_p_a(gs_pctx *c);
+/* The partitioned value of source operand k of `in`. */
+const gs_pvalue *gs_p_operand(gs_pctx *c, const gs_instr *in, int k);
+/* The sharding of a source instruction as the partitioner reads it: its own, or replicated,
+ * expanded to a tuple sharding for tuple shapes. */
+const gs_sharding *gs_p_sharding_of(gs_pctx *c, const gs_instr *in);
+/* A replicated sharding for shape s (tuple of replicated leaves for tuples); inside a partially
+ * manual instruction, whole within each manual group (c->manual's groups). */
+const gs_sharding *gs_p_replicated(gs_pctx *c, const gs_shape *s);
+/* The per-device shape of base under sharding s (scratch arena). */
+gs_shape *gs_p_local_shape(gs_pctx *c, const gs_shape *base, const gs_sharding *s);
+/* The default action: every operand replicated, the op computed on whole values, the result
+ * replicated. */
+void gs_p_default(gs_pctx *c, const gs_instr *in, gs_pvalue *out);
+/* Clones `in` with new operands and result shape (attributes and called computations copied,
+ * sharding dropped). */
+gs_instr *gs_p_clone(gs_pctx *c, const gs_instr *in, const gs_shape *shape, int n,
+                     gs_instr *const *ops);
+
+/* ---- reshard.c */
+
+/* v resharded to `to` (same base shape), through the ladder; cached per source instruction
+ * when v is an instruction's own value. */
+void gs_reshard(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out);
+/* The ladder without the cache (used by tests through gs_reshard too). */
+void gs_reshard_nocache(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out);
+/* Bytes (per device) the collectives of resharding a value of shape base from `from` to `to`
+ * would move, found by a dry run of the ladder (cached); a full rematerialization adds the whole
+ * value, an impossible reshard costs more than anything. */
+int64_t gs_reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
+                        gs_opcode red, const gs_sharding *to);
+/* The sharding of tuple element `index` of a value of tuple shape s sharded by sh (a tuple
+ * sharding of the element's leaves when it is itself a tuple). */
+const gs_sharding *gs_p_element_sharding(gs_pctx *c, const gs_sharding *sh, const gs_shape *s,
+                                         int index);
+/* Index of the unreduced tile dim of s, -1 when none; -2 for {unreduced}. */
+int gs_unreduced_dim(const gs_sharding *s);
+/* Tiles of s along data dim i (1 for untiled kinds). */
+int64_t gs_p_tiles(const gs_sharding *s, int i);
+/* Tiled s with its data tile dims `dims` (n entries) turned into an unreduced subgroup (the
+ * sharding of partial results when those dims are summed over). */
+const gs_sharding *gs_p_make_unreduced(gs_pctx *c, const gs_sharding *s, int n, const int *dims);
+
+/* s with its unreduced subgroup replicated instead ({unreduced} -> {replicated}). */
+const gs_sharding *gs_p_reduced_form(gs_pctx *c, const gs_sharding *s);
+
+/* ---- offsets.c */
+
+/* partition-id as s32 (created once per output). */
+gs_instr *gs_p_pid(gs_pctx *c);
+/* s32 scalar: the tile index along tile dim `dim` of the device running the program. */
+gs_instr *gs_p_tile_index(gs_pctx *c, const gs_tile_assignment *t, int dim);
+/* s32 scalar constant. */
+gs_instr *gs_p_s32(gs_pctx *c, int64_t v);
+/* Scalar arithmetic with constant folding: a op b on s32 scalars. */
+gs_instr *gs_p_mul(gs_pctx *c, gs_instr *a, int64_t k);
+gs_instr *gs_p_add(gs_pctx *c, gs_instr *a, gs_instr *b);
+gs_instr *gs_p_div(gs_pctx *c, gs_instr *a, int64_t k);
+gs_instr *gs_p_rem(gs_pctx *c, gs_instr *a, int64_t k);
+/* s32 scalar: the start offset of the device's shard along data dim `dim` (tile * shard size). */
+gs_instr *gs_p_shard_offset(gs_pctx *c, const gs_sharding *s, int dim, int64_t shard);
+/* x padded at the end of each dim to dims[] with value `v` (a scalar instruction; NULL: zero,
+ * created only when padding is needed). */
+gs_instr *gs_p_pad_to(gs_pctx *c, gs_instr *x, const int64_t *dims, gs_instr *v);
+/* x with the positions of the padding of the dims in `dims` (n entries; base dims `base`, x
+ * sharded by s) replaced by scalar `fill` (NULL: zero). Returns x when nothing is padded. */
+gs_instr *gs_p_mask(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base, int n,
+                    const int *dims, gs_instr *fill);
+/* Does data dim i of base (size n) sharded by s have padding? */
+bool gs_p_uneven(const gs_sharding *s, int i, int64_t n);
+/* The identity of reduction op `op` for type t as a scalar constant; NULL when op has none. */
+gs_instr *gs_p_identity(gs_pctx *c, gs_opcode op, gs_type t);
+/* Does the scalar reduction computation comp compute `op` (add, multiply, maximum, minimum, and,
+ * or, xor) of its two parameters? */
+bool gs_p_reducer_op(const gs_computation *comp, gs_opcode *op);
+/* Is instruction x a scalar constant equal to the identity of op? */
+bool gs_p_is_identity(const gs_instr *x, gs_opcode op);
+/* x broadcast to the shape dims of `like` (x scalar). */
+gs_instr *gs_p_bcast_scalar(gs_pctx *c, gs_instr *x, const gs_shape *like);
+
+/* ---- halo.c */
+
+/* Can an op whose output position j (of n_out) reads input position j + start (of n) keep data
+ * dim d tiled as s tiles it, with one hop of halo each way? *left and *right get the halo
+ * sizes. */
+bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
+                    int64_t *left, int64_t *right);
+/* x (the device's shard of the input along d under s) turned into the device's shard of the
+ * output along d by halo exchange; positions reading outside the input take scalar `fill`
+ * (NULL: left as they are, for slices, which never read outside). NULL when no plan. */
+gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                           int64_t start, int64_t n_out, gs_instr *fill);
+
+/* ---- collectives.c */
+
+gs_instr *gs_p_all_reduce(gs_pctx *c, gs_instr *x, const gs_replica_groups *g, gs_opcode op);
+gs_instr *gs_p_all_gather(gs_pctx *c, gs_instr *x, int dim, int64_t size,
+                          const gs_replica_groups *g);
+gs_instr *gs_p_reduce_scatter(gs_pctx *c, gs_instr *x, int dim, int64_t size,
+                              const gs_replica_groups *g, gs_opcode op);
+gs_instr *gs_p_all_to_all(gs_pctx *c, gs_instr *x, int dim, const gs_replica_groups *g);
+gs_instr *gs_p_permute(gs_pctx *c, gs_instr *x, int n, const int64_t (*pairs)[2]);
+/* The scalar computation of op for type t in the current output (cached). */
+gs_computation *gs_p_reducer(gs_pctx *c, gs_opcode op, gs_type t);
+
+/* ---- handlers (h_*.c). Each returns false to decline (the driver then takes the default
+ * action); on success *out holds the result in any sharding, which the driver reshards to the
+ * instruction's. */
+typedef bool (*gs_handler)(gs_pctx *c, const gs_instr *in, const gs_sharding *target,
+                           gs_pvalue *out);
+bool gs_h_elementwise(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_parameter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_tuple(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_gte(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_copy(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_collective(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_broadcast(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_transpose(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_reverse(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_pad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_concatenate(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_dynamic_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_dynamic_update_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
+                               gs_pvalue *out);
+bool gs_h_iota(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_constant(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_reduce(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+
+/* Sharding helpers for handlers. */
+/* Is s usable by the handlers (replicated, or tiled with only replication and manual
+ * subgroups)? */
+bool gs_p_plain(const gs_sharding *s);
+/* Does tiled s have a manual subgroup (partially manual)? */
+bool gs_p_partial_manual(const gs_sharding *s);
+/* The sharding whole in every data dim (rank `rank`) within each manual group of partially
+ * manual m. */
+const gs_sharding *gs_p_manual_whole(gs_pctx *c, const gs_sharding *m, int rank);
+/* s (plain) with data dims `dims` (n entries) replicated. */
+const gs_sharding *gs_p_replicate_dims(gs_pctx *c, const gs_sharding *s, int n, const int *dims);
+
+#endif /* GSPMD_PARTITION_INTERNAL_H */

@@ -1,0 +1,984 @@
+/*
+ * reshard.c — one reshard for every partitioned value: from the sharding a value has to the one
+ * a user needs, walking a ladder of lowerings, cheapest first. Each rung is a small function
+ * that makes progress and hands the rest back to the ladder:
+ *
+ *   0. equal shardings                                  nothing
+ *   1. partial values (unreduced subgroup) to a tiling  reduce-scatter        rung_reduce_scatter
+ *      partial values otherwise                         all-reduce            rung_all_reduce
+ *   2. to partial values                                keep one replica      rung_to_unreduced
+ *   3. from one device (maximal)                        masked all-reduce     rung_from_maximal
+ *   4. to replicated / maximal                          all-gather every dim  rung_gather
+ *   5. same tile counts, other device order             collective-permute    rung_permute
+ *   6. the target refines the source                    dynamic-slice with    rung_refine
+ *      (replicated -> tiled, partial -> more tiled)     partition-id offsets  (after a permute
+ *                                                                              when the devices
+ *                                                                              are not aligned)
+ *   7. a dim's tiles move to another dim                all-to-all            rung_all_to_all
+ *   8. anything else                                    all-gather the dims   rung_gather
+ *                                                       that do not refine
+ *                                                       (all-reduce of zero-
+ *                                                       padded buffers for
+ *                                                       dims with more tiles
+ *                                                       than elements),
+ *                                                       then 5/6
+ * Partially manual values (a manual subgroup) take the same ladder on a virtual view where the
+ * manual groups are a leading data dim both shardings tile alike, so no collective leaves its
+ * manual group (reshard_partial_manual).
+ * When step 8 has to gather every tiled dim although the target is tiled, the value is fully
+ * rematerialized on every device: XLA's "involuntary full rematerialization", reported as a
+ * warning naming the instruction and both shardings.
+ *
+ * Reshards of an instruction's value are cached by target, so several users needing the same
+ * sharding share one set of collectives. gs_reshard_cost runs the same ladder in a throwaway
+ * output to count the bytes a reshard would move (the dot handler compares plans with it).
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static gs_arena *groups_arena(gs_pctx *c) { return &c->e->m->arena; }
+
+int64_t gs_p_tiles(const gs_sharding *s, int i) {
+    return s->kind == GS_SHARDING_TILED && i < s->data_rank ? s->tiles.dims[i] : 1;
+}
+
+int gs_unreduced_dim(const gs_sharding *s) {
+    if (s->kind == GS_SHARDING_UNREDUCED) return -2;
+    if (s->kind != GS_SHARDING_TILED) return -1;
+    for (int k = 0; k < s->n_subgroups; k++)
+        if (s->subgroups[k] == GS_SUBGROUP_UNREDUCED) return s->data_rank + k;
+    return -1;
+}
+
+static bool is_manual(const gs_sharding *s) {
+    if (s->kind == GS_SHARDING_MANUAL) return true;
+    return s->kind == GS_SHARDING_TILED && gs_sharding_manual_dim(s) >= 0;
+}
+
+/* Replicated-like for the ladder: {replicated}, or an {unknown} placeholder. */
+static bool is_repl(const gs_sharding *s) {
+    return s->kind == GS_SHARDING_REPLICATED || s->kind == GS_SHARDING_UNKNOWN;
+}
+
+bool gs_p_plain(const gs_sharding *s) {
+    if (is_repl(s)) return true;
+    if (s->kind != GS_SHARDING_TILED) return false;
+    for (int k = 0; k < s->n_subgroups; k++)
+        if (s->subgroups[k] == GS_SUBGROUP_UNREDUCED) return false;
+    return true;
+}
+
+bool gs_p_partial_manual(const gs_sharding *s) {
+    return s->kind == GS_SHARDING_TILED && gs_sharding_manual_dim(s) >= 0;
+}
+
+/* A tiled sharding over t whose last n_sub tile dims are subgroups of the given types. */
+static const gs_sharding *make(gs_pctx *c, const gs_tile_assignment *t, int n_sub,
+                               const gs_subgroup_kind *types) {
+    const gs_sharding *s = n_sub ? gs_sharding_subgroup(gs_p_a(c), t, n_sub, types)
+                                 : gs_sharding_tiled(gs_p_a(c), t);
+    if (!s) gs_p_oom(c);
+    return s;
+}
+
+/* ------------------------------------------------------------------ partially manual values */
+
+/* A partially manual sharding (tile dims [data..., manual M, other subgroups...]) seen as an
+ * automatic one with the manual groups as a leading data dim: [M, data..., others...]. Each
+ * device then holds a [1, ...] slice of a virtual [M, shape...] value, and the ladder, which never
+ * moves a dim both shardings tile alike, keeps every collective inside one manual group. */
+static const gs_sharding *virtualize(gs_pctx *c, const gs_sharding *s) {
+    int md = gs_sharding_manual_dim(s);
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    gs_subgroup_kind types[3];
+    int nt = 0;
+    perm[np++] = md;
+    for (int i = 0; i < s->data_rank; i++) perm[np++] = i;
+    for (int k = 0; k < s->n_subgroups; k++)
+        if (s->data_rank + k != md) {
+            perm[np++] = s->data_rank + k;
+            types[nt++] = s->subgroups[k];
+        }
+    gs_tile_assignment t;
+    if (gs_tile_transpose(gs_p_a(c), &s->tiles, perm, &t) != GS_OK) {
+        gs_p_oom(c);
+        return s;
+    }
+    return make(c, &t, nt, types);
+}
+
+/* The inverse of virtualize: data dim 0 of v becomes the manual subgroup again. */
+static const gs_sharding *devirtualize(gs_pctx *c, const gs_sharding *v) {
+    if (v->kind != GS_SHARDING_TILED) return v;
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    gs_subgroup_kind types[4];
+    int nt = 0;
+    for (int i = 1; i < v->data_rank; i++) perm[np++] = i;
+    perm[np++] = 0;
+    types[nt++] = GS_SUBGROUP_MANUAL;
+    for (int k = 0; k < v->n_subgroups; k++) {
+        perm[np++] = v->data_rank + k;
+        types[nt++] = v->subgroups[k];
+    }
+    gs_tile_assignment t;
+    if (gs_tile_transpose(gs_p_a(c), &v->tiles, perm, &t) != GS_OK) {
+        gs_p_oom(c);
+        return v;
+    }
+    return make(c, &t, nt, types);
+}
+
+/* v (virtual, rank r + 1) with every data dim but the manual one untiled, reshaped to data
+ * rank `rank`. */
+static const gs_sharding *virtual_whole(gs_pctx *c, const gs_sharding *v, int rank) {
+    int64_t keep = 0;
+    gs_sharding *w = NULL;
+    if (gs_sharding_replicate_except(gs_p_a(c), v, 1, &keep, &w) != GS_OK || !w) {
+        gs_p_oom(c);
+        return v;
+    }
+    if (w->kind != GS_SHARDING_TILED) return w;
+    int64_t dims[GS_MAX_TILE_RANK];
+    int nd = 0;
+    dims[nd++] = w->tiles.dims[0];
+    for (int i = 0; i < rank; i++) dims[nd++] = 1;
+    for (int i = w->data_rank; i < w->tiles.rank; i++) dims[nd++] = w->tiles.dims[i];
+    gs_tile_assignment t;
+    if (gs_tile_reshape(gs_p_a(c), &w->tiles, nd, dims, &t) != GS_OK) {
+        gs_p_oom(c);
+        return w;
+    }
+    return make(c, &t, w->n_subgroups, w->subgroups);
+}
+
+const gs_sharding *gs_p_manual_whole(gs_pctx *c, const gs_sharding *m, int rank) {
+    return devirtualize(c, virtual_whole(c, virtualize(c, m), rank));
+}
+
+const gs_sharding *gs_p_replicate_dims(gs_pctx *c, const gs_sharding *s, int n, const int *dims) {
+    if (s->kind != GS_SHARDING_TILED || n == 0) return s;
+    int64_t d64[GS_MAX_RANK];
+    for (int i = 0; i < n; i++) d64[i] = dims[i];
+    gs_sharding *out = NULL;
+    if (gs_sharding_replicate_dims(gs_p_a(c), s, n, d64, &out) != GS_OK || !out) {
+        gs_p_oom(c);
+        return s;
+    }
+    return out;
+}
+
+const gs_sharding *gs_p_make_unreduced(gs_pctx *c, const gs_sharding *s, int n, const int *dims) {
+    /* Transpose the tile dims to [kept data dims, the `dims`, subgroups], then reshape to [data
+     * dims with 1 for the moved ones, their product (unreduced), subgroups]. */
+    if (s->kind != GS_SHARDING_TILED || n == 0) return s;
+    const gs_tile_assignment *t = &s->tiles;
+    bool moved[GS_MAX_TILE_RANK] = {0};
+    for (int i = 0; i < n; i++) moved[dims[i]] = true;
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    for (int i = 0; i < s->data_rank; i++)
+        if (!moved[i]) perm[np++] = i;
+    for (int i = 0; i < n; i++) perm[np++] = dims[i];
+    for (int k = 0; k < s->n_subgroups; k++) perm[np++] = s->data_rank + k;
+    int64_t shape[GS_MAX_TILE_RANK], red = 1;
+    int ns = 0;
+    for (int i = 0; i < s->data_rank; i++) shape[ns++] = moved[i] ? 1 : t->dims[i];
+    for (int i = 0; i < n; i++) red *= t->dims[dims[i]];
+    shape[ns++] = red;
+    gs_subgroup_kind types[4];
+    int nt = 0;
+    types[nt++] = GS_SUBGROUP_UNREDUCED;
+    for (int k = 0; k < s->n_subgroups; k++) {
+        types[nt++] = s->subgroups[k];
+        shape[ns++] = t->dims[s->data_rank + k];
+    }
+    gs_tile_assignment u, w;
+    if (gs_tile_transpose(gs_p_a(c), t, perm, &u) != GS_OK ||
+        gs_tile_reshape(gs_p_a(c), &u, ns, shape, &w) != GS_OK) {
+        gs_p_oom(c);
+        return s;
+    }
+    return make(c, &w, nt, types);
+}
+
+/* The sharding s with its unreduced subgroup replicated instead. */
+const gs_sharding *gs_p_reduced_form(gs_pctx *c, const gs_sharding *s) {
+    if (s->kind != GS_SHARDING_TILED) return gs_sharding_replicated(gs_p_a(c));
+    gs_subgroup_kind types[3];
+    for (int k = 0; k < s->n_subgroups; k++)
+        types[k] = s->subgroups[k] == GS_SUBGROUP_UNREDUCED ? GS_SUBGROUP_REPLICATED
+                                                            : s->subgroups[k];
+    return make(c, &s->tiles, s->n_subgroups, types);
+}
+
+/* Groups of all n devices in one. */
+static gs_replica_groups *all_devices(gs_pctx *c) {
+    gs_replica_groups *g = GS_NEW(groups_arena(c), gs_replica_groups);
+    int64_t *dims = GS_NEW(groups_arena(c), int64_t);
+    if (!g || !dims) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    dims[0] = c->n;
+    g->n_groups = 1;
+    g->group_size = (int)c->n;
+    g->is_iota = true;
+    g->n_iota_dims = 1;
+    g->iota_dims = dims;
+    return g;
+}
+
+static gs_replica_groups *groups_along(gs_pctx *c, const gs_sharding *s, int n, const int *dims) {
+    gs_replica_groups *g = NULL;
+    if (gs_sharding_groups_along(groups_arena(c), s, n, dims, &g) != GS_OK) gs_p_oom(c);
+    return g;
+}
+
+static void local_dims(const gs_shape *base, const gs_sharding *s, int64_t *out) {
+    for (int i = 0; i < base->rank; i++) {
+        int64_t k = gs_p_tiles(s, i);
+        out[i] = (base->dims[i] + k - 1) / k;
+    }
+}
+
+/* ------------------------------------------------------------------ rungs */
+
+/* 1b. Partial values combined over their unreduced groups. */
+static void rung_all_reduce(gs_pctx *c, gs_pvalue *v) {
+    int ud = gs_unreduced_dim(v->sharding);
+    gs_replica_groups *g = ud == -2 ? all_devices(c) : groups_along(c, v->sharding, 1, &ud);
+    v->hlo = gs_p_all_reduce(c, v->hlo, g, v->red);
+    v->sharding = gs_p_reduced_form(c, v->sharding);
+}
+
+/* Tile dims of s with tile dim `from` moved right after tile dim `after` and merged with it
+ * (its factor minor); `from` becomes 1 when it is a data dim, else is dropped. */
+static bool merge_into(gs_pctx *c, const gs_tile_assignment *t, int data_rank, int from,
+                       int after, gs_tile_assignment *out) {
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    for (int i = 0; i < t->rank; i++) {
+        if (i == from) continue;
+        perm[np++] = i;
+        if (i == after) perm[np++] = from;
+    }
+    gs_tile_assignment u;
+    if (gs_tile_transpose(gs_p_a(c), t, perm, &u) != GS_OK) return false;
+    int64_t dims[GS_MAX_TILE_RANK];
+    int nd = 0;
+    for (int i = 0; i < t->rank; i++) {
+        if (i == from) {
+            if (i < data_rank) dims[nd++] = 1;
+            continue;
+        }
+        dims[nd++] = i == after ? t->dims[i] * t->dims[from] : t->dims[i];
+    }
+    return gs_tile_reshape(gs_p_a(c), &u, nd, dims, out) == GS_OK;
+}
+
+static bool same_counts(const gs_sharding *a, const gs_sharding *b) {
+    if (a->kind != GS_SHARDING_TILED || b->kind != GS_SHARDING_TILED) return false;
+    if (a->data_rank != b->data_rank || a->n_subgroups != b->n_subgroups ||
+        a->tiles.rank != b->tiles.rank)
+        return false;
+    for (int k = 0; k < a->n_subgroups; k++)
+        if (a->subgroups[k] != b->subgroups[k]) return false;
+    for (int i = 0; i < a->tiles.rank; i++)
+        if (a->tiles.dims[i] != b->tiles.dims[i]) return false;
+    return true;
+}
+
+/* 1a. Partial values scattered along a data dim the target tiles by the unreduced groups. */
+static bool rung_reduce_scatter(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_sharding *s = v->sharding;
+    int ud = gs_unreduced_dim(s);
+    if (ud == -1 || !gs_p_plain(to) || to->kind != GS_SHARDING_TILED) return false;
+    gs_sharding view;
+    if (ud == -2) {
+        /* {unreduced}: view it as untiled data dims and one unreduced subgroup of all devices. */
+        int r = v->base->rank;
+        int64_t dims[GS_MAX_TILE_RANK];
+        for (int i = 0; i < r; i++) dims[i] = 1;
+        dims[r] = c->n;
+        memset(&view, 0, sizeof view);
+        view.kind = GS_SHARDING_TILED;
+        view.data_rank = r;
+        view.n_subgroups = 1;
+        view.subgroups[0] = GS_SUBGROUP_UNREDUCED;
+        if (gs_tile_iota(gs_p_a(c), r + 1, dims, 0, NULL, NULL, &view.tiles) != GS_OK) {
+            gs_p_oom(c);
+            return false;
+        }
+        s = &view;
+        ud = r;
+    }
+    int64_t u = s->tiles.dims[ud];
+    const gs_shape *base = v->base;
+    const gs_sharding *best = NULL;
+    int best_j = -1;
+    for (int j = 0; j < base->rank; j++) {
+        int64_t ks = gs_p_tiles(s, j), n = base->dims[j];
+        if (gs_p_tiles(to, j) != ks * u) continue;
+        if (ks > 1 && (n + ks - 1) / ks != u * ((n + ks * u - 1) / (ks * u))) continue;
+        gs_tile_assignment t;
+        if (!merge_into(c, &s->tiles, s->data_rank, ud, j, &t)) {
+            gs_p_oom(c);
+            return false;
+        }
+        gs_subgroup_kind types[3];
+        int nt = 0;
+        for (int k = 0; k < s->n_subgroups; k++)
+            if (s->subgroups[k] != GS_SUBGROUP_UNREDUCED) types[nt++] = s->subgroups[k];
+        const gs_sharding *cand = make(c, &t, nt, types);
+        if (!cand) return false;
+        if (gs_sharding_equal(cand, to)) {
+            best = cand;
+            best_j = j;
+            break;
+        }
+        if (!best && same_counts(cand, to)) {
+            best = cand;
+            best_j = j;
+        }
+    }
+    if (!best) return false;
+    int j = best_j;
+    int64_t ks = gs_p_tiles(s, j), n = base->dims[j];
+    int64_t shard = (n + ks * u - 1) / (ks * u);
+    gs_instr *x = v->hlo;
+    if (x) {
+        int64_t dims[GS_MAX_RANK];
+        memcpy(dims, x->shape->dims, sizeof *dims * (size_t)x->shape->rank);
+        dims[j] = shard * u;
+        if (dims[j] != x->shape->dims[j])
+            x = gs_p_pad_to(c, x, dims, gs_p_identity(c, v->red, x->shape->type));
+    }
+    gs_replica_groups *g = groups_along(c, s, 1, &ud);
+    v->hlo = gs_p_reduce_scatter(c, x, j, u, g, v->red);
+    v->sharding = best;
+    return true;
+}
+
+/* 2. A whole value made partial: the first device of each unreduced group keeps it, the others
+ * hold the identity. */
+static void rung_to_unreduced(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_sharding *full = gs_p_reduced_form(c, to);
+    gs_pvalue w;
+    gs_reshard_nocache(c, v, full, &w);
+    int ud = gs_unreduced_dim(to);
+    gs_builder *b = gs_p_b(c);
+    gs_instr *idx = ud == -2 ? gs_p_pid(c) : gs_p_tile_index(c, &to->tiles, ud);
+    gs_instr *first = gs_build_compare(b, idx, gs_p_s32(c, 0), "EQ");
+    gs_instr *x = w.hlo;
+    if (x) {
+        gs_instr *zero = gs_p_identity(c, GS_OP_ADD, x->shape->type);
+        x = gs_build_select(b, gs_p_bcast_scalar(c, first, x->shape), x,
+                            gs_p_bcast_scalar(c, zero, x->shape));
+    }
+    v->hlo = x;
+    v->sharding = to;
+    v->red = GS_OP_ADD;
+}
+
+/* 3. A value only device D holds (maximal) broadcast to every device: the others contribute the
+ * identity to an all-reduce. */
+static void rung_from_maximal(gs_pctx *c, gs_pvalue *v) {
+    gs_builder *b = gs_p_b(c);
+    gs_instr *x = v->hlo;
+    gs_instr *mine = gs_build_compare(b, gs_p_pid(c), gs_p_s32(c, v->sharding->device), "EQ");
+    if (x) {
+        gs_instr *zero = gs_p_identity(c, GS_OP_ADD, x->shape->type);
+        x = gs_build_select(b, gs_p_bcast_scalar(c, mine, x->shape), x,
+                            gs_p_bcast_scalar(c, zero, x->shape));
+    }
+    v->hlo = gs_p_all_reduce(c, x, all_devices(c), GS_OP_ADD);
+    v->sharding = gs_sharding_replicated(gs_p_a(c));
+}
+
+/* Can every dim of `to` be cut from the device's shard under `from` (tile counts multiply, and
+ * shard boundaries line up)? Both plain. */
+static bool refinable(const gs_shape *base, const gs_sharding *from, const gs_sharding *to) {
+    for (int i = 0; i < base->rank; i++) {
+        int64_t ks = gs_p_tiles(from, i), kt = gs_p_tiles(to, i), n = base->dims[i];
+        if (kt % ks != 0) return false;
+        if (ks == kt || ks == 1) continue;
+        if ((n + ks - 1) / ks != (kt / ks) * ((n + kt - 1) / kt)) return false;
+    }
+    return true;
+}
+
+/* `to` coarsened to tile counts ks: each dim's tiles split [ks, m] and the m parts moved into
+ * replication. Every device keeps the data of its `to` tile's enclosing coarse tile. */
+static const gs_sharding *coarsen(gs_pctx *c, const gs_sharding *to, int rank,
+                                  const int64_t *ks) {
+    if (is_repl(to)) return to;
+    const gs_tile_assignment *t = &to->tiles;
+    int64_t split[GS_MAX_TILE_RANK];
+    int ns = 0;
+    for (int i = 0; i < rank; i++) {
+        split[ns++] = ks[i];
+        split[ns++] = t->dims[i] / ks[i];
+    }
+    int64_t rep = t->rank > rank ? t->dims[rank] : 1;
+    split[ns++] = rep;
+    gs_tile_assignment u, w, z;
+    if (gs_tile_reshape(gs_p_a(c), t, ns, split, &u) != GS_OK) goto oom;
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    for (int i = 0; i < rank; i++) perm[np++] = 2 * i;
+    for (int i = 0; i < rank; i++) perm[np++] = 2 * i + 1;
+    perm[np++] = 2 * rank;
+    if (gs_tile_transpose(gs_p_a(c), &u, perm, &w) != GS_OK) goto oom;
+    int64_t dims[GS_MAX_TILE_RANK];
+    int64_t r = rep;
+    for (int i = 0; i < rank; i++) {
+        dims[i] = ks[i];
+        r *= t->dims[i] / ks[i];
+    }
+    dims[rank] = r;
+    if (gs_tile_reshape(gs_p_a(c), &w, rank + 1, dims, &z) != GS_OK) goto oom;
+    const gs_sharding *s = gs_sharding_partial(gs_p_a(c), &z);
+    if (!s) goto oom;
+    return s;
+oom:
+    gs_p_oom(c);
+    return to;
+}
+
+/* 5. Same tile counts, other device order: every device receives its tile from the device at
+ * the same tile position under the source. */
+static void rung_permute(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_sharding *s = v->sharding;
+    int64_t n = c->n;
+    int np = 0;
+    int64_t(*pairs)[2] = NULL;
+    if (!c->e->dry) {
+        pairs = malloc(sizeof *pairs * (size_t)(n ? n : 1));
+        if (!pairs) {
+            gs_p_oom(c);
+            return;
+        }
+        for (int64_t d = 0; d < n; d++) {
+            int64_t pos = gs_tile_position(&to->tiles, d);
+            if (pos < 0) continue;
+            pairs[np][0] = gs_tile_device_at(&s->tiles, pos);
+            pairs[np][1] = d;
+            np++;
+        }
+    }
+    bool identity = !c->e->dry;
+    for (int i = 0; identity && i < np; i++) identity = pairs[i][0] == pairs[i][1];
+    if (!identity) v->hlo = gs_p_permute(c, v->hlo, np, (const int64_t(*)[2])pairs);
+    v->sharding = to;
+    free(pairs);
+}
+
+/* 6. The target's shard cut from the device's own (to refines the sharding, aligned). */
+static void rung_refine(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_shape *base = v->base;
+    const gs_sharding *s = v->sharding;
+    int r = base->rank;
+    gs_instr *x = v->hlo;
+    int64_t padded[GS_MAX_RANK], sizes[GS_MAX_RANK];
+    gs_instr *offs[GS_MAX_RANK];
+    local_dims(base, s, padded);
+    for (int i = 0; i < r; i++) {
+        int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), n = base->dims[i];
+        int64_t shard = (n + kt - 1) / kt;
+        sizes[i] = shard;
+        if (ks == kt) {
+            offs[i] = gs_p_s32(c, 0);
+            continue;
+        }
+        int64_t m = kt / ks;
+        if (padded[i] < m * shard) padded[i] = m * shard;
+        gs_instr *idx = gs_p_tile_index(c, &to->tiles, i);
+        if (ks > 1) idx = gs_p_rem(c, idx, m);
+        offs[i] = gs_p_mul(c, idx, shard);
+    }
+    if (x) {
+        x = gs_p_pad_to(c, x, padded, NULL);
+        x = gs_build_dynamic_slice(gs_p_b(c), x, offs, sizes);
+    }
+    v->hlo = x;
+    v->sharding = to;
+}
+
+/* 7. The tiles of data dim i move to data dim j (which then holds them minor to its own): an
+ * all-to-all within the groups along i, with dim j split into chunks for the members. */
+static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_sharding *s = v->sharding;
+    const gs_shape *base = v->base;
+    int r = base->rank;
+    if (s->kind != GS_SHARDING_TILED || to->kind != GS_SHARDING_TILED) return false;
+    int bi = -1, bj = -1;
+    const gs_sharding *best = NULL;
+    for (int i = 0; i < r && !(best && gs_sharding_equal(best, to)); i++) {
+        int64_t a = gs_p_tiles(s, i);
+        if (a == 1 || gs_p_tiles(to, i) != 1) continue;
+        for (int j = 0; j < r; j++) {
+            if (j == i) continue;
+            int64_t ks = gs_p_tiles(s, j), n = base->dims[j];
+            /* Dim j gets i's tiles minor to its own: all of them (the target's count) or a
+             * step towards it (several moves by steps). */
+            if (gs_p_tiles(to, j) % (ks * a) != 0) continue;
+            if (ks > 1 && (n + ks - 1) / ks != a * ((n + ks * a - 1) / (ks * a))) continue;
+            gs_tile_assignment t;
+            if (!merge_into(c, &s->tiles, s->data_rank, i, j, &t)) {
+                gs_p_oom(c);
+                return false;
+            }
+            const gs_sharding *cand = make(c, &t, s->n_subgroups, s->subgroups);
+            if (!cand) return false;
+            if (!best || gs_sharding_equal(cand, to)) {
+                best = cand;
+                bi = i;
+                bj = j;
+            }
+            if (gs_sharding_equal(cand, to)) break;
+        }
+    }
+    if (!best) return false;
+    int i = bi, j = bj;
+    int64_t a = gs_p_tiles(s, i), ks = gs_p_tiles(s, j), nj = base->dims[j];
+    int64_t t = (nj + ks * a - 1) / (ks * a);
+    gs_replica_groups *g = groups_along(c, s, 1, &i);
+    gs_instr *x = v->hlo;
+    if (x) {
+        gs_builder *b = gs_p_b(c);
+        int64_t dims[GS_MAX_RANK + 1], li = x->shape->dims[i];
+        memcpy(dims, x->shape->dims, sizeof *dims * (size_t)r);
+        dims[j] = a * t;
+        x = gs_p_pad_to(c, x, dims, NULL);
+        /* Split dim j into [a, t]. */
+        int64_t sp[GS_MAX_RANK + 1];
+        int k = 0;
+        for (int d = 0; d < r; d++) {
+            if (d == j) {
+                sp[k++] = a;
+                sp[k++] = t;
+            } else {
+                sp[k++] = dims[d];
+            }
+        }
+        x = gs_build_reshape(b, x, r + 1, sp);
+        x = gs_p_all_to_all(c, x, j, g);
+        /* Bring the chunk dim (source tile of dim i) just before dim i and merge. */
+        int pos_of[GS_MAX_RANK];
+        for (int d = 0; d < r; d++) pos_of[d] = d < j ? d : d + 1;
+        int pa = j, pt = j + 1, perm[GS_MAX_RANK + 1], np = 0;
+        for (int d = 0; d < r; d++) {
+            if (d == i) {
+                perm[np++] = pa;
+                perm[np++] = pos_of[d];
+            } else if (d == j) {
+                perm[np++] = pt;
+            } else {
+                perm[np++] = pos_of[d];
+            }
+        }
+        x = gs_build_transpose(b, x, perm);
+        int64_t md[GS_MAX_RANK];
+        for (int d = 0; d < r; d++) md[d] = d == i ? a * li : d == j ? t : dims[d];
+        x = gs_build_reshape(b, x, r, md);
+        if (md[i] > base->dims[i]) {
+            int64_t st[GS_MAX_RANK] = {0};
+            md[i] = base->dims[i];
+            x = gs_build_slice(b, x, st, md, NULL);
+        }
+    }
+    v->hlo = x;
+    v->sharding = best;
+    return true;
+}
+
+/* 4/8 (small dims). Dims with more tiles than elements, where an all-gather would move mostly
+ * padding: every device writes its shard into a zero buffer (padded to whole tiles) at its
+ * offset, the buffers are summed by one all-reduce over the devices along those dims, and the
+ * padding is sliced off (XLA replicates such dims the same way). */
+static void reduce_dims(gs_pctx *c, gs_pvalue *v, int n, const int *dims) {
+    const gs_sharding *s = v->sharding;
+    gs_instr *x = v->hlo;
+    if (x) {
+        gs_builder *b = gs_p_b(c);
+        int r = x->shape->rank;
+        int64_t full[GS_MAX_RANK];
+        gs_instr *offs[GS_MAX_RANK];
+        memcpy(full, x->shape->dims, sizeof *full * (size_t)r);
+        for (int i = 0; i < r; i++) offs[i] = gs_p_s32(c, 0);
+        for (int k = 0; k < n; k++) {
+            int i = dims[k];
+            full[i] = x->shape->dims[i] * gs_p_tiles(s, i);
+            offs[i] = gs_p_shard_offset(c, s, i, x->shape->dims[i]);
+        }
+        gs_shape fs = {.type = x->shape->type, .rank = r, .dims = full};
+        gs_instr *zero = gs_p_bcast_scalar(c, gs_build_scalar_i(b, fs.type, 0), &fs);
+        x = gs_build_dynamic_update_slice(b, zero, x, offs);
+    }
+    gs_replica_groups *g = groups_along(c, s, n, dims);
+    x = gs_p_all_reduce(c, x, g, x && x->shape->type == GS_PRED ? GS_OP_OR : GS_OP_ADD);
+    if (x) {
+        int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
+        memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
+        for (int k = 0; k < n; k++) lim[dims[k]] = v->base->dims[dims[k]];
+        x = gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+    }
+    v->hlo = x;
+    v->sharding = gs_p_replicate_dims(c, s, n, dims);
+}
+
+/* 4/8. All-gather the data dims in `dims` (one collective per dim, each gathered dim sliced back
+ * to its size); dims with more tiles than elements go through reduce_dims. */
+static void gather_dims(gs_pctx *c, gs_pvalue *v, int n, const int *dims) {
+    int small[GS_MAX_RANK], ns = 0;
+    for (int k = 0; k < n; k++) {
+        int i = dims[k];
+        const gs_sharding *s = v->sharding;
+        int64_t kt = gs_p_tiles(s, i);
+        if (kt == 1) continue;
+        if (kt > v->base->dims[i]) {
+            small[ns++] = i;
+            continue;
+        }
+        gs_replica_groups *g = groups_along(c, s, 1, &i);
+        gs_instr *x = gs_p_all_gather(c, v->hlo, i, kt, g);
+        if (x && x->shape->dims[i] > v->base->dims[i]) {
+            int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
+            memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
+            lim[i] = v->base->dims[i];
+            x = gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+        }
+        v->hlo = x;
+        v->sharding = gs_p_replicate_dims(c, s, 1, &i);
+    }
+    if (ns > 0) reduce_dims(c, v, ns, small);
+}
+
+static void warn_remat(gs_pctx *c, const gs_sharding *from, const gs_sharding *to) {
+    c->e->stats.n_full_remat++;
+    if (c->e->dry || (c->opts && c->opts->no_remat_warnings)) return;
+    gs_arena *a = gs_p_a(c);
+    const char *name = c->cur ? c->cur->name : "?";
+    gs_warning(c->d, c->cur ? c->cur->span : gs_span_none(),
+               "involuntary full rematerialization: resharding %%%s from %s to %s replicates "
+               "the whole value on every device first",
+               name, gs_sharding_to_string(a, from), gs_sharding_to_string(a, to));
+}
+
+/* 8. Gather the dims that do not refine; the ladder continues from there. */
+static void rung_gather(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_sharding *s = v->sharding;
+    const gs_shape *base = v->base;
+    int dims[GS_MAX_RANK], n = 0, tiled = 0;
+    for (int i = 0; i < base->rank; i++) {
+        int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), len = base->dims[i];
+        if (ks == 1) continue;
+        tiled++;
+        bool keep = ks == kt || (kt % ks == 0 &&
+                                 (len + ks - 1) / ks == (kt / ks) * ((len + kt - 1) / kt));
+        if (!keep || is_repl(to) || to->kind == GS_SHARDING_MAXIMAL) dims[n++] = i;
+    }
+    if (n == 0) {
+        /* Every dim refines: only the device order is off; rung 6 handles it. */
+        return;
+    }
+    bool to_tiled = to->kind == GS_SHARDING_TILED && gs_sharding_num_tiles(to) > 1;
+    if (n == tiled && to_tiled) warn_remat(c, s, to);
+    gather_dims(c, v, n, dims);
+}
+
+/* ------------------------------------------------------------------ the ladder */
+
+static void relabel(gs_pvalue *v, const gs_sharding *to) { v->sharding = to; }
+
+/* Does a value sharded by s serve users wanting `to`? (Replicated serves maximal.) */
+static bool satisfies(const gs_sharding *s, const gs_sharding *to) {
+    return gs_sharding_equal(s, to) || (to->kind == GS_SHARDING_MAXIMAL && is_repl(s));
+}
+
+static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to,
+                          gs_pvalue *out);
+
+/* A partially manual reshard, run as an automatic one on the virtual view: the local value gets
+ * a leading dim of 1, the ladder runs over [M, shape...], the dim is dropped again. False when
+ * the two shardings group the devices into different manual groups. */
+static bool reshard_partial_manual(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_sharding *tv = virtualize(c, to);
+    const gs_sharding *sv = is_repl(v->sharding) ? virtual_whole(c, tv, v->base->rank)
+                                                  : virtualize(c, v->sharding);
+    /* The same manual groups (partial values aside). */
+    if (!gs_sharding_equal(virtual_whole(c, gs_p_reduced_form(c, sv), v->base->rank),
+                           virtual_whole(c, gs_p_reduced_form(c, tv), v->base->rank)))
+        return false;
+    int r = v->base->rank;
+    int64_t dims[GS_MAX_RANK + 1];
+    dims[0] = gs_p_tiles(tv, 0);
+    for (int i = 0; i < r; i++) dims[i + 1] = v->base->dims[i];
+    gs_shape *vbase = gs_shape_array(gs_p_a(c), v->base->type, r + 1, dims);
+    if (!vbase) {
+        gs_p_oom(c);
+        return false;
+    }
+    gs_pvalue w = {NULL, vbase, sv, v->red}, o;
+    if (v->hlo) {
+        int64_t ld[GS_MAX_RANK + 1];
+        ld[0] = 1;
+        for (int i = 0; i < r; i++) ld[i + 1] = v->hlo->shape->dims[i];
+        w.hlo = gs_build_reshape(gs_p_b(c), v->hlo, r + 1, ld);
+    }
+    reshard_array(c, &w, tv, &o);
+    if (o.hlo) {
+        int64_t ld[GS_MAX_RANK];
+        for (int i = 0; i < r; i++) ld[i] = o.hlo->shape->dims[i + 1];
+        o.hlo = gs_build_reshape(gs_p_b(c), o.hlo, r, ld);
+    }
+    v->hlo = o.hlo;
+    v->sharding = to;
+    v->red = o.red;
+    return true;
+}
+
+/* Reshards one array value. */
+static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to,
+                          gs_pvalue *out) {
+    gs_pvalue v = *in;
+    if (to->kind == GS_SHARDING_UNKNOWN) to = gs_sharding_replicated(gs_p_a(c));
+    for (int step = 0; step < 24 && !c->failed && !c->e->dry_failed; step++) {
+        const gs_sharding *s = v.sharding;
+        if (satisfies(s, to)) break;
+        if (is_repl(s) && to->kind == GS_SHARDING_MANUAL) {
+            /* A whole value on every device enters a manual region as it is. */
+            relabel(&v, to);
+            break;
+        }
+        if (gs_p_partial_manual(to) && (gs_p_partial_manual(s) || is_repl(s)) &&
+            reshard_partial_manual(c, &v, to))
+            break;
+        if (is_manual(s) || is_manual(to)) {
+            gs_p_error(c, "cannot reshard %%%s between manual and automatic shardings (%s to %s)",
+                       c->cur ? c->cur->name : "?", gs_sharding_to_string(gs_p_a(c), s),
+                       gs_sharding_to_string(gs_p_a(c), to));
+            break;
+        }
+        if (s->kind == GS_SHARDING_UNKNOWN) {
+            relabel(&v, gs_sharding_replicated(gs_p_a(c)));
+            continue;
+        }
+        if (gs_unreduced_dim(s) != -1) {
+            if (gs_unreduced_dim(to) == -1 && rung_reduce_scatter(c, &v, to)) continue;
+            rung_all_reduce(c, &v);
+            continue;
+        }
+        if (gs_unreduced_dim(to) != -1) {
+            rung_to_unreduced(c, &v, to);
+            break;
+        }
+        if (s->kind == GS_SHARDING_MAXIMAL) {
+            rung_from_maximal(c, &v);
+            continue;
+        }
+        if (is_repl(to) || to->kind == GS_SHARDING_MAXIMAL) {
+            if (is_repl(s)) {
+                /* A whole value on every device also is what one device needs: stay
+                 * replicated, so later users need not broadcast it again. */
+                if (to->kind != GS_SHARDING_MAXIMAL) relabel(&v, to);
+                break;
+            }
+            rung_gather(c, &v, to);
+            continue;
+        }
+        /* Both plain tiled or replicated from here. */
+        if (!gs_p_plain(s) || !gs_p_plain(to)) {
+            gs_p_error(c, "cannot reshard %%%s from %s to %s", c->cur ? c->cur->name : "?",
+                       gs_sharding_to_string(gs_p_a(c), s), gs_sharding_to_string(gs_p_a(c), to));
+            break;
+        }
+        if (same_counts(s, to)) {
+            rung_permute(c, &v, to);
+            break;
+        }
+        if (refinable(v.base, s, to)) {
+            int64_t ks[GS_MAX_RANK];
+            for (int i = 0; i < v.base->rank; i++) ks[i] = gs_p_tiles(s, i);
+            const gs_sharding *mid = coarsen(c, to, v.base->rank, ks);
+            if (!gs_sharding_equal(mid, s)) rung_permute(c, &v, mid);
+            rung_refine(c, &v, to);
+            break;
+        }
+        if (rung_all_to_all(c, &v, to)) continue;
+        rung_gather(c, &v, to);
+    }
+    if (!c->failed && !c->e->dry_failed && !satisfies(v.sharding, to) &&
+        gs_p_plain(v.sharding) && gs_p_plain(to) && !gs_p_partial_manual(v.sharding) &&
+        !gs_p_partial_manual(to)) {
+        /* The ladder did not converge (it should not happen): the always-correct path, whole
+         * value on every device, then the target's shard. */
+        warn_remat(c, v.sharding, to);
+        int all[GS_MAX_RANK];
+        for (int i = 0; i < v.base->rank; i++) all[i] = i;
+        gather_dims(c, &v, v.base->rank, all);
+        if (!is_repl(to)) rung_refine(c, &v, to);
+        v.sharding = to;
+    }
+    if (!c->failed && !c->e->dry_failed && !satisfies(v.sharding, to))
+        gs_p_error(c, "internal: cannot reshard %%%s from %s to %s", c->cur ? c->cur->name : "?",
+                   gs_sharding_to_string(gs_p_a(c), in->sharding),
+                   gs_sharding_to_string(gs_p_a(c), to));
+    *out = v;
+}
+
+/* The sub-sharding of tuple element `index` of a value of tuple shape s sharded by sh. */
+const gs_sharding *gs_p_element_sharding(gs_pctx *c, const gs_sharding *sh, const gs_shape *s,
+                                         int index) {
+    if (sh->kind != GS_SHARDING_TUPLE) return sh;
+    int start = 0;
+    for (int i = 0; i < index; i++) start += gs_shape_n_leaves(s->tuple[i]);
+    const gs_shape *e = s->tuple[index];
+    if (e->type != GS_TUPLE) return start < sh->n_tuple ? sh->tuple[start] : sh;
+    int n = gs_shape_n_leaves(e);
+    gs_sharding *t = gs_sharding_tuple(gs_p_a(c), n, sh->tuple + start);
+    if (!t) gs_p_oom(c);
+    return t ? t : sh;
+}
+
+void gs_reshard_nocache(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out) {
+    if (c->failed) {
+        *out = *v;
+        return;
+    }
+    if (v->base->type == GS_TUPLE) {
+        int n = v->base->n_tuple;
+        if (gs_sharding_equal(v->sharding, to)) {
+            *out = *v;
+            return;
+        }
+        gs_instr **elems = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+        int nlv = gs_shape_n_leaves(v->base);
+        gs_sharding **leaves = GS_NEW_ARRAY(gs_p_a(c), gs_sharding *, nlv + 1);
+        if (!elems || !leaves) {
+            gs_p_oom(c);
+            *out = *v;
+            return;
+        }
+        int nl = 0;
+        for (int i = 0; i < n; i++) {
+            gs_pvalue e = {v->hlo ? gs_build_gte(gs_p_b(c), v->hlo, i) : NULL, v->base->tuple[i],
+                           gs_p_element_sharding(c, v->sharding, v->base, i), v->red};
+            gs_pvalue r;
+            gs_reshard_nocache(c, &e, gs_p_element_sharding(c, to, v->base, i), &r);
+            elems[i] = r.hlo;
+            if (r.sharding->kind == GS_SHARDING_TUPLE)
+                for (int k = 0; k < r.sharding->n_tuple; k++) leaves[nl++] = r.sharding->tuple[k];
+            else
+                for (int k = 0; k < gs_shape_n_leaves(v->base->tuple[i]); k++)
+                    leaves[nl++] = (gs_sharding *)r.sharding;
+        }
+        out->hlo = v->hlo ? gs_build_tuple(gs_p_b(c), n, elems) : NULL;
+        out->base = v->base;
+        out->sharding = gs_sharding_tuple(gs_p_a(c), nl, leaves);
+        out->red = v->red;
+        if (!out->sharding) gs_p_oom(c);
+        return;
+    }
+    if (!gs_type_is_array(v->base->type) || gs_sharding_equal(v->sharding, to)) {
+        *out = *v;
+        if (!gs_type_is_array(v->base->type)) out->sharding = to;
+        return;
+    }
+    reshard_array(c, v, to, out);
+}
+
+/* ------------------------------------------------------------------ cache */
+
+static uint64_t cache_hash(const gs_instr *from, const gs_sharding *to) {
+    uint64_t h = (uint64_t)(uintptr_t)from * 0x9E3779B97F4A7C15ull;
+    return h ^ gs_sharding_hash(to);
+}
+
+void gs_reshard(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out) {
+    if (gs_sharding_equal(v->sharding, to) || c->e->dry || !v->hlo || c->n_cache == 0) {
+        gs_reshard_nocache(c, v, to, out);
+        return;
+    }
+    uint64_t h = cache_hash(v->hlo, to) & (uint64_t)(c->n_cache - 1);
+    for (gs_reshard_entry *e = c->cache[h]; e; e = e->next)
+        if (e->from == v->hlo && gs_sharding_equal(e->to, to) && e->value.base == v->base) {
+            *out = e->value;
+            return;
+        }
+    gs_reshard_nocache(c, v, to, out);
+    gs_reshard_entry *e = GS_NEW(gs_p_a(c), gs_reshard_entry);
+    if (!e) {
+        gs_p_oom(c);
+        return;
+    }
+    e->from = v->hlo;
+    e->to = to;
+    e->value = *out;
+    e->next = c->cache[h];
+    c->cache[h] = e;
+}
+
+/* ------------------------------------------------------------------ costing */
+
+static int64_t reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
+                            gs_opcode red, const gs_sharding *to);
+
+int64_t gs_reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
+                        gs_opcode red, const gs_sharding *to) {
+    if (gs_sharding_equal(from, to)) return 0;
+    /* Layers repeat: the same reshard of the same shape is costed once. */
+    uint64_t h = gs_sharding_hash(from) * 31 + gs_sharding_hash(to) + (uint64_t)red;
+    for (int i = 0; i < base->rank; i++) h = h * 1000003u + (uint64_t)base->dims[i];
+    h = (h ^ (h >> 29)) & 255;
+    for (gs_cost_entry *e = c->costs[h]; e; e = e->next)
+        if (e->red == red && gs_shape_equal(e->base, base) && gs_sharding_equal(e->from, from) &&
+            gs_sharding_equal(e->to, to))
+            return e->bytes;
+    int64_t bytes = reshard_cost(c, base, from, red, to);
+    gs_cost_entry *e = GS_NEW(gs_p_a(c), gs_cost_entry);
+    if (!e) {
+        gs_p_oom(c);
+        return bytes;
+    }
+    *e = (gs_cost_entry){base, from, to, red, bytes, c->costs[h]};
+    c->costs[h] = e;
+    return bytes;
+}
+
+static int64_t reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
+                            gs_opcode red, const gs_sharding *to) {
+    gs_emit dry;
+    memset(&dry, 0, sizeof dry);
+    dry.dry = true;
+    dry.m = gs_module_new("cost");
+    if (!dry.m) {
+        gs_p_oom(c);
+        return 0;
+    }
+    gs_computation *comp = gs_computation_new(dry.m, "cost");
+    if (!comp) {
+        gs_module_free(dry.m);
+        gs_p_oom(c);
+        return 0;
+    }
+    comp->is_entry = true;
+    dry.m->entry = comp;
+    gs_builder_init(&dry.b, dry.m, comp, &dry.names);
+    gs_emit *saved = c->e;
+    int64_t channel = c->channel;
+    c->e = &dry;
+    gs_pvalue v = {NULL, base, from, red};
+    v.hlo = gs_build_parameter(&dry.b, 0, gs_p_local_shape(c, base, from), "p");
+    gs_pvalue out;
+    gs_reshard_nocache(c, &v, to, &out);
+    c->e = saved;
+    c->channel = channel;
+    int64_t bytes = gs_partition_stats_bytes(&dry.stats);
+    /* A full rematerialization costs the whole value on every device; an impossible reshard
+     * loses to anything. */
+    if (dry.stats.n_full_remat) bytes += gs_shape_bytes(base);
+    if (dry.dry_failed) bytes = INT64_MAX / 8;
+    gs_names_free(&dry.names);
+    gs_module_free(dry.m);
+    return bytes;
+}

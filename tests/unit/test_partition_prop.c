@@ -1,0 +1,570 @@
+/*
+ * test_partition_prop.c — property test of the partitioner: random small graphs (elementwise,
+ * broadcast, reshape, transpose, dot, reduce, slice, pad, concatenate, sort, 1-D convolution)
+ * with random shardings
+ * (JAX-style: each axis of a random mesh of 1-3 axes goes to a tensor dim or to replication, in
+ * a random order; the mesh's device order iota, transposed, or an explicit permutation; so iota,
+ * transposed-iota and explicit tile assignments, partial replication and uneven dims all occur)
+ * on every instruction or none. Each module is partitioned, the program verified, run on the
+ * mesh's devices (threads) and compared with the reference interpreter: f32 within 1e-5 of the
+ * reference's magnitude, s32 exactly.
+ *
+ * GSPMD_PARTITION_SEED=N picks the seed, GSPMD_PARTITION_CASES=N the number of cases (default
+ * 2000). A failure prints the seed, the case number, the module and the partitioned program.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gspmd/partition.h"
+#include "gspmd/runtime.h"
+#include "gspmd/text.h"
+
+enum { MAXV = 24, MAXR = 3 };
+
+static uint64_t rng_state;
+
+static uint64_t next(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static int rnd(int n) { return (int)(next() % (uint64_t)n); }
+
+/* A random mesh: axis sizes (product <= 8) and a device order. */
+typedef struct mesh {
+    int n_axes;
+    int size[3];
+    int n;            /* devices */
+    int order[8];     /* device at each mesh position (row-major over the axes) */
+} mesh;
+
+static void random_mesh(mesh *m) {
+    static const int sizes[] = {1, 2, 2, 2, 3, 4};
+    for (;;) {
+        m->n_axes = 1 + rnd(3);
+        m->n = 1;
+        for (int a = 0; a < m->n_axes; a++) {
+            m->size[a] = sizes[rnd(6)];
+            m->n *= m->size[a];
+        }
+        if (m->n <= 8) break;
+    }
+    for (int i = 0; i < m->n; i++) m->order[i] = i;
+    int kind = rnd(3);
+    if (kind == 1 && m->n_axes > 1) {
+        /* The device order of a transposed mesh (iota with a transpose). */
+        int rev[8];
+        for (int pos = 0; pos < m->n; pos++) {
+            int c[3], p = pos;
+            for (int a = m->n_axes - 1; a >= 0; a--) {
+                c[a] = p % m->size[a];
+                p /= m->size[a];
+            }
+            int d = 0;
+            for (int a = m->n_axes - 1; a >= 0; a--) d = d * m->size[a] + c[a];
+            rev[pos] = d;
+        }
+        memcpy(m->order, rev, sizeof rev);
+    } else if (kind == 2) {
+        for (int i = m->n - 1; i > 0; i--) {
+            int j = rnd(i + 1), t = m->order[i];
+            m->order[i] = m->order[j];
+            m->order[j] = t;
+        }
+    }
+}
+
+/* Appends a random sharding for a value of the given rank to buf: each mesh axis goes to a
+ * tensor dim or stays replicated; returns false for "no sharding". */
+static bool random_sharding(const mesh *m, int rank, char *buf, size_t cap) {
+    int r = rnd(10);
+    if (r < 3) return false;
+    if (r == 3 || rank == 0) {
+        if (rnd(8) == 0) snprintf(buf, cap, "{maximal device=%d}", rnd(m->n));
+        else snprintf(buf, cap, "{replicated}");
+        return true;
+    }
+    int dim_of[3], axes_order[3];
+    for (int a = 0; a < m->n_axes; a++) {
+        dim_of[a] = rnd(rank + 1) - 1; /* -1: replication */
+        axes_order[a] = a;
+    }
+    if (rnd(2)) { /* axes of one dim in another order */
+        for (int i = m->n_axes - 1; i > 0; i--) {
+            int j = rnd(i + 1), t = axes_order[i];
+            axes_order[i] = axes_order[j];
+            axes_order[j] = t;
+        }
+    }
+    int tiles[MAXR + 1];
+    for (int i = 0; i < rank; i++) tiles[i] = 1;
+    int rep = 1;
+    for (int a = 0; a < m->n_axes; a++) {
+        if (dim_of[a] < 0) rep *= m->size[a];
+        else tiles[dim_of[a]] *= m->size[a];
+    }
+    int ntiles = 1;
+    for (int i = 0; i < rank; i++) ntiles *= tiles[i];
+    if (ntiles == 1) {
+        snprintf(buf, cap, "{replicated}");
+        return true;
+    }
+    /* The explicit device list over [tiles..., rep], row-major. */
+    int list[8];
+    for (int pos = 0; pos < m->n; pos++) {
+        int c[3], p = pos;
+        for (int a = m->n_axes - 1; a >= 0; a--) {
+            c[a] = p % m->size[a];
+            p /= m->size[a];
+        }
+        int idx[MAXR + 1] = {0};
+        for (int k = 0; k < m->n_axes; k++) {
+            int a = axes_order[k];
+            if (dim_of[a] >= 0) idx[dim_of[a]] = idx[dim_of[a]] * m->size[a] + c[a];
+            else idx[rank] = idx[rank] * m->size[a] + c[a];
+        }
+        int flat = 0;
+        for (int i = 0; i < rank; i++) flat = flat * tiles[i] + idx[i];
+        if (rep > 1) flat = flat * rep + idx[rank];
+        list[flat] = m->order[pos];
+    }
+    int k = snprintf(buf, cap, "{devices=[");
+    for (int i = 0; i < rank; i++)
+        k += snprintf(buf + k, cap - (size_t)k, "%s%d", i ? "," : "", tiles[i]);
+    if (rep > 1) k += snprintf(buf + k, cap - (size_t)k, ",%d", rep);
+    k += snprintf(buf + k, cap - (size_t)k, "]");
+    for (int i = 0; i < m->n; i++)
+        k += snprintf(buf + k, cap - (size_t)k, "%s%d", i ? "," : "", list[i]);
+    snprintf(buf + k, cap - (size_t)k, "%s}", rep > 1 ? " last_tile_dim_replicate" : "");
+    return true;
+}
+
+/* A value of the graph being built. */
+typedef struct val {
+    char name[16];
+    int rank;
+    int dims[MAXR];
+} val;
+
+typedef struct graph {
+    char text[16384];
+    size_t len;
+    char params[2048];
+    size_t plen;
+    val v[MAXV];
+    int n;
+    int n_params;
+    const char *ty; /* "f32" or "s32" */
+    const mesh *m;
+} graph;
+
+static void emit(graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(graph *g, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    g->len += (size_t)vsnprintf(g->text + g->len, sizeof g->text - g->len, fmt, ap);
+    va_end(ap);
+}
+
+static void shape_text(const graph *g, const val *v, char *buf, size_t cap) {
+    int k = snprintf(buf, cap, "%s[", g->ty);
+    for (int i = 0; i < v->rank; i++)
+        k += snprintf(buf + k, cap - (size_t)k, "%s%d", i ? "," : "", v->dims[i]);
+    snprintf(buf + k, cap - (size_t)k, "]");
+}
+
+/* Ends the line of a new value: its sharding, if any. */
+static void finish(graph *g, const val *v) {
+    char sh[256];
+    if (random_sharding(g->m, v->rank, sh, sizeof sh)) emit(g, ", sharding=%s", sh);
+    emit(g, "\n");
+}
+
+static val *new_val(graph *g, int rank, const int *dims) {
+    val *v = &g->v[g->n];
+    snprintf(v->name, sizeof v->name, "v%d", g->n);
+    g->n++;
+    v->rank = rank;
+    for (int i = 0; i < rank; i++) v->dims[i] = dims[i];
+    return v;
+}
+
+static val *param(graph *g, int rank, const int *dims) {
+    val *v = new_val(g, rank, dims);
+    char s[64];
+    shape_text(g, v, s, sizeof s);
+    g->plen += (size_t)snprintf(g->params + g->plen, sizeof g->params - g->plen, "%s%s: %s",
+                                g->n_params ? ", " : "", v->name, s);
+    emit(g, "  %%%s = %s parameter(%d)", v->name, s, g->n_params++);
+    finish(g, v);
+    return v;
+}
+
+static val *random_param(graph *g) {
+    int rank = 1 + rnd(MAXR), dims[MAXR];
+    for (int i = 0; i < rank; i++) dims[i] = 1 + rnd(6);
+    return param(g, rank, dims);
+}
+
+/* A value with the same dims as v (an existing one, or a new parameter). */
+static val *same_shape(graph *g, const val *v) {
+    for (int t = 0; t < 4; t++) {
+        val *w = &g->v[rnd(g->n)];
+        if (w->rank == v->rank && memcmp(w->dims, v->dims, sizeof(int) * (size_t)v->rank) == 0)
+            return w;
+    }
+    return param(g, v->rank, v->dims);
+}
+
+static void op(graph *g) {
+    val *a = &g->v[g->n - 1 - rnd(g->n < 3 ? g->n : 3)];
+    char sa[64], so[64];
+    int d[MAXR + 1], k = a->rank;
+    bool f32 = strcmp(g->ty, "f32") == 0;
+    switch (rnd(13)) {
+    case 0: { /* unary */
+        val *v = new_val(g, k, a->dims);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s %s(%%%s)", v->name, so, f32 && rnd(2) ? "tanh" : "negate", a->name);
+        finish(g, v);
+        break;
+    }
+    case 1:
+    case 2: { /* binary */
+        val *b = same_shape(g, a);
+        static const char *ops[] = {"add", "multiply", "maximum", "subtract"};
+        val *v = new_val(g, k, a->dims);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s %s(%%%s, %%%s)", v->name, so, ops[rnd(4)], a->name, b->name);
+        finish(g, v);
+        break;
+    }
+    case 3: { /* broadcast: a new dim somewhere */
+        if (k >= MAXR) return;
+        int at = rnd(k + 1), bd[MAXR], nb = 0;
+        for (int i = 0, j = 0; i <= k; i++) {
+            if (i == at) {
+                d[i] = 1 + rnd(4);
+            } else {
+                d[i] = a->dims[j++];
+                bd[nb++] = i;
+            }
+        }
+        val *v = new_val(g, k + 1, d);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s broadcast(%%%s), dimensions={", v->name, so, a->name);
+        for (int i = 0; i < nb; i++) emit(g, "%s%d", i ? "," : "", bd[i]);
+        emit(g, "}");
+        finish(g, v);
+        break;
+    }
+    case 4: { /* reshape: merge two dims, or split one */
+        int nr = 0;
+        if (k >= 2 && rnd(2)) {
+            int at = rnd(k - 1);
+            for (int i = 0; i < k; i++) {
+                if (i == at) {
+                    d[nr++] = a->dims[i] * a->dims[i + 1];
+                    i++;
+                } else {
+                    d[nr++] = a->dims[i];
+                }
+            }
+        } else {
+            if (k >= MAXR || k == 0) return;
+            int at = rnd(k), n = a->dims[at], f = 1;
+            for (int t = 2; t <= n; t++)
+                if (n % t == 0 && rnd(2)) {
+                    f = t;
+                    break;
+                }
+            for (int i = 0; i < k; i++) {
+                if (i == at) {
+                    d[nr++] = f;
+                    d[nr++] = n / f;
+                } else {
+                    d[nr++] = a->dims[i];
+                }
+            }
+        }
+        val *v = new_val(g, nr, d);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s reshape(%%%s)", v->name, so, a->name);
+        finish(g, v);
+        break;
+    }
+    case 5: { /* transpose */
+        int p[MAXR];
+        for (int i = 0; i < k; i++) p[i] = i;
+        for (int i = k - 1; i > 0; i--) {
+            int j = rnd(i + 1), t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        for (int i = 0; i < k; i++) d[i] = a->dims[p[i]];
+        val *v = new_val(g, k, d);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s transpose(%%%s), dimensions={", v->name, so, a->name);
+        for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "," : "", p[i]);
+        emit(g, "}");
+        finish(g, v);
+        break;
+    }
+    case 6: { /* dot: contract the last dim (batch over dim 0 sometimes) */
+        if (k == 0) return;
+        bool batch = k >= 2 && rnd(2);
+        int n = 1 + rnd(5), kd = a->dims[k - 1];
+        int rd[3], rr = 0;
+        if (batch) rd[rr++] = a->dims[0];
+        rd[rr++] = kd;
+        rd[rr++] = n;
+        val *b = param(g, rr, rd);
+        int nr = 0;
+        for (int i = 0; i < k - 1; i++) d[nr++] = a->dims[i];
+        d[nr++] = n;
+        val *v = new_val(g, nr, d);
+        shape_text(g, v, so, sizeof so);
+        if (batch)
+            emit(g, "  %%%s = %s dot(%%%s, %%%s), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+                    "lhs_contracting_dims={%d}, rhs_contracting_dims={1}",
+                 v->name, so, a->name, b->name, k - 1);
+        else
+            emit(g, "  %%%s = %s dot(%%%s, %%%s), lhs_contracting_dims={%d}, "
+                    "rhs_contracting_dims={0}",
+                 v->name, so, a->name, b->name, k - 1);
+        finish(g, v);
+        break;
+    }
+    case 7: { /* reduce */
+        if (k == 0) return;
+        bool red[MAXR] = {0}, any = false;
+        for (int i = 0; i < k; i++) any |= red[i] = rnd(2);
+        if (!any) red[rnd(k)] = true;
+        int nr = 0;
+        for (int i = 0; i < k; i++)
+            if (!red[i]) d[nr++] = a->dims[i];
+        val *v = new_val(g, nr, d);
+        shape_text(g, v, so, sizeof so);
+        bool mx = rnd(2);
+        emit(g, "  %%%s.init = %s[] constant(%s)\n", v->name, g->ty,
+             mx ? (f32 ? "-inf" : "-2147483648") : (rnd(4) ? "0" : "1"));
+        emit(g, "  %%%s = %s reduce(%%%s, %%%s.init), dimensions={", v->name, so, a->name, v->name);
+        for (int i = 0, c = 0; i < k; i++)
+            if (red[i]) emit(g, "%s%d", c++ ? "," : "", i);
+        emit(g, "}, to_apply=%%%s", mx ? "max" : "sum");
+        finish(g, v);
+        break;
+    }
+    case 8: { /* slice */
+        if (k == 0) return;
+        int at = rnd(k), n = a->dims[at];
+        int st = rnd(n), lim = st + 1 + rnd(n - st), stride = 1 + rnd(2);
+        for (int i = 0; i < k; i++) d[i] = a->dims[i];
+        d[at] = (lim - st + stride - 1) / stride;
+        val *v = new_val(g, k, d);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s slice(%%%s), slice={", v->name, so, a->name);
+        for (int i = 0; i < k; i++) {
+            if (i == at) emit(g, "%s[%d:%d:%d]", i ? ", " : "", st, lim, stride);
+            else emit(g, "%s[0:%d]", i ? ", " : "", a->dims[i]);
+        }
+        emit(g, "}");
+        finish(g, v);
+        break;
+    }
+    case 9: { /* pad */
+        if (k == 0) return;
+        int lo[MAXR], hi[MAXR], in[MAXR];
+        for (int i = 0; i < k; i++) {
+            bool on = rnd(2);
+            lo[i] = on ? rnd(3) - (a->dims[i] > 2 && rnd(4) == 0) : 0;
+            hi[i] = on ? rnd(3) : 0;
+            in[i] = on ? rnd(2) : 0;
+            d[i] = lo[i] + hi[i] + a->dims[i] + (a->dims[i] - 1) * in[i];
+        }
+        val *v = new_val(g, k, d);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s.pv = %s[] constant(%d)\n", v->name, g->ty, rnd(3));
+        emit(g, "  %%%s = %s pad(%%%s, %%%s.pv), padding=", v->name, so, a->name, v->name);
+        for (int i = 0; i < k; i++) {
+            emit(g, "%s%d_%d", i ? "x" : "", lo[i], hi[i]);
+            if (in[i]) emit(g, "_%d", in[i]);
+        }
+        finish(g, v);
+        break;
+    }
+    case 11: { /* sort along a dim (keys only, or keys and an iota) */
+        if (k == 0) return;
+        int at = rnd(k);
+        val *v = new_val(g, k, a->dims);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s sort(%%%s), dimensions={%d}, to_apply=%%lt", v->name, so, a->name, at);
+        finish(g, v);
+        break;
+    }
+    case 12: { /* 1-D convolution: [batch, spatial, feature] x [window, in, out] */
+        if (k != 3) return;
+        int w = 1 + rnd(a->dims[1] < 3 ? a->dims[1] : 3), lo = rnd(w), hi = rnd(w), o = 1 + rnd(4);
+        int groups = 1, cin = a->dims[2];
+        for (int f = cin; f > 1; f--) /* feature groups: a random divisor of the features */
+            if (cin % f == 0 && rnd(3) == 0) {
+                groups = f;
+                break;
+            }
+        int kd[3] = {w, cin / groups, o * groups};
+        val *kern = param(g, 3, kd);
+        d[0] = a->dims[0];
+        d[1] = a->dims[1] - w + 1 + lo + hi;
+        d[2] = o * groups;
+        val *v = new_val(g, 3, d);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s = %s convolution(%%%s, %%%s), window={size=%d pad=%d_%d}, "
+                "dim_labels=b0f_0io->b0f, feature_group_count=%d",
+             v->name, so, a->name, kern->name, w, lo, hi, groups);
+        finish(g, v);
+        break;
+    }
+    case 10: { /* concatenate */
+        if (k == 0) return;
+        val *b = same_shape(g, a);
+        int at = rnd(k);
+        for (int i = 0; i < k; i++) d[i] = a->dims[i] * (i == at ? 2 : 1);
+        val *v = new_val(g, k, d);
+        shape_text(g, v, so, sizeof so);
+        shape_text(g, a, sa, sizeof sa);
+        emit(g, "  %%%s = %s concatenate(%%%s, %%%s), dimensions={%d}", v->name, so, a->name,
+             b->name, at);
+        finish(g, v);
+        break;
+    }
+    }
+}
+
+/* Builds a random module; returns its text (static storage) and the device count. */
+static const char *random_module(graph *g, mesh *m) {
+    memset(g, 0, sizeof *g);
+    random_mesh(m);
+    g->m = m;
+    g->ty = rnd(5) == 0 ? "s32" : "f32";
+    random_param(g);
+    int n_ops = 1 + rnd(7);
+    for (int i = 0; i < n_ops && g->n < MAXV - 4; i++) op(g);
+    const val *last = &g->v[g->n - 1];
+    char body[16384];
+    memcpy(body, g->text, g->len + 1);
+    char rs[64];
+    shape_text(g, last, rs, sizeof rs);
+    static char out[24576];
+    snprintf(out, sizeof out,
+             "HloModule prop\n\n"
+             "%%sum (x: %s[], y: %s[]) -> %s[] {\n  %%x = %s[] parameter(0)\n"
+             "  %%y = %s[] parameter(1)\n  ROOT %%r = %s[] add(%%x, %%y)\n}\n\n"
+             "%%max (x: %s[], y: %s[]) -> %s[] {\n  %%x = %s[] parameter(0)\n"
+             "  %%y = %s[] parameter(1)\n  ROOT %%r = %s[] maximum(%%x, %%y)\n}\n\n"
+             "%%lt (x: %s[], y: %s[]) -> pred[] {\n  %%x = %s[] parameter(0)\n"
+             "  %%y = %s[] parameter(1)\n  ROOT %%r = pred[] compare(%%x, %%y), direction=LT\n}\n\n"
+             "ENTRY %%main (%s) -> %s {\n%s  ROOT %%out = %s copy(%%%s)%s%s\n}\n",
+             g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
+             g->ty, g->ty, g->ty, g->ty, g->params, rs, body, rs, last->name, "", "");
+    /* The root gets a random sharding too. */
+    char sh[256];
+    if (random_sharding(m, last->rank, sh, sizeof sh)) {
+        size_t n = strlen(out);
+        snprintf(out + n - 3, sizeof out - n + 3, ", sharding=%s\n}\n", sh);
+    }
+    return out;
+}
+
+static void test_random_graphs(void **state) {
+    (void)state;
+    const char *es = getenv("GSPMD_PARTITION_SEED"), *ec = getenv("GSPMD_PARTITION_CASES");
+    uint64_t seed = es ? strtoull(es, NULL, 10) : 20261202;
+    int cases = ec ? atoi(ec) : 2000;
+    graph *g = malloc(sizeof *g);
+    assert_non_null(g);
+    clock_t t0 = clock();
+    int by_devices[9] = {0};
+    for (int it = 0; it < cases; it++) {
+        rng_state = seed * 0x9E3779B97F4A7C15ull + (uint64_t)it * 0x2545F4914F6CDD1Dull + 1;
+        mesh m;
+        const char *hlo = random_module(g, &m);
+        by_devices[m.n]++;
+        if (getenv("GSPMD_PARTITION_PRINT"))
+            fprintf(stderr, "case %d (%d devices)\n%s\n", it, m.n, hlo);
+        gs_source *src = gs_source_from_string("prop.hlo", hlo);
+        gs_diags d = {0};
+        gs_module *mod = gs_parse_module(src, &d);
+        gs_module *p = NULL;
+        gs_value **args = NULL, *got = NULL, *want = NULL;
+        int n_args = 0;
+        const char *what = NULL;
+        if (!mod || gs_module_verify(mod, &d) != GS_OK) {
+            what = "the generated module does not parse or verify (a generator bug)";
+        } else {
+            gs_partition_options o = {0};
+            o.num_partitions = m.n;
+            o.no_remat_warnings = true;
+            if (gs_partition(mod, &o, &p, NULL, &d) != GS_OK) what = "partition failed";
+            else if (gs_module_verify(p, &d) != GS_OK)
+                what = "the partitioned program does not verify";
+            else if (gs_interp_make_args(mod, NULL, (uint64_t)it, &args, &n_args, &d) != GS_OK)
+                what = "no arguments";
+            else if (gs_run_partitioned(mod, p, m.n, args, n_args, 1, 30, &got, &d) != GS_OK)
+                what = "the partitioned program failed";
+            else {
+                gs_interp_env env = {0, 0, 1, NULL, 1, NULL};
+                if (gs_interp_eval(mod, &env, args, n_args, &want, &d) != GS_OK) {
+                    what = "the reference failed";
+                } else {
+                    double err;
+                    if (!gs_value_error(got, want, &err)) what = "output shape differs";
+                    else if (err > 1e-5) what = "output differs from the reference";
+                }
+            }
+        }
+        if (what) {
+            fprintf(stderr, "partition property failed (seed %llu, case %d, %d devices): %s\n%s\n",
+                    (unsigned long long)seed, it, m.n, what, hlo);
+            gs_diags_render(&d, stderr);
+            if (p) {
+                char *t = gs_module_to_string(p);
+                fprintf(stderr, "partitioned program:\n%s\n", t);
+                free(t);
+            }
+            fprintf(stderr, "reproduce: GSPMD_PARTITION_SEED=%llu and case %d\n",
+                    (unsigned long long)seed, it);
+            fail();
+        }
+        gs_value_free(got);
+        gs_value_free(want);
+        for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+        free(args);
+        gs_diags_free(&d);
+        gs_module_free(p);
+        gs_module_free(mod);
+        gs_source_free(src);
+    }
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    fprintf(stderr, "%d random graphs verified (seed %llu; by device count:", cases,
+            (unsigned long long)seed);
+    for (int n = 1; n <= 8; n++)
+        if (by_devices[n]) fprintf(stderr, " %d:%d", n, by_devices[n]);
+    fprintf(stderr, ") in %.1f s of CPU\n", secs);
+    free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_graphs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
