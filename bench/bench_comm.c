@@ -7,7 +7,10 @@
  *   mpirun -np 4 build/bench/bench_comm --mpi              MPI backend, one device per rank
  *
  * GB/s is bytes per device divided by the time of one collective; "x memcpy" is that divided by
- * memcpy's GB/s for a buffer of the same size. Not part of `make test`.
+ * memcpy's GB/s for a buffer of the same size copied by one thread alone, and "x par" by the GB/s
+ * each device gets when all devices' threads copy their buffers at the same time (the machine's
+ * shared memory bandwidth, which the devices of a collective also share). Not part of
+ * `make test`.
  */
 #include "gspmd/runtime.h"
 
@@ -101,16 +104,46 @@ static double memcpy_gbps(size_t bytes) {
     return (double)bytes / t / 1e9;
 }
 
-static void report(const char *backend, int n, int op, size_t bytes, double secs, double mgbps) {
+typedef struct copy_job {
+    size_t bytes;
+    double gbps;
+} copy_job;
+
+static void *copy_main(void *arg) {
+    copy_job *j = arg;
+    j->gbps = memcpy_gbps(j->bytes);
+    return NULL;
+}
+
+/* GB/s each of n threads gets copying `bytes` at the same time (the slowest one's). */
+static double parallel_memcpy_gbps(int n, size_t bytes) {
+    copy_job *jobs = calloc((size_t)n, sizeof *jobs);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    for (int i = 0; i < n; i++) {
+        jobs[i].bytes = bytes;
+        pthread_create(&th[i], NULL, copy_main, &jobs[i]);
+    }
+    double worst = 1e30;
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        if (jobs[i].gbps < worst) worst = jobs[i].gbps;
+    }
+    free(jobs);
+    free(th);
+    return worst;
+}
+
+static void report(const char *backend, int n, int op, size_t bytes, double secs, double mgbps,
+                   double pgbps) {
     double gbps = (double)bytes / secs / 1e9;
-    printf("%-8s %3d  %-19s %6zu MiB  %8.3f ms  %7.2f GB/s  %5.2fx memcpy\n", backend, n,
-           OP_NAMES[op], bytes >> 20, secs * 1e3, gbps, gbps / mgbps);
+    printf("%-8s %3d  %-19s %6zu MiB  %8.3f ms  %7.2f GB/s  %5.2fx memcpy  %5.2fx par\n", backend,
+           n, OP_NAMES[op], bytes >> 20, secs * 1e3, gbps, gbps / mgbps, gbps / pgbps);
 }
 
 int main(int argc, char **argv) {
     bool mpi = argc > 1 && strcmp(argv[1], "--mpi") == 0;
     const size_t sizes[2] = {1u << 20, 64u << 20};
-    printf("backend  dev  collective            size       time        GB/s    ratio\n");
+    printf("backend  dev  collective            size       time        GB/s    ratio         ratio\n");
     if (mpi) {
         gs_diags d = {0};
         gs_comm *comm = gs_comm_mpi_new(1, 600, &d);
@@ -123,7 +156,7 @@ int main(int argc, char **argv) {
             for (int op = 0; op < N_OPS; op++) {
                 job j = {comm, comm->first_device, op, sizes[s], sizes[s] > (16u << 20) ? 3 : 20, 0, GS_OK};
                 device_main(&j);
-                if (comm->first_device == 0) report("mpi", comm->n_devices, op, sizes[s], j.secs, mg);
+                if (comm->first_device == 0) report("mpi", comm->n_devices, op, sizes[s], j.secs, mg, mg);
             }
         }
         comm->ops->free(comm);
@@ -138,7 +171,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < n_counts; c++) {
         int n = counts[c];
         for (int s = 0; s < 2; s++) {
-            double mg = memcpy_gbps(sizes[s]);
+            double mg = memcpy_gbps(sizes[s]), pg = parallel_memcpy_gbps(n, sizes[s]);
             for (int op = 0; op < N_OPS; op++) {
                 gs_comm *comm = gs_comm_threads_new(n, 600);
                 job *jobs = calloc((size_t)n, sizeof *jobs);
@@ -152,7 +185,7 @@ int main(int argc, char **argv) {
                     pthread_join(th[i], NULL);
                     if (jobs[i].secs > worst) worst = jobs[i].secs;
                 }
-                report("threads", n, op, sizes[s], worst, mg);
+                report("threads", n, op, sizes[s], worst, mg, pg);
                 free(jobs);
                 free(th);
                 comm->ops->free(comm);

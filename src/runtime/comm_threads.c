@@ -144,8 +144,13 @@ static gs_status all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type t, g
     for (int64_t b = lo; st == GS_OK && b < hi; b += block) {
         int64_t m = hi - b < block ? hi - b : block;
         size_t off = (size_t)(b * esz), bytes = (size_t)(m * esz);
-        memcpy(acc, (const char *)tcm->slots[g->members[0]].in + off, bytes);
-        for (int k = 1; k < g->size; k++)
+        const char *first = (const char *)tcm->slots[g->members[0]].in + off;
+        if (g->size == 1) {
+            memcpy(acc, first, bytes);
+        } else {
+            gs_reduce_pair(t, op, acc, first, (const char *)tcm->slots[g->members[1]].in + off, m);
+        }
+        for (int k = 2; k < g->size; k++)
             gs_reduce_into(t, op, acc, (const char *)tcm->slots[g->members[k]].in + off, m);
         for (int k = 0; k < g->size; k++) memcpy((char *)tcm->slots[g->members[k]].in + off, acc, bytes);
     }

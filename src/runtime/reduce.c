@@ -35,8 +35,8 @@ static int64_t iop(gs_reduce_op op, int64_t a, int64_t b, bool is_unsigned) {
 
 void gs_reduce_into(gs_type t, gs_reduce_op op, void *dst, const void *src, int64_t n) {
     if (t == GS_F32) {
-        float *x = dst;
-        const float *y = src;
+        float *restrict x = dst;
+        const float *restrict y = src;
         switch (op) {
         case GS_RED_SUM: for (int64_t i = 0; i < n; i++) x[i] += y[i]; return;
         case GS_RED_PROD: for (int64_t i = 0; i < n; i++) x[i] *= y[i]; return;
@@ -103,4 +103,15 @@ gs_reduce_op gs_reduce_op_of(const gs_computation *c) {
     case GS_OP_XOR: return GS_RED_XOR;
     default: return GS_RED_NONE;
     }
+}
+
+void gs_reduce_pair(gs_type t, gs_reduce_op op, void *dst, const void *a, const void *b, int64_t n) {
+    if (t == GS_F32 && op == GS_RED_SUM) {
+        float *restrict x = dst;
+        const float *restrict p = a, *restrict q = b;
+        for (int64_t i = 0; i < n; i++) x[i] = p[i] + q[i];
+        return;
+    }
+    memcpy(dst, a, (size_t)(n * gs_type_size(t)));
+    gs_reduce_into(t, op, dst, b, n);
 }
