@@ -231,6 +231,23 @@ static int agree(gs_comm *comm, bool mpi, int rc) {
 
 /* ------------------------------------------------------------------ --spmd */
 
+/* Frees the values of a run: the per-device arguments, the global arguments, this process's
+ * results and the gathered results (any may be NULL). */
+static void free_run_values(const gs_comm *comm, gs_value ***dev_args, gs_value **args,
+                            int n_args, gs_value **results, gs_value **all, int n) {
+    for (int k = 0; comm && dev_args && k < comm->local_devices; k++) {
+        for (int i = 0; dev_args[k] && i < n_args; i++) gs_value_free(dev_args[k][i]);
+        free(dev_args[k]);
+    }
+    free(dev_args);
+    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+    free(args);
+    for (int k = 0; comm && results && k < comm->local_devices; k++) gs_value_free(results[k]);
+    free(results);
+    for (int k = 0; all && k < n; k++) gs_value_free(all[k]);
+    free(all);
+}
+
 static int run_spmd(const run_args *a, bool mpi) {
     gs_source *src;
     gs_module *m = gs_cli_load_module(a->file, &src);
@@ -275,17 +292,7 @@ finish:
                    a->n_devices, mpi ? "mpi" : "threads", a->out_dir);
     }
     gs_diags_free(&d);
-    for (int k = 0; comm && dev_args && k < comm->local_devices; k++) {
-        for (int i = 0; dev_args[k] && i < n_args; i++) gs_value_free(dev_args[k][i]);
-        free(dev_args[k]);
-    }
-    free(dev_args);
-    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
-    free(args);
-    for (int k = 0; comm && results && k < comm->local_devices; k++) gs_value_free(results[k]);
-    free(results);
-    for (int k = 0; all && k < n; k++) gs_value_free(all[k]);
-    free(all);
+    free_run_values(comm, dev_args, args, n_args, results, all, (int)n);
     if (comm) comm->ops->free(comm);
     gs_module_free(m);
     gs_source_free(src);
@@ -393,17 +400,7 @@ finish:
                mpi ? "mpi" : "threads");
     }
     gs_diags_free(&d);
-    for (int k = 0; comm && dev_args && k < comm->local_devices; k++) {
-        for (int i = 0; dev_args[k] && i < n_args; i++) gs_value_free(dev_args[k][i]);
-        free(dev_args[k]);
-    }
-    free(dev_args);
-    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
-    free(args);
-    for (int k = 0; comm && results && k < comm->local_devices; k++) gs_value_free(results[k]);
-    free(results);
-    for (int k = 0; all && k < n; k++) gs_value_free(all[k]);
-    free(all);
+    free_run_values(comm, dev_args, args, n_args, results, all, (int)n);
     gs_value_free(global);
     gs_value_free(ref);
     if (comm) comm->ops->free(comm);
