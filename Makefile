@@ -12,7 +12,7 @@ TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast demo clean
+.PHONY: all deps build test test-fast demo soak clean
 
 all: build
 
@@ -48,6 +48,14 @@ test: deps build
 
 test-fast: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The partition property test over many seeds (not part of `make test`): SOAK_SEEDS seeds of
+# SOAK_CASES random graphs each (default 50 x 20,000 = 1,000,000), SOAK_FIRST the first seed.
+SOAK_SEEDS ?= 50
+SOAK_CASES ?= 20000
+SOAK_FIRST ?=
+soak: deps build
+	@./tests/soak.sh $(BUILD) $(SOAK_SEEDS) $(SOAK_CASES) $(SOAK_FIRST)
 
 demo: deps build
 	@./examples/demo.sh $(BUILD)/gspmd

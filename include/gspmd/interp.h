@@ -88,6 +88,15 @@ struct gs_interp_env {
 gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
                          int n_args, gs_value **result, gs_diags *d);
 
+/* gs_interp_eval that also bounds the rounding error of the result: *bound has the result's
+ * structure, and each float leaf holds, per element, an estimate of how far the element may be
+ * from the same computation done with its sums in another order (a first-order running error
+ * analysis: see src/interp/bounds.c). Leaves of other types (integers, predicates, complex) are
+ * the result's own. Both are new references. For comparing a partitioned program's results. */
+gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
+                                 gs_value *const *args, int n_args, gs_value **result,
+                                 gs_value **bound, gs_diags *d);
+
 /* Evaluates computation c of m on args (borrowed) with env (NULL: single device); *result is a
  * new reference. For runtimes applying a module's reduction computation. */
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,

@@ -171,19 +171,53 @@ gs_status gs_value_shard(const gs_value *v, const gs_sharding *s, int64_t device
 gs_status gs_value_unshard(gs_value *const *parts, int n_devices, const gs_sharding *s,
                            const gs_shape *shape, gs_value **out, gs_diags *d);
 
-/* How far array `got` is from the reference `want` (same type and dims, else false): for
- * floats (and complex parts) the largest absolute difference divided by the reference's largest
- * magnitude (0 when both are all zero; NaN must meet NaN and infinities must match exactly, else
- * infinity); for integers and predicates the number of differing elements. */
-bool gs_value_error(const gs_value *got, const gs_value *want, double *err);
+/* Runs partitioned program p, made from module m by gs_partition for comm's devices, on this
+ * process's devices of comm (threads, or MPI ranks): the global arguments `args` (one per entry
+ * parameter of m, borrowed; the same on every process) are sliced per device by m's parameter
+ * shardings, every device runs p, the results are gathered to the process running device 0, and
+ * the global result is reassembled there by m's root sharding into *out (a new value; NULL on
+ * the other processes). The one path by which the CLI, the tests and library users run a
+ * sharded module. */
+gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
+                         gs_value *const *args, int n_args, uint64_t seed, gs_value **out,
+                         gs_diags *d);
 
-/* Runs partitioned program p, made from module m by gs_partition for n_devices, on the threads
- * backend: the global arguments `args` (one per entry parameter of m, borrowed) are sliced per
- * device by m's parameter shardings, every device runs p, and the global result is reassembled
- * by m's root sharding into *out (a new value). */
+/* gs_run_sharded on n_devices threads of this process (a new threads communicator). */
 gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,
                              gs_value *const *args, int n_args, uint64_t seed, double timeout_s,
                              gs_value **out, gs_diags *d);
+
+/* ------------------------------------------------------------------ verification */
+
+/* How far a float element may be from the reference, in units of its rounding-error bound. */
+#define GS_VERIFY_MARGIN 16.0
+
+/* How one output leaf of a partitioned run compares with the reference (src/runtime/verify.c). */
+typedef struct gs_leaf_check {
+    bool shape_ok;  /* got has the reference's element type and dims */
+    bool exact;     /* integers and predicates: compared exactly */
+    double error;   /* exact: the number of differing elements; real floats: the largest
+                     * |got - want| / bound over the elements (0 when all equal, infinity where
+                     * exactly known data differs or NaN/infinity do not match); complex: the
+                     * largest difference over the reference's largest magnitude */
+    double limit;   /* the largest acceptable error: 0, GS_VERIFY_MARGIN, or 1e-5 (complex) */
+    int64_t worst;  /* row-major index of the element with the largest error; -1 when none */
+    double got, want, bound; /* real floats: the values and bound at `worst` */
+    bool ok;        /* error <= limit */
+} gs_leaf_check;
+
+/* Compares leaf `got` with the reference's `want`, whose rounding-error bound is `bound` (from
+ * gs_interp_eval_bounded; NULL: every float element must be equal). Fills *c; returns c->ok. */
+bool gs_check_leaf(const gs_value *got, const gs_value *want, const gs_value *bound,
+                   gs_leaf_check *c);
+
+/* Runs the reference interpreter (gs_interp_eval_bounded, rng seed `seed`) on module m with the
+ * global args and compares its result with `got`, the partitioned program's global result,
+ * leaf by leaf: *checks (malloc'd, one per output leaf, *n_checks of them), *all_ok. Fails only
+ * when the reference fails or the outputs' structure differs. */
+gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_args, uint64_t seed,
+                            gs_value *got, gs_leaf_check **checks, int *n_checks, bool *all_ok,
+                            gs_diags *d);
 
 #ifdef __cplusplus
 }

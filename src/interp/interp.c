@@ -200,41 +200,39 @@ static gs_status k_while(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
     return GS_OK;
 }
 
-static gs_status k_conditional(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+gs_status gs_eval_branch(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                         const gs_computation **branch_out, int *operand) {
     const gs_computation *branch;
     const gs_value *sel = ops[0];
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
+    int bi = 0;
     if (sel->type == GS_PRED) {
         bool b = ((unsigned char *)sel->data)[0] != 0;
+        bi = b ? 0 : 1;
         branch = gs_instr_comp(in, b ? GS_ATTR_TRUE_COMPUTATION : GS_ATTR_FALSE_COMPUTATION);
-        if (!branch) {
-            /* The branch_computations form with a pred selector: {true, false}. */
-            const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
-            if (a && a->u.comps.n == 2) branch = a->u.comps.v[b ? 0 : 1];
-        }
+        /* The branch_computations form with a pred selector: {true, false}. */
+        if (!branch && a && a->u.comps.n == 2) branch = a->u.comps.v[bi];
     } else {
-        const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
         if (!a || a->u.comps.n == 0) return gs_eval_error(ev, in, "no branch_computations");
         int64_t idx = gs_elem_get_i(sel->data, sel->type, 0);
         /* XLA: an out-of-range index runs the last branch. */
         if (idx < 0 || idx >= a->u.comps.n) idx = a->u.comps.n - 1;
+        bi = (int)idx;
         branch = a->u.comps.v[idx];
     }
     if (!branch) return gs_eval_error(ev, in, "missing branch computation");
-    /* Operand i+1 is the argument of the branch chosen. */
-    int bi = 0;
-    if (sel->type == GS_PRED) {
-        bi = ((unsigned char *)sel->data)[0] ? 0 : 1;
-    } else {
-        const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
-        for (int i = 0; i < a->u.comps.n; i++)
-            if (a->u.comps.v[i] == branch) {
-                bi = i;
-                break;
-            }
-    }
-    if (1 + bi >= in->n_operands)
-        return gs_eval_error(ev, in, "branch %d has no operand", bi);
-    return gs_eval_call(ev, branch, &ops[1 + bi], branch->n_params, out);
+    /* Operand i+1 is the argument of branch i. */
+    if (1 + bi >= in->n_operands) return gs_eval_error(ev, in, "branch %d has no operand", bi);
+    *branch_out = branch;
+    *operand = 1 + bi;
+    return GS_OK;
+}
+
+static gs_status k_conditional(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    const gs_computation *branch;
+    int k;
+    if (gs_eval_branch(ev, in, ops, &branch, &k) != GS_OK) return GS_ERR;
+    return gs_eval_call(ev, branch, &ops[k], branch->n_params, out);
 }
 
 static gs_status k_after_all(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
@@ -495,8 +493,10 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     return st;
 }
 
-gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *args, int n_args,
-                       gs_value **out) {
+/* Evaluates c on args; in bound mode (bargs non-NULL) also every value's rounding-error bound
+ * (bounds.c), with the results' bound in *bout. */
+static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const *args,
+                           gs_value *const *bargs, int n_args, gs_value **out, gs_value **bout) {
     if (n_args != c->n_params)
         return gs_error(ev->d, c->span, "computation %s takes %d arguments, given %d", c->name,
                         c->n_params, n_args);
@@ -510,16 +510,18 @@ gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *ar
         return GS_ERR;
     }
     int N = c->n_instrs;
+    bool bounded = bargs != NULL;
     gs_value **vals = calloc((size_t)(N ? N : 1), sizeof *vals);
+    gs_value **bvals = bounded ? calloc((size_t)(N ? N : 1), sizeof *bvals) : NULL;
     int *uses = calloc((size_t)(N ? N : 1), sizeof(int));
-    gs_status st = vals && uses ? GS_OK : gs_eval_oom(ev, c->root);
+    gs_status st = vals && uses && (bvals || !bounded) ? GS_OK : gs_eval_oom(ev, c->root);
     /* Remaining uses of each value within this evaluation. */
     for (int i = 0; st == GS_OK && i < n; i++)
         for (int k = 0; k < order[i]->n_operands; k++) uses[order[i]->operands[k]->id]++;
-    gs_value *opbuf[16];
+    gs_value *opbuf[16], *bopbuf[16];
     for (int i = 0; st == GS_OK && i < n; i++) {
         const gs_instr *in = order[i];
-        gs_value *r = NULL;
+        gs_value *r = NULL, *br = NULL;
         if (in->op == GS_OP_PARAMETER) {
             r = gs_value_ref(args[in->parameter_number]);
             if (!gs_value_matches(r, in->shape)) {
@@ -529,38 +531,72 @@ gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *ar
                 st = gs_eval_error(ev, in, "argument is %s, the parameter's shape differs", got);
                 break;
             }
+            if (bounded) br = gs_value_ref(bargs[in->parameter_number]);
         } else if (in->op == GS_OP_CONSTANT) {
             st = literal_to_value(ev, in, in->shape, in->literal, &r);
+            if (st == GS_OK && bounded && !(br = gs_bound_exact(r))) st = gs_eval_oom(ev, in);
         } else {
-            gs_value **ops = in->n_operands <= 16 ? opbuf : malloc(sizeof *ops * (size_t)in->n_operands);
-            if (!ops) {
+            bool big = in->n_operands > 16;
+            gs_value **ops = big ? malloc(sizeof *ops * (size_t)in->n_operands) : opbuf;
+            gs_value **bops = !bounded ? NULL
+                              : big    ? malloc(sizeof *bops * (size_t)in->n_operands)
+                                       : bopbuf;
+            if (!ops || (bounded && !bops)) {
+                if (ops != opbuf) free(ops);
+                if (bops != bopbuf) free(bops);
                 st = gs_eval_oom(ev, in);
                 break;
             }
-            for (int k = 0; k < in->n_operands; k++) ops[k] = vals[in->operands[k]->id];
-            st = gs_eval_instr(ev, in, ops, &r);
+            for (int k = 0; k < in->n_operands; k++) {
+                ops[k] = vals[in->operands[k]->id];
+                if (bounded) bops[k] = bvals[in->operands[k]->id];
+            }
+            st = bounded ? gs_bound_instr(ev, in, ops, bops, &r, &br) : gs_eval_instr(ev, in, ops, &r);
             if (ops != opbuf) free(ops);
+            if (bops != bopbuf) free(bops);
         }
         if (st != GS_OK) break;
         vals[in->id] = r;
+        if (bounded) bvals[in->id] = br;
         for (int k = 0; k < in->n_operands; k++) {
             int oid = in->operands[k]->id;
             if (--uses[oid] == 0 && in->operands[k] != c->root) {
                 gs_value_free(vals[oid]);
                 vals[oid] = NULL;
+                if (bounded) {
+                    gs_value_free(bvals[oid]);
+                    bvals[oid] = NULL;
+                }
             }
         }
     }
     if (st == GS_OK) {
         *out = vals[c->root->id];
         vals[c->root->id] = NULL;
+        if (bounded) {
+            *bout = bvals[c->root->id];
+            bvals[c->root->id] = NULL;
+        }
     }
     for (int i = 0; vals && i < N; i++) gs_value_free(vals[i]);
+    for (int i = 0; bvals && i < N; i++) gs_value_free(bvals[i]);
     free(vals);
+    free(bvals);
     free(uses);
     free(order);
     ev->depth--;
     return st;
+}
+
+gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *args, int n_args,
+                       gs_value **out) {
+    return eval_comp(ev, c, args, NULL, n_args, out, NULL);
+}
+
+gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *const *args,
+                               gs_value *const *bargs, int n_args, gs_value **out,
+                               gs_value **bout) {
+    return eval_comp(ev, c, args, bargs, n_args, out, bout);
 }
 
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,

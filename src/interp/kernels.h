@@ -37,6 +37,26 @@ gs_status gs_eval_oom(gs_eval *ev, const gs_instr *in);
 gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *args, int n_args,
                        gs_value **out);
 
+/* Bound mode: runs c like gs_eval_call and also propagates rounding-error bounds (bounds.c):
+ * bargs bound args, *bout bounds *out (new references). */
+gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *const *args,
+                               gs_value *const *bargs, int n_args, gs_value **out,
+                               gs_value **bout);
+
+/* One instruction in bound mode (bounds.c): its value (*out) and bound (*bout) from its operands'
+ * values and bounds. */
+gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                         gs_value *const *bops, gs_value **out, gs_value **bout);
+
+/* The bound of an exactly known value: zeros for float leaves, the value itself for the others
+ * (bounds.c). NULL on allocation failure. */
+gs_value *gs_bound_exact(gs_value *v);
+
+/* The branch a conditional takes for its selector ops[0]: *branch and the index of the operand
+ * it is called with. */
+gs_status gs_eval_branch(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                         const gs_computation **branch, int *operand);
+
 /* Evaluates one instruction (any opcode) on operand values; what gs_eval_call does per
  * instruction, exposed for wrappers that run an op under another spelling (async starts). */
 gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out);

@@ -327,90 +327,60 @@ gs_status gs_value_unshard(gs_value *const *parts, int n_devices, const gs_shard
     return unshard_rec(parts, n_devices, s, shape, &leaf, out, d);
 }
 
-/* ------------------------------------------------------------------ comparison */
-
-bool gs_value_error(const gs_value *got, const gs_value *want, double *err) {
-    *err = 0;
-    if (got->type != want->type || got->rank != want->rank) return false;
-    for (int i = 0; i < got->rank; i++)
-        if (got->dims[i] != want->dims[i]) return false;
-    gs_type t = want->type;
-    int parts = gs_type_is_complex(t) ? 2 : 1;
-    if (!gs_type_is_float(t) && parts == 1) {
-        int64_t bad = 0;
-        for (int64_t i = 0; i < want->n; i++)
-            bad += gs_elem_get_i(got->data, t, i) != gs_elem_get_i(want->data, t, i);
-        *err = (double)bad;
-        return true;
-    }
-    double scale = 0, diff = 0;
-    bool mismatch = false;
-    for (int64_t i = 0; i < want->n; i++) {
-        double g[2], w[2];
-        if (parts == 2) {
-            gs_elem_get_c(got->data, t, i, &g[0], &g[1]);
-            gs_elem_get_c(want->data, t, i, &w[0], &w[1]);
-        } else {
-            g[0] = gs_elem_get_f(got->data, t, i);
-            w[0] = gs_elem_get_f(want->data, t, i);
-        }
-        for (int k = 0; k < parts; k++) {
-            if (isnan(w[k]) || isnan(g[k])) {
-                mismatch = mismatch || isnan(w[k]) != isnan(g[k]);
-            } else if (isinf(w[k]) || isinf(g[k])) {
-                mismatch = mismatch || w[k] != g[k];
-            } else {
-                if (fabs(w[k]) > scale) scale = fabs(w[k]);
-                if (fabs(g[k] - w[k]) > diff) diff = fabs(g[k] - w[k]);
-            }
-        }
-    }
-    if (mismatch) *err = INFINITY;
-    else if (diff == 0) *err = 0;
-    else *err = diff / (scale > DBL_MIN ? scale : DBL_MIN);
-    return true;
-}
-
 /* ------------------------------------------------------------------ one partitioned run */
 
-gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,
-                             gs_value *const *args, int n_args, uint64_t seed, double timeout_s,
-                             gs_value **out, gs_diags *d) {
+gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
+                         gs_value *const *args, int n_args, uint64_t seed, gs_value **out,
+                         gs_diags *d) {
     *out = NULL;
     if (n_args != m->entry->n_params)
         return gs_error(d, gs_span_none(), "%d arguments for %d parameters", n_args,
                         m->entry->n_params);
-    gs_comm *comm = gs_comm_threads_new(n_devices, timeout_s > 0 ? timeout_s : 60);
-    if (!comm) return gs_error(d, gs_span_none(), "out of memory");
+    int n = comm->n_devices, local = comm->local_devices;
     gs_arena a;
     gs_arena_init(&a);
-    gs_status st = gs_check_collectives(p, n_devices, d);
-    gs_value ***dev = calloc((size_t)n_devices, sizeof *dev);
+    gs_status st = gs_check_collectives(p, n, d);
+    gs_value ***dev = calloc((size_t)(local ? local : 1), sizeof *dev);
     if (!dev) st = gs_error(d, gs_span_none(), "out of memory");
-    for (int k = 0; st == GS_OK && k < n_devices; k++) {
+    for (int k = 0; st == GS_OK && k < local; k++) {
         dev[k] = calloc((size_t)(n_args ? n_args : 1), sizeof **dev);
         if (!dev[k]) st = gs_error(d, gs_span_none(), "out of memory");
         for (int i = 0; st == GS_OK && i < n_args; i++) {
             const gs_sharding *s = gs_partition_param_sharding(&a, m, i);
             if (!s) st = gs_error(d, gs_span_none(), "out of memory");
-            else st = gs_value_shard(args[i], s, k, &dev[k][i], d);
+            else if (gs_value_shard(args[i], s, comm->first_device + k, &dev[k][i], d) != GS_OK)
+                st = gs_error(d, m->entry->params[i]->span, "cannot slice parameter %%%s",
+                              m->entry->params[i]->name);
         }
     }
-    gs_value **results = NULL;
+    gs_value **results = NULL, **all = NULL;
     if (st == GS_OK) st = gs_run_spmd(p, comm, (gs_value **const *)dev, &results, seed, d);
-    if (st == GS_OK) {
+    if (st == GS_OK) st = gs_gather_results(comm, p, results, &all, d);
+    if (st == GS_OK && all) {
         const gs_sharding *rs = gs_partition_root_sharding(&a, m);
-        st = rs ? gs_value_unshard(results, n_devices, rs, m->entry->root->shape, out, d)
+        st = rs ? gs_value_unshard(all, n, rs, m->entry->root->shape, out, d)
                 : gs_error(d, gs_span_none(), "out of memory");
     }
-    for (int k = 0; results && k < n_devices; k++) gs_value_free(results[k]);
+    for (int k = 0; all && k < n; k++) gs_value_free(all[k]);
+    free(all);
+    for (int k = 0; results && k < local; k++) gs_value_free(results[k]);
     free(results);
-    for (int k = 0; dev && k < n_devices; k++) {
+    for (int k = 0; dev && k < local; k++) {
         for (int i = 0; dev[k] && i < n_args; i++) gs_value_free(dev[k][i]);
         free(dev[k]);
     }
     free(dev);
-    comm->ops->free(comm);
     gs_arena_free(&a);
+    return st;
+}
+
+gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,
+                             gs_value *const *args, int n_args, uint64_t seed, double timeout_s,
+                             gs_value **out, gs_diags *d) {
+    *out = NULL;
+    gs_comm *comm = gs_comm_threads_new(n_devices, timeout_s > 0 ? timeout_s : 60);
+    if (!comm) return gs_error(d, gs_span_none(), "out of memory");
+    gs_status st = gs_run_sharded(m, p, comm, args, n_args, seed, out, d);
+    comm->ops->free(comm);
     return st;
 }

@@ -7,12 +7,13 @@
                             reduce-scatter, all-to-all, collective-permute)
   // WARNING: TEXT          partition prints a warning containing TEXT (else: no warning)
   // ERROR: TEXT            partition fails (exit 1) with TEXT in its stderr
-  // VERIFY                 `gspmd run FILE ARGS --no-propagate --verify` matches the reference
+  // VERIFY[: RUN-ARGS]     `gspmd run FILE ARGS --no-propagate --verify RUN-ARGS` matches the
+                            reference (RUN-ARGS: e.g. --seed S for the inputs that showed a bug)
   // RUN-ERROR: ARGS => TEXT  `gspmd run FILE ARGS` fails (exit 1) with TEXT in stderr; an
                             argument NAME=@TYPE[DIMS] becomes a .npy of zeros of that type/shape
 The partitioned program must also parse back and print the same text.
 Usage: check_partition.py GSPMD DIR [--mpi MPIRUN]
-With --mpi only the VERIFY files of at most 4 devices run, each under
+With --mpi only the VERIFY files of at most 6 devices run, each under
 `MPIRUN -np N gspmd run ... --backend mpi --verify` (one rank per device).
 """
 import os
@@ -55,19 +56,21 @@ def root_shape(text):
 
 def check_mpi(gspmd, path, mpirun):
     text = open(path).read()
-    args, verify = None, False
+    args, verify, run_args = None, False, []
     for line in text.splitlines():
         m = re.match(r"//\s*([A-Z\-]+)(?::\s*(.*))?$", line.strip())
         if not m:
             continue
         if m.group(1) == "PARTITION":
             args = m.group(2).split()
-        verify = verify or m.group(1) == "VERIFY"
+        if m.group(1) == "VERIFY":
+            verify = True
+            run_args = (m.group(2) or "").split()
     n = int(args[args.index("--num-partitions") + 1]) if args and "--num-partitions" in args else 0
-    if not verify or n > 4:
+    if not verify or n > 6:
         return None
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n), gspmd, "run", path,
-           "--no-propagate", "--verify", "--backend", "mpi"] + args
+           "--no-propagate", "--verify", "--backend", "mpi"] + args + run_args
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0 or "matches the reference" not in r.stdout:
         return ["mpi verify exit %d: %s %s"
@@ -116,8 +119,8 @@ def check(gspmd, path, tmp):
     if q.returncode != 0 or q.stdout != out:
         errs.append("the partitioned program does not round-trip: %s" % q.stderr.strip()[:300])
     if "VERIFY" in keys:
-        r = subprocess.run([gspmd, "run", path, "--no-propagate", "--verify"] + args,
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run([gspmd, "run", path, "--no-propagate", "--verify"] + args
+                           + keys["VERIFY"][0].split(), capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             errs.append("verify exit %d: %s %s"
                         % (r.returncode, r.stdout.strip()[-300:], r.stderr.strip()[:300]))

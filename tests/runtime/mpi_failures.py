@@ -33,8 +33,22 @@ else:
     try:
         p.wait(timeout=20)
         took = time.time() - t0
-        alive = [r for r in ranks if os.path.exists("/proc/%s" % r) and
-                 "Z" not in open("/proc/%s/stat" % r).read().split()[2]]
+
+        def still_alive():
+            out = []
+            for r in ranks:
+                try:
+                    if "Z" not in open("/proc/%s/stat" % r).read().split()[2]:
+                        out.append(r)
+                except OSError:
+                    pass
+            return out
+        # mpirun may exit while the ranks it killed are still being torn down (slow under
+        # sanitizers): they must be gone within seconds, not at the same instant.
+        alive = still_alive()
+        while alive and time.time() - t0 < 10:
+            time.sleep(0.1)
+            alive = still_alive()
         if p.returncode == 0 or alive:
             print("FAIL kill: mpirun exit %d, ranks still alive: %s" % (p.returncode, alive))
             fails += 1

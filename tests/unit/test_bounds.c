@@ -1,0 +1,250 @@
+/*
+ * test_bounds.c — the rounding-error bounds of the reference interpreter
+ * (gs_interp_eval_bounded) and the comparison `gspmd run --verify` makes with them
+ * (gs_check_leaf, gs_verify_outputs). Expected bounds are computed by hand from the rules in
+ * src/interp/bounds.c (u = 2^-24 for f32).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gspmd/numeric.h"
+#include "gspmd/runtime.h"
+#include "gspmd/text.h"
+
+static const double U = 0x1p-24;
+
+static const char *SUM = "%sum (a: f32[], b: f32[]) -> f32[] {\n"
+                         "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+                         "  ROOT %r = f32[] add(%a, %b)\n}\n\n";
+
+/* A module parsed from text (the reductions' %sum prepended when asked). */
+static gs_module *parse(const char *body, bool with_sum, gs_source **src) {
+    static char text[8192];
+    snprintf(text, sizeof text, "HloModule t\n\n%s%s", with_sum ? SUM : "", body);
+    gs_diags d = {0};
+    *src = gs_source_from_string("t.hlo", text);
+    gs_module *m = gs_parse_module(*src, &d);
+    if (!m || gs_module_verify(m, &d) != GS_OK) gs_diags_render(&d, stderr);
+    assert_non_null(m);
+    gs_diags_free(&d);
+    return m;
+}
+
+static gs_value *f32_array(int n, const float *x) {
+    int64_t dims[1] = {n};
+    gs_value *v = gs_value_new_array(GS_F32, 1, dims);
+    memcpy(v->data, x, sizeof(float) * (size_t)n);
+    return v;
+}
+
+/* Evaluates m on args with bounds; returns the bound (result in *res). */
+static gs_value *bounded(gs_module *m, gs_value **args, int n, gs_value **res) {
+    gs_diags d = {0};
+    gs_value *b = NULL;
+    gs_status st = gs_interp_eval_bounded(m, NULL, args, n, res, &b, &d);
+    if (st != GS_OK) gs_diags_render(&d, stderr);
+    assert_int_equal(st, GS_OK);
+    gs_diags_free(&d);
+    return b;
+}
+
+static double el(const gs_value *v, int64_t i) { return gs_elem_get_f(v->data, v->type, i); }
+
+/* Within a part in 10^6 of the expected bound (bounds are stored in f32). */
+static void assert_bound(double got, double want) {
+    if (fabs(got - want) > 1e-6 * fabs(want) + 1e-30)
+        fail_msg("bound %.9g, expected %.9g", got, want);
+}
+
+static void test_add_and_moves(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse("ENTRY %e (x: f32[2], y: f32[2]) -> (f32[2], f32[2], f32[2]) {\n"
+                         "  %x = f32[2] parameter(0)\n  %y = f32[2] parameter(1)\n"
+                         "  %s = f32[2] add(%x, %y)\n"
+                         "  %r = f32[2] reverse(%x), dimensions={0}\n"
+                         "  %m = f32[2] maximum(%s, %r)\n"
+                         "  ROOT %t = (f32[2], f32[2], f32[2]) tuple(%s, %r, %m)\n}\n",
+                         false, &src);
+    float x[2] = {1, 2}, y[2] = {3, -2};
+    gs_value *args[2] = {f32_array(2, x), f32_array(2, y)}, *r;
+    gs_value *b = bounded(m, args, 2, &r);
+    assert_int_equal(b->type, GS_TUPLE);
+    /* x + y = [4, 0]: one rounding of the result each. */
+    assert_bound(el(b->tuple[0], 0), 4 * U);
+    assert_bound(el(b->tuple[0], 1), 0);
+    /* Moved data is exact. */
+    assert_bound(el(b->tuple[1], 0), 0);
+    assert_bound(el(b->tuple[1], 1), 0);
+    /* max(s, reverse(x)) = [max(4,2), max(0,1)]: the larger operand bound, no rounding. */
+    assert_bound(el(b->tuple[2], 0), 4 * U);
+    assert_bound(el(b->tuple[2], 1), 0);
+    gs_value_free(r);
+    gs_value_free(b);
+    gs_value_free(args[0]);
+    gs_value_free(args[1]);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
+static void test_sum_and_dot(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse("ENTRY %e (x: f32[4], y: f32[4]) -> (f32[], f32[], f32[]) {\n"
+                         "  %x = f32[4] parameter(0)\n  %y = f32[4] parameter(1)\n"
+                         "  %z = f32[] constant(0)\n"
+                         "  %s = f32[] reduce(%x, %z), dimensions={0}, to_apply=%sum\n"
+                         "  %d = f32[] dot(%x, %y), lhs_contracting_dims={0}, "
+                         "rhs_contracting_dims={0}\n"
+                         "  %th = f32[] tanh(%s)\n"
+                         "  ROOT %t = (f32[], f32[], f32[]) tuple(%s, %d, %th)\n}\n",
+                         true, &src);
+    float x[4] = {1, -1, 2, -2}, y[4] = {3, 1, 0.5f, 4};
+    gs_value *args[2] = {f32_array(4, x), f32_array(4, y)}, *r;
+    gs_value *b = bounded(m, args, 2, &r);
+    /* The sum cancels to 0, but its bound is u sqrt(4) (|1|+|-1|+|2|+|-2|) = 12u. */
+    assert_true(el(r->tuple[0], 0) == 0);
+    assert_bound(el(b->tuple[0], 0), 12 * U);
+    /* dot: u sqrt(K) sum |x_k y_k| = u sqrt(4) (3 + 1 + 1 + 8) = 26u. */
+    assert_bound(el(b->tuple[1], 0), 26 * U);
+    /* tanh(0): |1 - tanh(0)^2| times the operand's bound, plus u |tanh(0)| = 12u. */
+    assert_bound(el(b->tuple[2], 0), 12 * U);
+    gs_value_free(r);
+    gs_value_free(b);
+    gs_value_free(args[0]);
+    gs_value_free(args[1]);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
+/* A while loop carries the bound of its state: three times s = s * 0.5 + x. */
+static void test_while_carries_bounds(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse(
+        "%cond (p: (s32[], f32[2])) -> pred[] {\n  %p = (s32[], f32[2]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%p), index=0\n  %n = s32[] constant(3)\n"
+        "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n}\n\n"
+        "%body (p: (s32[], f32[2])) -> (s32[], f32[2]) {\n  %p = (s32[], f32[2]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%p), index=0\n  %one = s32[] constant(1)\n"
+        "  %j = s32[] add(%i, %one)\n  %s = f32[2] get-tuple-element(%p), index=1\n"
+        "  %h = f32[] constant(0.5)\n  %hb = f32[2] broadcast(%h), dimensions={}\n"
+        "  %m = f32[2] multiply(%s, %hb)\n  %x = f32[2] constant({1, -1})\n"
+        "  %a = f32[2] add(%m, %x)\n  ROOT %t = (s32[], f32[2]) tuple(%j, %a)\n}\n\n"
+        "ENTRY %e (x: f32[2]) -> f32[2] {\n  %x = f32[2] parameter(0)\n"
+        "  %z = s32[] constant(0)\n  %t = (s32[], f32[2]) tuple(%z, %x)\n"
+        "  %w = (s32[], f32[2]) while(%t), condition=%cond, body=%body\n"
+        "  ROOT %r = f32[2] get-tuple-element(%w), index=1\n}\n",
+        false, &src);
+    float x[2] = {4, 4};
+    gs_value *args[1] = {f32_array(2, x)}, *r;
+    gs_value *b = bounded(m, args, 1, &r);
+    /* s: 4 -> 3 -> 2.5 -> 2.25 (element 0). Each step: bound = 0.5 b + u|0.5 s| + u|s'|:
+     * b1 = u(2 + 3) = 5u, b2 = 2.5u + u(1.5 + 2.5) = 6.5u, b3 = 3.25u + u(1.25 + 2.25) = 6.75u. */
+    assert_true(el(r, 0) == 2.25);
+    assert_bound(el(b, 0), 6.75 * U);
+    gs_value_free(r);
+    gs_value_free(b);
+    gs_value_free(args[0]);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
+static void test_check_leaf(void **state) {
+    (void)state;
+    float w[4] = {1, 0, NAN, 5}, bnd[4] = {0, 1e-7f, 0, 1e-6f};
+    gs_value *want = f32_array(4, w), *bound = f32_array(4, bnd);
+    gs_leaf_check c;
+    /* Equal values (NaN meets NaN): error 0. */
+    assert_true(gs_check_leaf(want, want, bound, &c));
+    assert_true(c.error == 0 && c.worst == -1);
+    /* Within 16 bounds: ok; the worst element is named. */
+    float g1[4] = {1, 1.5e-6f, NAN, 5};
+    gs_value *got = f32_array(4, g1);
+    assert_true(gs_check_leaf(got, want, bound, &c));
+    assert_int_equal(c.worst, 1);
+    assert_true(fabs(c.error - 15) < 1e-3);
+    gs_value_free(got);
+    /* Beyond 16 bounds: a mismatch. */
+    float g2[4] = {1, 0, NAN, 5.00002f};
+    got = f32_array(4, g2);
+    assert_false(gs_check_leaf(got, want, bound, &c));
+    assert_int_equal(c.worst, 3);
+    gs_value_free(got);
+    /* Exactly known data (bound 0) must arrive exactly. */
+    float g3[4] = {1.0000001f, 0, NAN, 5};
+    got = f32_array(4, g3);
+    assert_false(gs_check_leaf(got, want, bound, &c));
+    assert_true(isinf(c.error));
+    assert_int_equal(c.worst, 0);
+    gs_value_free(got);
+    /* NaN against a number. */
+    float g4[4] = {1, 0, 3, 5};
+    got = f32_array(4, g4);
+    assert_false(gs_check_leaf(got, want, bound, &c));
+    assert_int_equal(c.worst, 2);
+    gs_value_free(got);
+    /* Another shape. */
+    got = f32_array(3, g4);
+    assert_false(gs_check_leaf(got, want, bound, &c));
+    assert_false(c.shape_ok);
+    gs_value_free(got);
+    gs_value_free(want);
+    gs_value_free(bound);
+}
+
+/* Issue 15's module A with the inputs of seed 5161: the square of a sum that cancels to 1.57e-3.
+ * The exact value passes, as does the partitioned program's; zero, or 10% off, does not (the
+ * bound of the square is 2.4e-9: 16 of them allow 3.8e-8, 1.5% of it). */
+static void test_cancelling_square(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse("ENTRY %e (v0: f32[4,2]) -> f32[] {\n  %v0 = f32[4,2] parameter(0)\n"
+                         "  %z = f32[] constant(0)\n"
+                         "  %s = f32[] reduce(%v0, %z), dimensions={0,1}, to_apply=%sum\n"
+                         "  ROOT %sq = f32[] multiply(%s, %s)\n}\n",
+                         true, &src);
+    gs_diags d = {0};
+    gs_value **args = NULL;
+    int n_args = 0;
+    assert_int_equal(gs_interp_make_args(m, NULL, 5161, &args, &n_args, &d), GS_OK);
+    const float tries[4] = {2.454154e-06f, 2.454014e-06f, 0.0f, 2.454154e-06f * 1.1f};
+    const bool ok[4] = {true, true, false, false};
+    for (int t = 0; t < 4; t++) {
+        gs_value *got = gs_value_new_array(GS_F32, 0, NULL);
+        ((float *)got->data)[0] = tries[t];
+        gs_leaf_check *c = NULL;
+        int n = 0;
+        bool all_ok;
+        assert_int_equal(gs_verify_outputs(m, args, n_args, 0, got, &c, &n, &all_ok, &d), GS_OK);
+        assert_int_equal(n, 1);
+        if (all_ok != ok[t])
+            fail_msg("%.9g: error %g bounds (bound %g), expected %s", tries[t], c[0].error,
+                     c[0].bound, ok[t] ? "ok" : "a mismatch");
+        free(c);
+        gs_value_free(got);
+    }
+    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+    free(args);
+    gs_diags_free(&d);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add_and_moves),
+        cmocka_unit_test(test_sum_and_dot),
+        cmocka_unit_test(test_while_carries_bounds),
+        cmocka_unit_test(test_check_leaf),
+        cmocka_unit_test(test_cancelling_square),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
