@@ -10,6 +10,7 @@
 #define GSPMD_TOOLS_CLI_H
 
 #include "gspmd/interp.h"
+#include "gspmd/partition.h"
 #include "gspmd/sharding.h"
 
 /* `gspmd run ...` (cmd_run.c); argv[0] is "run". */
@@ -60,6 +61,13 @@ int gs_cli_mkdirs(const char *path);
 gs_module *gs_cli_load_module(const char *path, gs_source **src);
 /* Records an --input NAME=FILE.npy value of subcommand cmd. Returns 0, or the exit code after
  * printing why (2 malformed, 1 out of memory). */
+/* Prints what partitioned program p costs one device against module m (unpartitioned): the
+ * collectives of st by kind, the instructions taking the default action and those computed
+ * whole, full rematerializations, dot/convolution FLOPs and peak memory with their ratios to
+ * m's / N (src/cost/). */
+void gs_cli_print_stats(FILE *f, const gs_module *m, const gs_module *p,
+                        const gs_partition_stats *st);
+
 int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *inputs);
 
 #endif /* GSPMD_TOOLS_CLI_H */

@@ -3,6 +3,7 @@
  * folders, and loading a module with its diagnostics rendered (see cli.h).
  */
 #include "cli.h"
+#include "gspmd/cost.h"
 #include "gspmd/text.h"
 
 #include <stdlib.h>
@@ -67,4 +68,42 @@ int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *in
         return 1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------------ partition statistics */
+
+static const char *COLL_NAMES[GS_N_COLL_KINDS] = {"all-reduce", "all-gather", "reduce-scatter",
+                                                  "all-to-all", "collective-permute"};
+
+static void print_bytes(FILE *f, int64_t b) {
+    if (b >= 1 << 30) fprintf(f, "%.2f GiB", (double)b / (1 << 30));
+    else if (b >= 1 << 20) fprintf(f, "%.1f MiB", (double)b / (1 << 20));
+    else if (b >= 1 << 10) fprintf(f, "%.1f KiB", (double)b / (1 << 10));
+    else fprintf(f, "%lld B", (long long)b);
+}
+
+void gs_cli_print_stats(FILE *f, const gs_module *m, const gs_module *p,
+                        const gs_partition_stats *st) {
+    int64_t n = p->num_partitions > 0 ? p->num_partitions : 1;
+    for (int k = 0; k < GS_N_COLL_KINDS; k++)
+        fprintf(f, "%-20s %4d  %12lld bytes\n", COLL_NAMES[k], st->n[k], (long long)st->bytes[k]);
+    fprintf(f, "%-20s %4d\n", "default action", st->n_default);
+    fprintf(f, "%-20s %4d\n", "computed whole", st->n_replicated);
+    fprintf(f, "%-20s %4d\n", "full remat", st->n_full_remat);
+    gs_cost cm, cp;
+    gs_cost_module(m, &cm);
+    gs_cost_module(p, &cp);
+    double ideal = cm.flops / (double)n;
+    fprintf(f, "per-device FLOPs: %.4g (dot %lld, convolution %lld); unpartitioned / %lld: %.4g;"
+               " ratio %.3f\n",
+            cp.flops, (long long)cp.n_dots, (long long)cp.n_convs, (long long)n, ideal,
+            ideal > 0 ? cp.flops / ideal : 1.0);
+    fprintf(f, "per-device memory: parameters ");
+    print_bytes(f, cp.param_bytes);
+    fprintf(f, ", peak ");
+    print_bytes(f, cp.peak_bytes);
+    fprintf(f, "; unpartitioned peak / %lld: ", (long long)n);
+    print_bytes(f, cm.peak_bytes / n);
+    fprintf(f, "; ratio %.3f\n",
+            cm.peak_bytes > 0 ? (double)cp.peak_bytes / ((double)cm.peak_bytes / (double)n) : 1.0);
 }

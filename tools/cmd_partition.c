@@ -2,12 +2,13 @@
  * cmd_partition.c — `gspmd partition`: rewrites a sharded module into one SPMD program and prints
  * it as HLO text (which `gspmd parse` reads and `gspmd run --spmd` executes).
  *
- *   gspmd partition FILE --num-partitions N [--propagate] [--stats]
+ *   gspmd partition FILE --num-partitions N [--propagate] [--stats] [--strict]
  *                   [--mesh M --shard NAME=SPEC]...
  *
  * Instructions without a sharding are replicated; --propagate runs SPMD sharding propagation
- * first. Warnings (involuntary full rematerialization) go to stderr; --stats prints the count
- * and bytes of each kind of collective to stderr.
+ * first. Warnings (full rematerialization; instructions computed whole although sharded) go to
+ * stderr, as errors with --strict; --stats prints what the program costs a device against the
+ * unpartitioned module (gs_cli_print_stats).
  */
 #include "cli.h"
 #include "gspmd/partition.h"
@@ -19,7 +20,7 @@
 
 
 static const char *PART_USAGE =
-    "gspmd partition FILE --num-partitions N [--propagate] [--stats] "
+    "gspmd partition FILE --num-partitions N [--propagate] [--stats] [--strict] "
     "[--mesh M --shard NAME=SPEC]...";
 
 static const char *PART_HELP =
@@ -30,7 +31,12 @@ static const char *PART_HELP =
     "  --num-partitions N   the number of devices (every sharding must span N devices)\n"
     "  --propagate          run SPMD sharding propagation first (else instructions without a\n"
     "                       sharding are replicated)\n"
-    "  --stats              print the collectives emitted (count and bytes by kind) to stderr\n"
+    "  --stats              print to stderr the collectives emitted (count and bytes by kind),\n"
+    "                       the instructions computed whole, and per-device FLOPs and peak\n"
+    "                       memory against the unpartitioned module's / N\n"
+    "  --strict             an instruction computed on more than its sharding gives a device\n"
+    "                       (no partitioning rule, or a tiled dim kept whole) is an error, not a\n"
+    "                       warning\n"
     "%s"
     "\n"
     "Example:\n"
@@ -44,56 +50,10 @@ static int part_usage(const char *fmt, const char *arg) {
     return 2;
 }
 
-static const char *COLL_NAMES[GS_N_COLL_KINDS] = {"all-reduce", "all-gather", "reduce-scatter",
-                                                  "all-to-all", "collective-permute"};
-
-/* Per-device memory of running m's entry in order: the parameters' bytes, and the peak of
- * parameters plus live values (each from its instruction to its last use; tuples and
- * get-tuple-element alias their operands). */
-static void memory(const gs_module *m, int64_t *params, int64_t *peak) {
-    const gs_computation *c = m->entry;
-    int n = c->n_instrs;
-    int *last = calloc((size_t)n + 1, sizeof *last);
-    *params = 0;
-    *peak = 0;
-    if (!last) return;
-    for (int i = 0; i < n; i++) {
-        const gs_instr *in = c->instrs[i];
-        last[i] = in->is_root ? n : i;
-        if (in->op == GS_OP_PARAMETER) *params += gs_shape_bytes(in->shape);
-    }
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < c->instrs[i]->n_operands; k++) {
-            int id = c->instrs[i]->operands[k]->id;
-            if (last[id] < i) last[id] = i;
-        }
-    int64_t live = 0;
-    for (int i = 0; i < n; i++) {
-        const gs_instr *in = c->instrs[i];
-        bool alias = in->op == GS_OP_PARAMETER || in->op == GS_OP_TUPLE ||
-                     in->op == GS_OP_GET_TUPLE_ELEMENT;
-        if (!alias) live += gs_shape_bytes(in->shape);
-        if (*params + live > *peak) *peak = *params + live;
-        for (int j = 0; j <= i; j++) {
-            const gs_instr *o = c->instrs[j];
-            bool oa = o->op == GS_OP_PARAMETER || o->op == GS_OP_TUPLE ||
-                      o->op == GS_OP_GET_TUPLE_ELEMENT;
-            if (!oa && last[j] == i && j != i) live -= gs_shape_bytes(o->shape);
-        }
-    }
-    free(last);
-}
-
-static void print_bytes(FILE *f, int64_t b) {
-    if (b >= 1 << 20) fprintf(f, "%.1f MiB", (double)b / (1 << 20));
-    else if (b >= 1 << 10) fprintf(f, "%.1f KiB", (double)b / (1 << 10));
-    else fprintf(f, "%lld B", (long long)b);
-}
-
 int gs_cli_partition(int argc, char **argv) {
     const char *file = NULL;
     long n = 0;
-    bool propagate = false, stats = false;
+    bool propagate = false, stats = false, strict = false;
     gs_cli_shardings sh = {0};
     int rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -108,6 +68,8 @@ int gs_cli_partition(int argc, char **argv) {
             propagate = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
+        } else if (strcmp(argv[i], "--strict") == 0) {
+            strict = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
             char *end;
             n = strtol(v, &end, 10);
@@ -151,6 +113,7 @@ int gs_cli_partition(int argc, char **argv) {
     }
     gs_partition_options opts = {0};
     opts.num_partitions = n;
+    opts.strict = strict;
     if (gs_partition(m, &opts, &out, &st, &d) != GS_OK) goto fail;
     char *text = gs_module_to_string(out);
     if (!text) {
@@ -159,25 +122,7 @@ int gs_cli_partition(int argc, char **argv) {
     }
     fputs(text, stdout);
     free(text);
-    if (stats) {
-        for (int k = 0; k < GS_N_COLL_KINDS; k++)
-            fprintf(stderr, "%-20s %4d  %12lld bytes\n", COLL_NAMES[k], st.n[k],
-                    (long long)st.bytes[k]);
-        fprintf(stderr, "%-20s %4d\n", "default action", st.n_default);
-        fprintf(stderr, "%-20s %4d\n", "full remat", st.n_full_remat);
-        int64_t pp, pk, up, uk;
-        memory(out, &pp, &pk);
-        memory(m, &up, &uk);
-        fprintf(stderr, "per-device memory: parameters ");
-        print_bytes(stderr, pp);
-        fprintf(stderr, " (one device unpartitioned: ");
-        print_bytes(stderr, up);
-        fprintf(stderr, "), peak live ");
-        print_bytes(stderr, pk);
-        fprintf(stderr, " (unpartitioned: ");
-        print_bytes(stderr, uk);
-        fprintf(stderr, ")\n");
-    }
+    if (stats) gs_cli_print_stats(stderr, m, out, &st);
     rc = 0;
 fail:
     gs_diags_render(&d, stderr);

@@ -36,6 +36,7 @@
 static const char *RUN_USAGE =
     "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
+    "          [--stats] [--strict]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
@@ -63,6 +64,10 @@ static const char *RUN_HELP =
     "  --timeout SEC        how long a collective waits for the other devices (default 60)\n"
     "  --output-dir DIR     where the outputs go\n"
     "  --save-program FILE  also write the partitioned program (HLO text) to FILE\n"
+    "  --stats              print what the partitioned program costs a device (as partition\n"
+    "                       --stats does) to stderr\n"
+    "  --strict             an instruction computed on more than its sharding gives a device is\n"
+    "                       an error, not a warning\n"
     "  --spmd               FILE is already partitioned: run it as it is on every device, each\n"
     "                       with the same inputs, outputs in DIR/dev<d>/out<i>.npy\n"
     "%s"
@@ -91,6 +96,8 @@ typedef struct run_args {
     bool spmd;                /* --spmd */
     bool propagate;           /* not --no-propagate */
     bool verify;              /* --verify */
+    bool stats;               /* --stats */
+    bool strict;              /* --strict */
     long n_devices;           /* --num-partitions */
     long per_rank;            /* --devices-per-rank (MPI) */
     uint64_t seed;            /* --seed */
@@ -334,8 +341,11 @@ static int run_sharded(const run_args *a, bool mpi) {
     }
     gs_partition_options po = {0};
     po.num_partitions = n;
-    po.no_remat_warnings = !rank0;
-    if (gs_partition(m, &po, &p, NULL, &d) != GS_OK) goto finish;
+    po.no_warnings = !rank0;
+    po.strict = a->strict;
+    gs_partition_stats pst;
+    if (gs_partition(m, &po, &p, &pst, &d) != GS_OK) goto finish;
+    if (a->stats && rank0) gs_cli_print_stats(stderr, m, p, &pst);
     if (check_supported(p, &d) != GS_OK) goto finish;
     if (a->save && rank0) {
         char *text = gs_module_to_string(p);
@@ -414,6 +424,10 @@ int gs_cli_run(int argc, char **argv) {
             a.propagate = false;
         } else if (strcmp(argv[i], "--verify") == 0) {
             a.verify = true;
+        } else if (strcmp(argv[i], "--stats") == 0) {
+            a.stats = true;
+        } else if (strcmp(argv[i], "--strict") == 0) {
+            a.strict = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
             char *end;
             a.n_devices = strtol(v, &end, 10);
@@ -480,9 +494,9 @@ int gs_cli_run(int argc, char **argv) {
         rc = run_usage("missing --output-dir DIR%s", "");
         goto done;
     }
-    if (a.spmd && (a.verify || a.sh.n > 0 || a.save)) {
-        rc = run_usage("%s", "--verify, --shard and --save-program need a module to partition "
-                             "(drop --spmd)");
+    if (a.spmd && (a.verify || a.sh.n > 0 || a.save || a.stats || a.strict)) {
+        rc = run_usage("%s", "--verify, --shard, --save-program, --stats and --strict need a "
+                             "module to partition (drop --spmd)");
         goto done;
     }
     bool mpi = a.backend_name ? strcmp(a.backend_name, "mpi") == 0

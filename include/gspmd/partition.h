@@ -64,7 +64,11 @@ typedef struct gs_partition_stats {
     int64_t bytes[GS_N_COLL_KINDS]; /* bytes of their per-device results */
     int n_full_remat;               /* involuntary full rematerializations (each warned) */
     int n_default;                  /* instructions partitioned by the default action */
-    int n_instrs;                   /* instructions in the partitioned entry */
+    int n_replicated;               /* of those and of the handlers' results, instructions
+                                       computed on more of a value than their sharding gives a
+                                       device (each warned: "computed whole") */
+    int n_instrs;                   /* instructions in the partitioned program (every
+                                       computation it partitioned) */
 } gs_partition_stats;
 
 /* Total bytes over all kinds. */
@@ -75,7 +79,9 @@ typedef struct gs_partition_options {
     int64_t num_partitions;                /* devices N (>= 1) */
     const gs_collective_ops *collectives;  /* NULL: gs_collective_ops_default() */
     void *collectives_ctx;                 /* passed to every collective function */
-    bool no_remat_warnings;                /* do not warn on full rematerialization */
+    bool no_warnings;                      /* do not warn (full rematerialization, default
+                                              action, dims computed whole); still counted */
+    bool strict;                           /* those warnings are errors instead */
     bool default_only;                     /* every instruction by the default action (tests
                                               compare the handlers' bytes against it) */
     long fail_alloc_at;                    /* fault injection: fail the output module's k-th
@@ -86,8 +92,11 @@ typedef struct gs_partition_options {
  * (free with gs_module_free) named like m, with num_partitions=N. Fails with located errors
  * when a sharding spans a different number of devices than N, when the module's own
  * num_partitions (if written and > 1) differs from N, or when an instruction cannot be
- * partitioned; warnings (full rematerialization, naming the instruction and both shardings) go
- * to d too. stats may be NULL. */
+ * partitioned; warnings go to d too (opts->strict: as errors): a full rematerialization (naming
+ * the instruction and both shardings), and every instruction computed on more of its value than
+ * its sharding gives a device (the default action on sharded data, or a handler that keeps a
+ * tiled dim whole), naming it, its opcode, its source line from metadata when present, the
+ * shardings and the bytes gathered. stats may be NULL. */
 gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_module **out,
                        gs_partition_stats *stats, gs_diags *d);
 

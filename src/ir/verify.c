@@ -2143,10 +2143,45 @@ static gs_status verify_instr(const gs_module *m, const gs_instr *in, gs_arena *
     return GS_OK;
 }
 
+/* Depth-first search for a computation that calls itself; state per computation index:
+ * 0 unvisited, 1 on the stack, 2 done. Reports the first cycle at the call that closes it. */
+static bool call_cycle(const gs_module *m, const gs_computation *c, char *state, gs_diags *d) {
+    int ci = -1;
+    for (int i = 0; i < m->n_comps; i++)
+        if (m->comps[i] == c) ci = i;
+    if (ci < 0 || state[ci] == 2) return false;
+    state[ci] = 1;
+    for (int j = 0; j < c->n_instrs; j++) {
+        gs_computation *called[64];
+        int nc = gs_instr_called(c->instrs[j], called, 64);
+        for (int k = 0; k < nc && k < 64; k++) {
+            int q = -1;
+            for (int i = 0; called[k] && i < m->n_comps; i++)
+                if (m->comps[i] == called[k]) q = i;
+            if (q < 0) continue;
+            if (state[q] == 1) {
+                gs_error(d, c->instrs[j]->span,
+                         "%%%s in computation %s calls %s, which is already being called: "
+                         "computations cannot call themselves (recursion)",
+                         c->instrs[j]->name, c->name, called[k]->name);
+                return true;
+            }
+            if (call_cycle(m, called[k], state, d)) return true;
+        }
+    }
+    state[ci] = 2;
+    return false;
+}
+
 gs_status gs_module_verify(const gs_module *m, gs_diags *d) {
     gs_arena scratch;
     gs_arena_init(&scratch);
     int bad = 0;
+    char *state = calloc((size_t)m->n_comps + 1, 1);
+    if (!state) return gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; i < m->n_comps && !bad; i++)
+        if (call_cycle(m, m->comps[i], state, d)) bad++;
+    free(state);
     for (int i = 0; i < m->n_comps; i++) {
         const gs_computation *comp = m->comps[i];
         for (int j = 0; j < comp->n_instrs; j++) {

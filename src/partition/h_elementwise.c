@@ -42,15 +42,17 @@ bool gs_h_elementwise(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
 }
 
 bool gs_h_parameter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
-    gs_computation *entry = c->e->m->entry;
+    (void)t;
+    gs_computation *comp = gs_p_b(c)->comp;
     int64_t k = in->parameter_number;
-    if (k < 0 || k >= entry->n_params || !entry->params[k]) {
-        gs_p_error(c, "internal: parameter %lld of the entry is missing", (long long)k);
+    if (k < 0 || k >= comp->n_params || !comp->params[k]) {
+        gs_p_error(c, "internal: parameter %lld of %s is missing", (long long)k, comp->name);
         return false;
     }
-    out->hlo = entry->params[k];
+    /* As the parameter was built: the driver reshards it to its own sharding if that differs. */
+    out->hlo = comp->params[k];
     out->base = in->shape;
-    out->sharding = t;
+    out->sharding = c->param_sh[k];
     out->red = GS_OP_ADD;
     return true;
 }

@@ -17,6 +17,8 @@
  *   halo.c          halo exchange along a tiled dim (slice, pad)
  *   h_dot.c         dot and convolution: the factor-space plans of the paper and their byte
  *                   costs
+ *   h_control.c     while, call, conditional: called computations partitioned for the
+ *                   shardings at their call site
  */
 #ifndef GSPMD_PARTITION_INTERNAL_H
 #define GSPMD_PARTITION_INTERNAL_H
@@ -90,11 +92,19 @@ typedef struct gs_pctx {
     const gs_sharding *manual;        /* the current instruction's partially manual sharding
                                          (a manual subgroup), or NULL: "replicated" then means
                                          whole within each manual group */
-    gs_pvalue *vals;                  /* per entry instruction (by id): its partitioned value */
-    bool *done;                       /* per entry instruction: value ready */
+    gs_pvalue *vals;                  /* per instruction of the computation being partitioned
+                                         (by id): its partitioned value */
+    bool *done;                       /* per instruction: value ready */
+    const gs_sharding *const *param_sh; /* the shardings the current computation's parameters
+                                         were built with (by parameter number) */
+    bool keep_names;                  /* the current computation is the first partitioned copy
+                                         of its source: its values take the source names */
     gs_reshard_entry **cache;         /* reshard cache buckets */
     int n_cache;                      /* bucket count (power of two) */
     gs_strmap comps;                  /* source computation name -> copied computation */
+    gs_strmap parts;                  /* "name|param shardings|root sharding" -> partitioned
+                                         computation (one per distinct signature) */
+    gs_strmap out_names;              /* computation names used in the output */
     gs_cost_entry *costs[256];        /* reshard costs already found (buckets) */
     int64_t channel;                  /* next channel id */
     bool failed;                      /* sticky: an error was reported (or allocation failed) */
@@ -120,6 +130,17 @@ const gs_sharding *gs_p_sharding_of(gs_pctx *c, const gs_instr *in);
 const gs_sharding *gs_p_replicated(gs_pctx *c, const gs_shape *s);
 /* The per-device shape of base under sharding s (scratch arena). */
 gs_shape *gs_p_local_shape(gs_pctx *c, const gs_shape *base, const gs_sharding *s);
+/* Computation src (called from the current instruction) partitioned with its parameters sharded
+ * by param_sh (one per parameter; each a tuple sharding for tuple parameters) and its root
+ * resharded to root_sh, in the output module; one copy per distinct signature (cached). NULL
+ * after an error. */
+gs_computation *gs_p_partition_called(gs_pctx *c, const gs_computation *src,
+                                      const gs_sharding *const *param_sh,
+                                      const gs_sharding *root_sh);
+/* Copies the attributes of source instruction `in` onto out, its called computations replaced:
+ * those in from[0..n) by to[0..n), the others copied verbatim. */
+void gs_p_copy_attrs(gs_pctx *c, const gs_instr *in, gs_instr *out, int n,
+                     const gs_computation *const *from, gs_computation *const *to);
 /* The default action: every operand replicated, the op computed on whole values, the result
  * replicated. */
 void gs_p_default(gs_pctx *c, const gs_instr *in, gs_pvalue *out);
@@ -242,6 +263,9 @@ bool gs_h_reduce(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue
 bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 
 /* Sharding helpers for handlers. */
 /* Is s usable by the handlers (replicated, or tiled with only replication and manual

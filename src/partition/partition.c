@@ -307,6 +307,7 @@ static const gs_instr **topo_order(gs_arena *a, const gs_computation *comp) {
 }
 
 static gs_computation *copy_comp(void *ctx, gs_computation *src);
+static const char *comp_name(gs_pctx *c, const char *name, bool *first);
 
 gs_instr *gs_p_clone(gs_pctx *c, const gs_instr *in, const gs_shape *shape, int n,
                      gs_instr *const *ops) {
@@ -341,7 +342,9 @@ static gs_computation *copy_comp(void *ctx, gs_computation *src) {
             if (called[k]) copy_comp(c, called[k]);
     }
     gs_module *m = e->m;
-    gs_computation *dst = gs_computation_new(m, src->name);
+    bool first;
+    const char *name = e->dry ? src->name : comp_name(c, src->name, &first);
+    gs_computation *dst = name ? gs_computation_new(m, name) : NULL;
     const gs_instr **order = topo_order(gs_p_a(c), src);
     gs_instr **map = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, src->n_instrs + 1);
     if (!dst || !order || !map) {
@@ -455,6 +458,9 @@ static gs_handler handler_of(const gs_instr *in) {
     case GS_OP_SORT: return gs_h_sort;
     case GS_OP_REDUCE_WINDOW: return gs_h_reduce_window;
     case GS_OP_BITCAST_CONVERT: return gs_h_elementwise;
+    case GS_OP_WHILE: return gs_h_while;
+    case GS_OP_CALL: return gs_h_call;
+    case GS_OP_CONDITIONAL: return gs_h_conditional;
     default: break;
     }
     const gs_op_info *info = gs_op_info_of(in->op);
@@ -462,6 +468,128 @@ static gs_handler handler_of(const gs_instr *in) {
     if ((info->flags & GS_OPF_ELEMENTWISE) && !(info->flags & GS_OPF_SIDE_EFFECT))
         return gs_h_elementwise;
     return NULL;
+}
+
+/* ------------------------------------------------------------------ no silent replication */
+
+/* Into how many parts a value sharded by leaf s is computed: its data tiles times its partial
+ * (unreduced) groups; manual values count as fully split (they are the user's). */
+static int64_t split_of(const gs_sharding *s, int64_t n) {
+    if (s->kind == GS_SHARDING_MANUAL || s->kind == GS_SHARDING_UNREDUCED) return n;
+    if (s->kind != GS_SHARDING_TILED) return 1;
+    int64_t k = 1;
+    for (int i = 0; i < s->tiles.rank; i++) {
+        bool data = i < s->data_rank;
+        int sub = i - s->data_rank;
+        if (data || s->subgroups[sub] == GS_SUBGROUP_UNREDUCED) k *= s->tiles.dims[i];
+        if (!data && s->subgroups[sub] == GS_SUBGROUP_MANUAL) return n;
+    }
+    return k;
+}
+
+/* Array leaf l (depth first) of shape s, or NULL. */
+static const gs_shape *leaf_shape(const gs_shape *s, int *l) {
+    if (s->type != GS_TUPLE) return (*l)-- == 0 ? s : NULL;
+    for (int i = 0; i < s->n_tuple; i++) {
+        const gs_shape *r = leaf_shape(s->tuple[i], l);
+        if (r || *l < 0) return r;
+    }
+    return NULL;
+}
+
+static const gs_shape *shape_leaf(const gs_shape *s, int l) { return leaf_shape(s, &l); }
+
+/* Bytes of the per-device part of array leaf `base` under leaf sharding s. */
+static int64_t local_bytes(const gs_shape *base, const gs_sharding *s) {
+    if (s->kind != GS_SHARDING_TILED || s->data_rank != base->rank) return gs_shape_bytes(base);
+    int64_t dims[GS_MAX_RANK], n = 1;
+    gs_sharding_shard_dims(s, base->rank, base->dims, dims);
+    for (int i = 0; i < base->rank; i++) n *= dims[i];
+    return n * gs_type_size(base->type);
+}
+
+/* source_file:source_line (or op_name) from the metadata of `in`, "" when it has none. */
+static const char *origin(gs_pctx *c, const gs_instr *in) {
+    const char *raw = gs_instr_str(in, GS_ATTR_METADATA);
+    if (!raw) return "";
+    const char *f = strstr(raw, "source_file=\""), *l = strstr(raw, "source_line=");
+    if (f) {
+        f += strlen("source_file=\"");
+        const char *q = strchr(f, '"');
+        int len = q ? (int)(q - f) : (int)strlen(f);
+        long line = l ? strtol(l + strlen("source_line="), NULL, 10) : 0;
+        return gs_arena_printf(gs_p_a(c), " (from %.*s:%ld)", len, f, line);
+    }
+    const char *o = strstr(raw, "op_name=\"");
+    if (!o) return "";
+    o += strlen("op_name=\"");
+    const char *q = strchr(o, '"');
+    return gs_arena_printf(gs_p_a(c), " (op %.*s)", q ? (int)(q - o) : (int)strlen(o), o);
+}
+
+/* Reports instruction `in` computed on more of its value than its sharding gives a device: the
+ * default action on sharded data (took_default), or a handler whose result `got` is split into
+ * fewer parts than `target`. A warning (an error with opts->strict), counted in the stats. */
+static void report_whole(gs_pctx *c, const gs_instr *in, bool took_default,
+                         const gs_sharding *target, const gs_sharding *got) {
+    if (c->e->dry || in->op == GS_OP_PARAMETER || in->op == GS_OP_GET_TUPLE_ELEMENT ||
+        in->op == GS_OP_TUPLE)
+        return; /* plumbing: the value is as its producer made it */
+    int leaves = in->shape->type == GS_TUPLE ? gs_shape_n_leaves(in->shape) : 1;
+    int64_t gathered = 0, want = 0, have = 0;
+    bool sharded = false;
+    for (int k = 0; took_default && k < in->n_operands; k++) {
+        const gs_pvalue *v = gs_p_operand(c, in, k);
+        int nl = v->base->type == GS_TUPLE ? gs_shape_n_leaves(v->base) : 1;
+        for (int l = 0; l < nl; l++) {
+            const gs_sharding *ls = gs_sharding_leaf(v->sharding, v->base, l);
+            const gs_shape *lb = v->base->type == GS_TUPLE ? shape_leaf(v->base, l) : v->base;
+            int64_t k_split = lb ? split_of(ls, c->n) : 1;
+            if (k_split > 1 && ls->kind != GS_SHARDING_MANUAL && gs_sharding_manual_dim(ls) < 0) {
+                sharded = true;
+                gathered += gs_shape_bytes(lb) - local_bytes(lb, ls);
+            }
+        }
+    }
+    for (int l = 0; l < leaves; l++) {
+        const gs_shape *lb = in->shape->type == GS_TUPLE ? shape_leaf(in->shape, l) : in->shape;
+        if (!lb || !gs_type_is_array(lb->type)) continue;
+        const gs_sharding *lt = gs_sharding_leaf(target, in->shape, l);
+        const gs_sharding *lg = gs_sharding_leaf(got, in->shape, l);
+        if (lt->kind == GS_SHARDING_MANUAL || gs_sharding_manual_dim(lt) >= 0)
+            continue; /* the user's own per-device values */
+        int64_t kt = split_of(lt, c->n), kg = took_default ? 1 : split_of(lg, c->n);
+        if (kg < kt) {
+            sharded = true;
+            want += local_bytes(lb, lt);
+            have += took_default ? gs_shape_bytes(lb) : local_bytes(lb, lg);
+        }
+    }
+    if (!sharded) return;
+    c->e->stats.n_replicated++;
+    if (c->opts && c->opts->no_warnings && !c->opts->strict) return;
+    gs_arena *a = gs_p_a(c);
+    char *ts = gs_sharding_to_string(a, target);
+    char what[256];
+    if (took_default)
+        snprintf(what, sizeof what, "no partitioning rule for %s: computed whole on every device",
+                 gs_op_name(in->op));
+    else
+        snprintf(what, sizeof what, "%s computed on more than its sharding gives a device",
+                 gs_op_name(in->op));
+    char detail[256];
+    int len = snprintf(detail, sizeof detail, "its sharding %s", ts ? ts : "?");
+    if (gathered > 0)
+        len += snprintf(detail + len, sizeof detail - (size_t)len, "; operands gathered: %lld bytes",
+                        (long long)gathered);
+    if (have > want)
+        snprintf(detail + len, sizeof detail - (size_t)len,
+                 "; result computed on %lld bytes per device instead of %lld", (long long)have,
+                 (long long)want);
+    if (c->opts && c->opts->strict)
+        gs_p_error(c, "%%%s%s: %s (%s) [--strict]", in->name, origin(c, in), what, detail);
+    else
+        gs_warning(c->d, in->span, "%%%s%s: %s (%s)", in->name, origin(c, in), what, detail);
 }
 
 static void partition_instr(gs_pctx *c, const gs_instr *in) {
@@ -480,18 +608,22 @@ static void partition_instr(gs_pctx *c, const gs_instr *in) {
     if (c->opts && c->opts->default_only && in->op != GS_OP_PARAMETER &&
         in->op != GS_OP_TUPLE && in->op != GS_OP_GET_TUPLE_ELEMENT)
         h = NULL;
+    bool took_default = false;
     if (!h || !h(c, in, target, &r)) {
         if (c->failed) return;
         gs_p_default(c, in, &r);
+        took_default = true;
     }
+    if (c->failed) return;
+    report_whole(c, in, took_default, target, r.sharding);
     if (c->failed) return;
     GS_ASSERT(r.sharding && (r.sharding->kind != GS_SHARDING_TILED ||
                              r.sharding->data_rank == r.base->rank));
     gs_pvalue fin;
     gs_reshard(c, &r, target, &fin);
     if (c->failed) return;
-    if (fin.hlo && fin.hlo->parent == e->b.comp && fin.hlo->id >= start &&
-        fin.hlo->op != GS_OP_PARAMETER)
+    if (c->keep_names && in->op != GS_OP_PARAMETER && fin.hlo && fin.hlo->parent == e->b.comp &&
+        fin.hlo->id >= start && fin.hlo->op != GS_OP_PARAMETER)
         fin.hlo->name = gs_arena_strdup(&e->m->arena, in->name); /* reserved for it */
     if (fin.hlo && !fin.hlo->name) gs_p_oom(c);
     c->vals[in->id] = fin;
@@ -548,6 +680,206 @@ static gs_status copy_header(gs_pctx *c) {
     return GS_OK;
 }
 
+/* ------------------------------------------------------------------ computations */
+
+/* What partitioning one computation keeps: saved and restored around a called one. */
+typedef struct scope {
+    gs_builder b;                 /* appends to the computation */
+    gs_instr *pid, *s32[64];      /* its partition id and small constants */
+    gs_offset_entry *offsets;     /* its tile indices */
+    gs_pvalue *vals;              /* its values */
+    bool *done;
+    gs_reshard_entry **cache;     /* its reshards */
+    int n_cache;
+    const gs_instr *cur;
+    const gs_sharding *manual;
+    const gs_sharding *const *param_sh;
+    bool keep_names;
+} scope;
+
+static void scope_save(gs_pctx *c, scope *s) {
+    gs_emit *e = c->e;
+    s->b = e->b;
+    s->pid = e->pid;
+    memcpy(s->s32, e->s32, sizeof s->s32);
+    s->offsets = e->offsets;
+    s->vals = c->vals;
+    s->done = c->done;
+    s->cache = c->cache;
+    s->n_cache = c->n_cache;
+    s->cur = c->cur;
+    s->manual = c->manual;
+    s->param_sh = c->param_sh;
+    s->keep_names = c->keep_names;
+}
+
+static void scope_restore(gs_pctx *c, const scope *s) {
+    gs_emit *e = c->e;
+    bool failed = e->b.failed;
+    e->b = s->b;
+    e->b.failed = e->b.failed || failed;
+    e->pid = s->pid;
+    memcpy(e->s32, s->s32, sizeof s->s32);
+    e->offsets = s->offsets;
+    c->vals = s->vals;
+    c->done = s->done;
+    c->cache = s->cache;
+    c->n_cache = s->n_cache;
+    c->cur = s->cur;
+    c->manual = s->manual;
+    c->param_sh = s->param_sh;
+    c->keep_names = s->keep_names;
+}
+
+/* Partitions source computation src into the empty output computation dst: its parameters with
+ * the per-device shapes of param_sh, every instruction operands first, its root resharded to
+ * root_sh (NULL: left as the root's own sharding made it). The caller's scope is kept. */
+static void partition_comp(gs_pctx *c, const gs_computation *src, gs_computation *dst,
+                           const gs_sharding *const *param_sh, const gs_sharding *root_sh,
+                           bool keep_names) {
+    scope saved;
+    scope_save(c, &saved);
+    gs_emit *e = c->e;
+    gs_builder_init(&e->b, e->m, dst, &e->names);
+    e->pid = NULL;
+    memset(e->s32, 0, sizeof e->s32);
+    e->offsets = NULL;
+    int ni = src->n_instrs;
+    c->vals = calloc((size_t)ni + 1, sizeof *c->vals);
+    c->done = calloc((size_t)ni + 1, sizeof *c->done);
+    c->n_cache = 1024;
+    while (c->n_cache < ni) c->n_cache *= 2;
+    c->cache = calloc((size_t)c->n_cache, sizeof *c->cache);
+    c->param_sh = param_sh;
+    c->keep_names = keep_names;
+    c->manual = NULL;
+    if (!c->vals || !c->done || !c->cache) gs_p_oom(c);
+    /* The parameters first, with their per-device shapes, in number order. */
+    for (int i = 0; i < src->n_params && !c->failed; i++) {
+        const gs_instr *p = src->params[i];
+        c->cur = p;
+        e->b.span = p->span;
+        gs_shape *ls = gs_p_local_shape(c, p->shape, param_sh[i]);
+        const char *name = keep_names ? p->name : gs_names_fresh(&e->names, &e->m->arena, p->name);
+        if (!ls || !name || !gs_build_parameter(&e->b, i, ls, name)) gs_p_oom(c);
+    }
+    const gs_instr **order = c->failed ? NULL : topo_order(gs_p_a(c), src);
+    if (!c->failed && !order) gs_p_oom(c);
+    for (int i = 0; i < ni && !c->failed; i++) partition_instr(c, order[i]);
+    if (!c->failed && src->root) {
+        gs_pvalue fin = c->vals[src->root->id];
+        c->cur = src->root;
+        if (root_sh) gs_reshard(c, &c->vals[src->root->id], root_sh, &fin);
+        if (!c->failed && !fin.hlo) gs_p_oom(c);
+        if (!c->failed) {
+            dst->root = fin.hlo;
+            fin.hlo->is_root = true;
+        }
+    }
+    free(c->vals);
+    free(c->done);
+    free(c->cache);
+    scope_restore(c, &saved);
+}
+
+/* An output name for a partitioned copy of computation `name`: the name itself the first time
+ * (*first set), later a fresh one. */
+static const char *comp_name(gs_pctx *c, const char *name, bool *first) {
+    *first = !gs_strmap_get(&c->out_names, name);
+    const char *n = *first ? name : gs_names_fresh(&c->e->names, &c->e->m->arena, name);
+    if (n && gs_strmap_put(&c->out_names, n, (void *)n) != GS_OK) return NULL;
+    return n;
+}
+
+gs_computation *gs_p_partition_called(gs_pctx *c, const gs_computation *src,
+                                      const gs_sharding *const *param_sh,
+                                      const gs_sharding *root_sh) {
+    gs_sb key = {0};
+    gs_sb_puts(&key, src->name);
+    for (int i = 0; i < src->n_params; i++) {
+        gs_sb_puts(&key, "|");
+        gs_sharding_print(&key, param_sh[i]);
+    }
+    gs_sb_puts(&key, "|->");
+    gs_sharding_print(&key, root_sh);
+    const char *k = key.failed ? NULL : gs_arena_strdup(gs_p_a(c), gs_sb_str(&key));
+    gs_sb_free(&key);
+    if (!k) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    gs_computation *done = gs_strmap_get(&c->parts, k);
+    if (done) return done;
+    gs_emit *e = c->e;
+    bool first;
+    const char *name = comp_name(c, src->name, &first);
+    gs_computation *dst = name ? gs_computation_new(e->m, name) : NULL;
+    if (!dst || gs_strmap_put(&c->parts, k, dst) != GS_OK) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    dst->execution_thread =
+        src->execution_thread ? gs_arena_strdup(&e->m->arena, src->execution_thread) : NULL;
+    partition_comp(c, src, dst, param_sh, root_sh, first);
+    return c->failed ? NULL : dst;
+}
+
+/* The copy of a called computation for gs_p_copy_attrs: the partitioned one when listed. */
+typedef struct attr_map {
+    gs_pctx *c;
+    int n;
+    const gs_computation *const *from;
+    gs_computation *const *to;
+} attr_map;
+
+static gs_computation *map_comp(void *ctx, gs_computation *src) {
+    attr_map *am = ctx;
+    for (int i = 0; i < am->n; i++)
+        if (am->from[i] == src) return am->to[i];
+    return copy_comp(am->c, src);
+}
+
+void gs_p_copy_attrs(gs_pctx *c, const gs_instr *in, gs_instr *out, int n,
+                     const gs_computation *const *from, gs_computation *const *to) {
+    attr_map am = {c, n, from, to};
+    for (int i = 0; i < in->n_attrs; i++)
+        if (in->attrs[i].key != GS_ATTR_CONTROL_PREDECESSORS)
+            gs_build_copy_attr(gs_p_b(c), out, &in->attrs[i], map_comp, &am);
+}
+
+/* Orders the output's computations so that each comes after those it calls (the entry last). */
+static void order_comps(gs_pctx *c) {
+    gs_module *m = c->main.m;
+    int n = m->n_comps, k = 0;
+    gs_computation **out = GS_NEW_ARRAY(gs_p_a(c), gs_computation *, n + 1);
+    gs_strmap placed = {0};
+    if (!out) {
+        gs_p_oom(c);
+        return;
+    }
+    /* Repeatedly place the computations whose callees are all placed (n is small). */
+    for (bool progress = true; progress && k < n;) {
+        progress = false;
+        for (int i = 0; i < n; i++) {
+            gs_computation *comp = m->comps[i];
+            if (gs_strmap_get(&placed, comp->name) || (comp == m->entry && k < n - 1)) continue;
+            bool ready = true;
+            for (int j = 0; ready && j < comp->n_instrs; j++) {
+                gs_computation *called[64];
+                int nc = gs_instr_called(comp->instrs[j], called, 64);
+                for (int q = 0; ready && q < nc && q < 64; q++)
+                    ready = !called[q] || called[q] == comp || gs_strmap_get(&placed, called[q]->name);
+            }
+            if (!ready) continue;
+            out[k++] = comp;
+            if (gs_strmap_put(&placed, comp->name, comp) != GS_OK) gs_p_oom(c);
+            progress = true;
+        }
+    }
+    if (k == n) memcpy(m->comps, out, sizeof *out * (size_t)n);
+    gs_strmap_free(&placed);
+}
+
 gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_module **out,
                        gs_partition_stats *stats, gs_diags *d) {
     *out = NULL;
@@ -566,50 +898,32 @@ gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_
     gs_arena_init(&c->scratch);
     c->e = &c->main;
     const gs_computation *entry = m->entry;
-    int ni = entry->n_instrs;
-    c->vals = calloc((size_t)ni + 1, sizeof *c->vals);
-    c->done = calloc((size_t)ni + 1, sizeof *c->done);
-    c->n_cache = 1024;
-    while (c->n_cache < ni) c->n_cache *= 2;
-    c->cache = calloc((size_t)c->n_cache, sizeof *c->cache);
     c->main.m = gs_module_new(m->name);
     if (c->main.m && opts && opts->fail_alloc_at > 0)
         c->main.m->arena.fail_at = c->main.m->arena.n_allocs + opts->fail_alloc_at;
     gs_computation *oentry = NULL;
-    if (!c->vals || !c->done || !c->cache || !c->main.m || reserve_names(c) != GS_OK ||
-        copy_header(c) != GS_OK || !(oentry = gs_computation_new(c->main.m, entry->name))) {
+    const gs_sharding **param_sh = NULL;
+    if (!c->main.m || reserve_names(c) != GS_OK || copy_header(c) != GS_OK ||
+        !(oentry = gs_computation_new(c->main.m, entry->name)) ||
+        gs_strmap_put(&c->out_names, entry->name, oentry) != GS_OK ||
+        !(param_sh = GS_NEW_ARRAY(gs_p_a(c), const gs_sharding *, entry->n_params + 1))) {
         gs_p_oom(c);
         goto finish;
     }
     oentry->is_entry = true;
     c->main.m->entry = oentry;
     gs_builder_init(&c->main.b, c->main.m, oentry, &c->main.names);
-    /* The parameters first, with their per-device shapes, in number order. */
-    for (int i = 0; i < entry->n_params && !c->failed; i++) {
-        const gs_instr *p = entry->params[i];
-        c->cur = p;
-        c->main.b.span = p->span;
-        const gs_sharding *s = gs_p_sharding_of(c, p);
-        gs_shape *ls = gs_p_local_shape(c, p->shape, s);
-        if (!gs_build_parameter(&c->main.b, i, ls, p->name)) gs_p_oom(c);
-    }
-    const gs_instr **order = c->failed ? NULL : topo_order(gs_p_a(c), entry);
-    if (!c->failed && !order) gs_p_oom(c);
-    for (int i = 0; i < ni && !c->failed; i++) partition_instr(c, order[i]);
-    if (!c->failed) {
-        gs_instr *root = c->vals[entry->root->id].hlo;
-        if (!root) {
-            gs_p_oom(c);
-        } else {
-            oentry->root = root;
-            root->is_root = true;
-        }
-    }
+    for (int i = 0; i < entry->n_params && !c->failed; i++)
+        param_sh[i] = gs_p_sharding_of(c, entry->params[i]);
+    if (!c->failed) partition_comp(c, entry, oentry, param_sh, NULL, true);
+    if (!c->failed) order_comps(c);
     /* Allocation failure is sticky in the arena: checked once here, at the boundary. */
     if (c->main.b.failed || (c->main.m && c->main.m->arena.failed) || c->scratch.failed)
         gs_p_oom(c);
 finish:
-    c->main.stats.n_instrs = oentry ? oentry->n_instrs : 0;
+    c->main.stats.n_instrs = 0;
+    for (int i = 0; c->main.m && i < c->main.m->n_comps; i++)
+        c->main.stats.n_instrs += c->main.m->comps[i]->n_instrs;
     if (stats) *stats = c->main.stats;
     gs_status st = c->failed ? GS_ERR : GS_OK;
     if (st == GS_OK)
@@ -618,10 +932,9 @@ finish:
         gs_module_free(c->main.m);
     gs_names_free(&c->main.names);
     gs_strmap_free(&c->comps);
+    gs_strmap_free(&c->parts);
+    gs_strmap_free(&c->out_names);
     gs_arena_free(&c->scratch);
-    free(c->vals);
-    free(c->done);
-    free(c->cache);
     free(c);
     return st;
 }

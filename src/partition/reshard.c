@@ -655,7 +655,7 @@ static void gather_dims(gs_pctx *c, gs_pvalue *v, int n, const int *dims) {
 
 static void warn_remat(gs_pctx *c, const gs_sharding *from, const gs_sharding *to) {
     c->e->stats.n_full_remat++;
-    if (c->e->dry || (c->opts && c->opts->no_remat_warnings)) return;
+    if (c->e->dry || (c->opts && c->opts->no_warnings)) return;
     gs_arena *a = gs_p_a(c);
     const char *name = c->cur ? c->cur->name : "?";
     gs_warning(c->d, c->cur ? c->cur->span : gs_span_none(),

@@ -166,6 +166,9 @@ typedef struct graph {
     int n_params;
     const char *ty; /* "f32" or "s32" */
     const mesh *m;
+    char comps[16384]; /* called computations (bodies, branches, callees) */
+    size_t clen;
+    int n_comps;
 } graph;
 
 static void emit(graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -174,6 +177,35 @@ static void emit(graph *g, const char *fmt, ...) {
     va_start(ap, fmt);
     g->len += (size_t)vsnprintf(g->text + g->len, sizeof g->text - g->len, fmt, ap);
     va_end(ap);
+}
+
+static void emit_comp(graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit_comp(graph *g, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    g->clen += (size_t)vsnprintf(g->comps + g->clen, sizeof g->comps - g->clen, fmt, ap);
+    va_end(ap);
+}
+
+/* ", sharding=S" for a random sharding of a value of rank r (or "" for none). */
+static const char *sharding_attr(graph *g, int rank, char *buf, size_t cap) {
+    char sh[256];
+    if (!random_sharding(g->m, rank, sh, sizeof sh)) return "";
+    snprintf(buf, cap, ", sharding=%s", sh);
+    return buf;
+}
+
+/* A random elementwise op of x (of shape `s`) into name: tanh/negate/add(x,x)/multiply(x,x). */
+static void comp_op(graph *g, const char *name, const char *s, const char *x, int rank) {
+    char sa[300];
+    bool f32 = strcmp(g->ty, "f32") == 0;
+    switch (rnd(4)) {
+    case 0: emit_comp(g, "  %%%s = %s %s(%%%s)", name, s, f32 ? "tanh" : "negate", x); break;
+    case 1: emit_comp(g, "  %%%s = %s negate(%%%s)", name, s, x); break;
+    case 2: emit_comp(g, "  %%%s = %s add(%%%s, %%%s)", name, s, x, x); break;
+    default: emit_comp(g, "  %%%s = %s multiply(%%%s, %%%s)", name, s, x, x); break;
+    }
+    emit_comp(g, "%s\n", sharding_attr(g, rank, sa, sizeof sa));
 }
 
 static void shape_text(const graph *g, const val *v, char *buf, size_t cap) {
@@ -231,7 +263,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (rnd(13)) {
+    switch (rnd(16)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -434,6 +466,92 @@ static void op(graph *g) {
         finish(g, v);
         break;
     }
+    case 13: { /* call: the callee applies two elementwise ops, sharded inside at random */
+        int id = g->n_comps++;
+        char sh[300], sb[300];
+        shape_text(g, a, sh, sizeof sh);
+        emit_comp(g, "%%c%d (p: %s) -> %s {\n  %%c%d.p = %s parameter(0)%s\n", id, sh, sh, id, sh,
+                  sharding_attr(g, k, sb, sizeof sb));
+        char x[32], y[32];
+        snprintf(x, sizeof x, "c%d.p", id);
+        snprintf(y, sizeof y, "c%d.x", id);
+        comp_op(g, y, sh, x, k);
+        emit_comp(g, "  ROOT %%c%d.r = %s add(%%%s, %%%s)%s\n}\n\n", id, sh, y, x,
+                  sharding_attr(g, k, sb, sizeof sb));
+        val *v = new_val(g, k, a->dims);
+        emit(g, "  %%%s = %s call(%%%s), to_apply=%%c%d", v->name, sh, a->name, id);
+        finish(g, v);
+        break;
+    }
+    case 14: { /* while: 0-3 iterations of an elementwise op on a carried value */
+        int id = g->n_comps++, trips = rnd(4);
+        char sh[300], st[400], sb[300], ls[300] = "", inner[256];
+        shape_text(g, a, sh, sizeof sh);
+        snprintf(st, sizeof st, "(s32[], %s)", sh);
+        /* One loop sharding on the while and its body and condition parameters (or none). */
+        if (random_sharding(g->m, k, inner, sizeof inner))
+            snprintf(ls, sizeof ls, ", sharding={{replicated}, %s}", inner);
+        emit_comp(g, "%%w%d.cond (s: %s) -> pred[] {\n  %%w%d.cs = %s parameter(0)%s\n"
+                     "  %%w%d.ci = s32[] get-tuple-element(%%w%d.cs), index=0\n"
+                     "  %%w%d.cn = s32[] constant(%d)\n"
+                     "  ROOT %%w%d.cl = pred[] compare(%%w%d.ci, %%w%d.cn), direction=LT\n}\n\n",
+                  id, st, id, st, rnd(2) ? ls : "", id, id, id, trips, id, id, id);
+        emit_comp(g, "%%w%d.body (s: %s) -> %s {\n  %%w%d.bs = %s parameter(0)%s\n"
+                     "  %%w%d.bi = s32[] get-tuple-element(%%w%d.bs), index=0\n"
+                     "  %%w%d.bx = %s get-tuple-element(%%w%d.bs), index=1%s\n"
+                     "  %%w%d.one = s32[] constant(1)\n"
+                     "  %%w%d.bj = s32[] add(%%w%d.bi, %%w%d.one)\n",
+                  id, st, st, id, st, rnd(2) ? ls : "", id, id, id, sh, id,
+                  sharding_attr(g, k, sb, sizeof sb), id, id, id, id);
+        char x[32], y[32];
+        snprintf(x, sizeof x, "w%d.bx", id);
+        snprintf(y, sizeof y, "w%d.by", id);
+        comp_op(g, y, sh, x, k);
+        emit_comp(g, "  ROOT %%w%d.bt = %s tuple(%%w%d.bj, %%w%d.by)%s\n}\n\n", id, st, id, id,
+                  rnd(2) ? ls : "");
+        val *v = new_val(g, k, a->dims);
+        emit(g, "  %%%s.z = s32[] constant(0)\n  %%%s.t = %s tuple(%%%s.z, %%%s)\n", v->name,
+             v->name, st, v->name, a->name);
+        emit(g, "  %%%s.w = %s while(%%%s.t), condition=%%w%d.cond, body=%%w%d.body%s\n", v->name,
+             st, v->name, id, id, ls);
+        emit(g, "  %%%s = %s get-tuple-element(%%%s.w), index=1", v->name, sh, v->name);
+        finish(g, v);
+        break;
+    }
+    case 15: { /* conditional on a selector parameter: 2-3 branches (index) or 2 (predicate) */
+        int id = g->n_comps++, nb = 2 + rnd(2);
+        bool pred = rnd(3) == 0;
+        if (pred) nb = 2;
+        char sh[300], sb[300];
+        shape_text(g, a, sh, sizeof sh);
+        char sel[32]; /* a parameter outside the graph's values (not of its type) */
+        snprintf(sel, sizeof sel, "k%d.sel", id);
+        g->plen += (size_t)snprintf(g->params + g->plen, sizeof g->params - g->plen, "%s%s: %s[]",
+                                    g->n_params ? ", " : "", sel, pred ? "pred" : "s32");
+        emit(g, "  %%%s = %s[] parameter(%d)", sel, pred ? "pred" : "s32", g->n_params++);
+        emit(g, "%s\n", sharding_attr(g, 0, sb, sizeof sb));
+        for (int b = 0; b < nb; b++) {
+            emit_comp(g, "%%k%d.b%d (p: %s) -> %s {\n  %%k%d.b%d.p = %s parameter(0)%s\n", id, b, sh,
+                      sh, id, b, sh, sharding_attr(g, k, sb, sizeof sb));
+            char x[32], y[32];
+            snprintf(x, sizeof x, "k%d.b%d.p", id, b);
+            snprintf(y, sizeof y, "k%d.b%d.r", id, b);
+            comp_op(g, y, sh, x, k);
+            emit_comp(g, "  ROOT %%k%d.b%d.o = %s copy(%%%s)\n}\n\n", id, b, sh, y);
+        }
+        val *v = new_val(g, k, a->dims);
+        emit(g, "  %%%s = %s conditional(%%%s", v->name, sh, sel);
+        for (int b = 0; b < nb; b++) emit(g, ", %%%s", a->name);
+        if (pred) {
+            emit(g, "), true_computation=%%k%d.b0, false_computation=%%k%d.b1", id, id);
+        } else {
+            emit(g, "), branch_computations={");
+            for (int b = 0; b < nb; b++) emit(g, "%s%%k%d.b%d", b ? ", " : "", id, b);
+            emit(g, "}");
+        }
+        finish(g, v);
+        break;
+    }
     case 10: { /* concatenate */
         if (k == 0) return;
         val *b = same_shape(g, a);
@@ -464,7 +582,7 @@ static const char *random_module(graph *g, mesh *m) {
     memcpy(body, g->text, g->len + 1);
     char rs[64];
     shape_text(g, last, rs, sizeof rs);
-    static char out[24576];
+    static char out[40000];
     snprintf(out, sizeof out,
              "HloModule prop\n\n"
              "%%sum (x: %s[], y: %s[]) -> %s[] {\n  %%x = %s[] parameter(0)\n"
@@ -473,9 +591,10 @@ static const char *random_module(graph *g, mesh *m) {
              "  %%y = %s[] parameter(1)\n  ROOT %%r = %s[] maximum(%%x, %%y)\n}\n\n"
              "%%lt (x: %s[], y: %s[]) -> pred[] {\n  %%x = %s[] parameter(0)\n"
              "  %%y = %s[] parameter(1)\n  ROOT %%r = pred[] compare(%%x, %%y), direction=LT\n}\n\n"
+             "%s"
              "ENTRY %%main (%s) -> %s {\n%s  ROOT %%out = %s copy(%%%s)%s%s\n}\n",
              g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
-             g->ty, g->ty, g->ty, g->ty, g->params, rs, body, rs, last->name, "", "");
+             g->ty, g->ty, g->ty, g->ty, g->comps, g->params, rs, body, rs, last->name, "", "");
     /* The root gets a random sharding too. */
     char sh[256];
     if (random_sharding(m, last->rank, sh, sizeof sh)) {
@@ -521,7 +640,7 @@ static void test_random_graphs(void **state) {
         } else {
             gs_partition_options o = {0};
             o.num_partitions = m.n;
-            o.no_remat_warnings = true;
+            o.no_warnings = true;
             if (gs_partition(mod, &o, &p, NULL, &d) != GS_OK) what = "partition failed";
             else if (gs_module_verify(p, &d) != GS_OK)
                 what = "the partitioned program does not verify";

@@ -1,0 +1,170 @@
+/*
+ * h_control.c — while, call and conditional: the computations they call are partitioned for the
+ * shardings at the call site (gs_p_partition_called: one partitioned copy per distinct signature
+ * of parameter and root shardings), so loops, called functions and branches run sharded like the
+ * entry instead of whole on every device.
+ *
+ *   while        one loop sharding S for the carried tuple: the while's own sharding, else its
+ *                body parameter's, else replicated. The operand is resharded to S before the
+ *                loop; the body is partitioned with S as its parameter and root sharding (a
+ *                loop-carried value keeps its sharding across iterations: nothing is resharded
+ *                on the back edge), the condition with S as its parameter and a replicated
+ *                predicate. A body or condition parameter whose own sharding contradicts S is an
+ *                error.
+ *   call         the callee's parameters take its own parameter shardings where written, else
+ *                the operands' shardings as they are; its root takes the call's sharding.
+ *   conditional  the selector (predicate or branch index) is replicated; each branch is
+ *                partitioned like a call with its operand, its root with the conditional's
+ *                sharding.
+ * Computations used as reducers and comparators (to_apply of reduce, sort, scatter, all-reduce)
+ * are not partitioned: they stay scalar and are copied as they are.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* The sharding a callee's parameter p gets from operand value v: p's own when written, else v's
+ * (partial values combined first). */
+static const gs_sharding *param_sharding(gs_pctx *c, const gs_instr *p, const gs_pvalue *v) {
+    if (gs_instr_get_sharding(p)) return gs_p_sharding_of(c, p);
+    if (gs_unreduced_dim(v->sharding) != -1) return gs_p_reduced_form(c, v->sharding);
+    return v->sharding;
+}
+
+/* The per-device values of the operands of `in` from `first` on, resharded to sh[]. */
+static bool reshard_operands(gs_pctx *c, const gs_instr *in, int first, int n,
+                             const gs_sharding *const *sh, gs_instr **ops) {
+    for (int k = 0; k < n; k++) {
+        gs_pvalue r;
+        gs_reshard(c, gs_p_operand(c, in, first + k), sh[k], &r);
+        if (c->failed) return false;
+        ops[k] = r.hlo;
+    }
+    return true;
+}
+
+/* Is the written sharding of parameter p, if any, the loop's S? Reports the contradiction. */
+static bool agrees(gs_pctx *c, const gs_instr *loop, const gs_instr *p, const char *what,
+                   const gs_sharding *S) {
+    if (!gs_instr_get_sharding(p)) return true;
+    const gs_sharding *own = gs_p_sharding_of(c, p);
+    if (gs_sharding_equal(own, S)) return true;
+    char *a = gs_sharding_to_string(gs_p_a(c), S), *b = gs_sharding_to_string(gs_p_a(c), own);
+    gs_p_error(c, "the loop %%%s carries its state sharded %s, but the parameter %%%s of its %s "
+               "%s is sharded %s",
+               loop->name, a ? a : "?", p->name, what, p->parent->name, b ? b : "?");
+    return false;
+}
+
+bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    const gs_computation *body = gs_instr_comp(in, GS_ATTR_BODY);
+    const gs_computation *cond = gs_instr_comp(in, GS_ATTR_CONDITION);
+    if (!body || !cond || body->n_params != 1 || cond->n_params != 1 || in->n_operands != 1)
+        return false;
+    const gs_sharding *S = t;
+    if (!gs_instr_get_sharding(in) && gs_instr_get_sharding(body->params[0]))
+        S = gs_p_sharding_of(c, body->params[0]);
+    if (!agrees(c, in, body->params[0], "body", S) ||
+        !agrees(c, in, cond->params[0], "condition", S))
+        return false;
+    gs_instr *init;
+    if (!reshard_operands(c, in, 0, 1, &S, &init)) return false;
+    /* Every device must take the same branch: the predicate is replicated (or, in a manual
+     * region, each device's own as the program wrote it). */
+    const gs_sharding *pred = gs_p_sharding_of(c, cond->root);
+    if (pred->kind != GS_SHARDING_MANUAL) pred = gs_p_replicated(c, cond->root->shape);
+    gs_computation *pb = gs_p_partition_called(c, body, &S, S);
+    gs_computation *pc = pb ? gs_p_partition_called(c, cond, &S, pred) : NULL;
+    if (!pb || !pc) return false;
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, S);
+    gs_instr *w = ls ? gs_build(gs_p_b(c), GS_OP_WHILE, ls, 1, &init) : NULL;
+    if (!w) {
+        gs_p_oom(c);
+        return false;
+    }
+    const gs_computation *from[2] = {body, cond};
+    gs_computation *to[2] = {pb, pc};
+    gs_p_copy_attrs(c, in, w, 2, from, to);
+    out->hlo = w;
+    out->base = in->shape;
+    out->sharding = S;
+    out->red = GS_OP_ADD;
+    return true;
+}
+
+bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    const gs_computation *callee = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    if (!callee) callee = gs_instr_comp(in, GS_ATTR_CALLS);
+    int n = in->n_operands;
+    if (!callee || callee->n_params != n) return false;
+    const gs_sharding **sh = GS_NEW_ARRAY(gs_p_a(c), const gs_sharding *, n + 1);
+    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    if (!sh || !ops) {
+        gs_p_oom(c);
+        return false;
+    }
+    for (int k = 0; k < n; k++) sh[k] = param_sharding(c, callee->params[k], gs_p_operand(c, in, k));
+    if (!reshard_operands(c, in, 0, n, sh, ops)) return false;
+    gs_computation *pc = gs_p_partition_called(c, callee, sh, t);
+    if (!pc) return false;
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+    gs_instr *call = ls ? gs_build(gs_p_b(c), in->op, ls, n, ops) : NULL;
+    if (!call) {
+        gs_p_oom(c);
+        return false;
+    }
+    gs_p_copy_attrs(c, in, call, 1, &callee, &pc);
+    out->hlo = call;
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return true;
+}
+
+bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    const gs_computation *br[2];
+    const gs_computation *const *branches = br;
+    int nb;
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
+    if (a) {
+        nb = a->u.comps.n;
+        branches = (const gs_computation *const *)a->u.comps.v;
+    } else {
+        br[0] = gs_instr_comp(in, GS_ATTR_TRUE_COMPUTATION);
+        br[1] = gs_instr_comp(in, GS_ATTR_FALSE_COMPUTATION);
+        nb = 2;
+        if (!br[0] || !br[1]) return false;
+    }
+    if (nb < 1 || in->n_operands != nb + 1) return false;
+    for (int i = 0; i < nb; i++)
+        if (!branches[i] || branches[i]->n_params != 1) return false;
+    const gs_sharding **sh = GS_NEW_ARRAY(gs_p_a(c), const gs_sharding *, nb + 2);
+    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, nb + 2);
+    gs_computation **pb = GS_NEW_ARRAY(gs_p_a(c), gs_computation *, nb + 1);
+    if (!sh || !ops || !pb) {
+        gs_p_oom(c);
+        return false;
+    }
+    sh[0] = gs_p_replicated(c, in->operands[0]->shape);
+    for (int i = 0; i < nb; i++) {
+        sh[i + 1] = param_sharding(c, branches[i]->params[0], gs_p_operand(c, in, i + 1));
+        /* A computation listed twice takes one signature (its copy is shared). */
+        for (int j = 0; j < i; j++)
+            if (branches[j] == branches[i]) sh[i + 1] = sh[j + 1];
+    }
+    if (!reshard_operands(c, in, 0, nb + 1, sh, ops)) return false;
+    for (int i = 0; i < nb; i++)
+        if (!(pb[i] = gs_p_partition_called(c, branches[i], &sh[i + 1], t))) return false;
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+    gs_instr *cond = ls ? gs_build(gs_p_b(c), GS_OP_CONDITIONAL, ls, nb + 1, ops) : NULL;
+    if (!cond) {
+        gs_p_oom(c);
+        return false;
+    }
+    gs_p_copy_attrs(c, in, cond, nb, branches, pb);
+    out->hlo = cond;
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return true;
+}
