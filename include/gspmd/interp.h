@@ -32,6 +32,9 @@ struct gs_value {
     int n_tuple;                /* tuples: number of elements */
     gs_value **tuple;           /* tuples: elements (each holds a reference) */
     int refs;                   /* reference count */
+    int devices;                /* > 0: a bundle of per-device values inside a manual region
+                                   (shard_map) of an unpartitioned module, tuple[d] being
+                                   device d's (see gs_eval_instr); 0 otherwise */
 };
 
 /* A new zero-filled array value. NULL on allocation failure. */
@@ -132,6 +135,23 @@ gs_value *gs_random_value(const gs_shape *s, uint64_t seed);
 /* make_args + eval + leaves: the outputs' array leaves as new references in *outs (malloc'd). */
 gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
                               gs_value ***outs, int *n_outs, gs_diags *d);
+
+/* ------------------------------------------------------------------ sharded values */
+
+/* Device `device`'s part of the global value v under sharding s (a tuple sharding for tuples, or
+ * one sharding for every leaf), as a partitioned program's parameter holds it: the shard of each
+ * tiled leaf, zero-padded at the end to ceil(dim / tiles); whole values for replicated, maximal
+ * and unknown shardings. Fails (with an error) for unreduced and manual leaves, and when a
+ * sharding does not fit its leaf. *out is a new value. */
+gs_status gs_value_shard(const gs_value *v, const gs_sharding *s, int64_t device,
+                         gs_value **out, gs_diags *d);
+
+/* The global value of shape `shape` reassembled from every device's part (parts[0..n_devices))
+ * under sharding s: the valid region of each tile from the devices holding it; a maximal leaf
+ * from its device. Devices holding the same data (replicas) must agree bitwise, else an error
+ * names the two devices and the output leaf. *out is a new value. */
+gs_status gs_value_unshard(gs_value *const *parts, int n_devices, const gs_sharding *s,
+                           const gs_shape *shape, gs_value **out, gs_diags *d);
 
 #ifdef __cplusplus
 }

@@ -154,23 +154,6 @@ typedef struct gs_device_ctx {
 gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *operands,
                                 int n_operands, gs_value **out, gs_diags *d);
 
-/* ------------------------------------------------------------------ sharded values */
-
-/* Device `device`'s part of the global value v under sharding s (a tuple sharding for tuples, or
- * one sharding for every leaf), as a partitioned program's parameter holds it: the shard of each
- * tiled leaf, zero-padded at the end to ceil(dim / tiles); whole values for replicated, maximal
- * and unknown shardings. Fails (with an error) for unreduced and manual leaves, and when a
- * sharding does not fit its leaf. *out is a new value. */
-gs_status gs_value_shard(const gs_value *v, const gs_sharding *s, int64_t device,
-                         gs_value **out, gs_diags *d);
-
-/* The global value of shape `shape` reassembled from every device's part (parts[0..n_devices))
- * under sharding s: the valid region of each tile from the devices holding it; a maximal leaf
- * from its device. Devices holding the same data (replicas) must agree bitwise, else an error
- * names the two devices and the output leaf. *out is a new value. */
-gs_status gs_value_unshard(gs_value *const *parts, int n_devices, const gs_sharding *s,
-                           const gs_shape *shape, gs_value **out, gs_diags *d);
-
 /* Runs partitioned program p, made from module m by gs_partition for comm's devices, on this
  * process's devices of comm (threads, or MPI ranks): the global arguments `args` (one per entry
  * parameter of m, borrowed; the same on every process) are sliced per device by m's parameter

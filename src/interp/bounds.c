@@ -523,8 +523,14 @@ static gs_status bounded_while(gs_eval *ev, const gs_instr *in, gs_value *const 
             gs_value_free(bstate);
             return GS_ERR;
         }
-        bool go = p->type == GS_PRED && p->n == 1 && ((unsigned char *)p->data)[0];
+        bool go = false;
+        gs_status pst = gs_eval_predicate(ev, in, p, &go);
         gs_value_free(p);
+        if (pst != GS_OK) {
+            gs_value_free(state);
+            gs_value_free(bstate);
+            return pst;
+        }
         if (!go) break;
         gs_value *next, *bnext;
         gs_status st = gs_eval_call_bounded(ev, body, &state, &bstate, 1, &next, &bnext);
@@ -542,6 +548,10 @@ static gs_status bounded_while(gs_eval *ev, const gs_instr *in, gs_value *const 
 gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                          gs_value *const *bops, gs_value **out, gs_value **bout) {
     *out = *bout = NULL;
+    if (!gs_manual_is_enter(in) && !gs_manual_is_exit(in)) {
+        int n_dev = gs_bundle_devices(ops, in->n_operands);
+        if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, bops, out, bout, gs_bound_instr);
+    }
     const gs_op_info *info = gs_op_info_of(in->op);
     switch (info->family) {
     case GS_FAM_WHILE: return bounded_while(ev, in, ops, bops, out, bout);

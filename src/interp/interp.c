@@ -185,8 +185,13 @@ static gs_status k_while(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
             gs_value_free(state);
             return GS_ERR;
         }
-        bool go = p->type == GS_PRED && p->n == 1 && ((unsigned char *)p->data)[0];
+        bool go = false;
+        gs_status st = gs_eval_predicate(ev, in, p, &go);
         gs_value_free(p);
+        if (st != GS_OK) {
+            gs_value_free(state);
+            return st;
+        }
         if (!go) break;
         gs_value *next;
         if (gs_eval_call(ev, body, &state, 1, &next) != GS_OK) {
@@ -465,10 +470,23 @@ static bool shape_for_dynamic_operands(gs_arena *a, const gs_instr *in, gs_value
     return true;
 }
 
+static gs_status eval_on_device(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                gs_value *const *bops, gs_value **out, gs_value **bout) {
+    (void)bops;
+    (void)bout;
+    return gs_eval_instr(ev, in, ops, out);
+}
+
 gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     gs_kernel_fn k = kernel_of(in->op);
     if (!k) return gs_eval_error(ev, in, "the interpreter does not support %s", gs_op_name(in->op));
     *out = NULL;
+    /* Manual regions: per-device parts (manual.c). */
+    if (gs_manual_is_enter(in) && in->n_operands == 1) return gs_manual_enter(ev, in, ops[0], out);
+    if (gs_manual_is_exit(in) && in->n_operands == 1 && ops[0]->devices > 0)
+        return gs_manual_exit(ev, in, ops[0], out);
+    int n_dev = gs_bundle_devices(ops, in->n_operands);
+    if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, NULL, out, NULL, eval_on_device);
     gs_status st;
     if (in->shape && in->shape->dynamic && in->n_operands <= 16) {
         gs_arena a;

@@ -64,6 +64,29 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
 /* A new array value for instruction `in`'s (array) result shape; NULL after reporting OOM. */
 gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in);
 
+/* ------------------------------------------------------------------ manual regions (manual.c) */
+
+/* Is `in` the custom-call entering (SPMDFullToShardShape) / leaving (SPMDShardToFullShape) a
+ * manual region? */
+bool gs_manual_is_enter(const gs_instr *in);
+bool gs_manual_is_exit(const gs_instr *in);
+/* The device count of the first bundle among ops[0..n), 0 when none is one. */
+int gs_bundle_devices(gs_value *const *ops, int n);
+/* op cut into the bundle of its per-device parts by its instruction's sharding. */
+gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out);
+/* The global value reassembled from bundle op by in's sharding. */
+gs_status gs_manual_exit(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out);
+/* One instruction on its own operands (and bounds: bops, bout; NULL in value mode). */
+typedef gs_status (*gs_per_device_fn)(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                      gs_value *const *bops, gs_value **out, gs_value **bout);
+/* Runs fn once per device of an n_dev bundle, with partition-id d and device d's parts of the
+ * bundle operands (others as they are); the results (and bounds) bundled. */
+gs_status gs_per_device(gs_eval *ev, const gs_instr *in, int n_dev, gs_value *const *ops,
+                        gs_value *const *bops, gs_value **out, gs_value **bout,
+                        gs_per_device_fn fn);
+/* The value of a loop condition p (a bundle's devices must agree). */
+gs_status gs_eval_predicate(gs_eval *ev, const gs_instr *in, const gs_value *p, bool *go);
+
 /* ------------------------------------------------------------------ scalar semantics */
 
 /* Applies an elementwise unary op (UNARY family) to element ia of a (type at) and stores into

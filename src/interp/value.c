@@ -106,6 +106,7 @@ gs_value *gs_value_copy(const gs_value *v) {
         }
         gs_value *t = gs_value_new_tuple(v->n_tuple, elems);
         free(elems);
+        if (t) t->devices = v->devices;
         return t;
     }
     gs_value *c = gs_value_new_array(v->type, v->rank, v->dims);
@@ -114,6 +115,11 @@ gs_value *gs_value_copy(const gs_value *v) {
 }
 
 bool gs_value_matches(const gs_value *v, const gs_shape *s) {
+    if (v->devices > 0) {
+        for (int d = 0; d < v->n_tuple; d++)
+            if (!gs_value_matches(v->tuple[d], s)) return false;
+        return true;
+    }
     if (v->type != s->type) return false;
     if (s->type == GS_TUPLE) {
         if (v->n_tuple != s->n_tuple) return false;

@@ -535,6 +535,10 @@ static void report_whole(gs_pctx *c, const gs_instr *in, bool took_default,
     if (c->e->dry || in->op == GS_OP_PARAMETER || in->op == GS_OP_GET_TUPLE_ELEMENT ||
         in->op == GS_OP_TUPLE)
         return; /* plumbing: the value is as its producer made it */
+    const char *target_name = in->op == GS_OP_CUSTOM_CALL
+                                  ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET)
+                                  : NULL;
+    if (target_name && strcmp(target_name, "Sharding") == 0) return; /* a reshard marker */
     int leaves = in->shape->type == GS_TUPLE ? gs_shape_n_leaves(in->shape) : 1;
     int64_t gathered = 0, want = 0, have = 0;
     bool sharded = false;
@@ -605,8 +609,14 @@ static void partition_instr(gs_pctx *c, const gs_instr *in) {
     int start = e->b.comp->n_instrs;
     gs_pvalue r = {0};
     gs_handler h = handler_of(in);
-    if (c->opts && c->opts->default_only && in->op != GS_OP_PARAMETER &&
-        in->op != GS_OP_TUPLE && in->op != GS_OP_GET_TUPLE_ELEMENT)
+    bool plumbing = in->op == GS_OP_PARAMETER || in->op == GS_OP_TUPLE ||
+                    in->op == GS_OP_GET_TUPLE_ELEMENT;
+    if (c->opts && c->opts->default_only && !plumbing) h = NULL;
+    /* Inside a manual region an op runs on the devices' own values as written: the default
+     * action's manual case (control flow and the region's custom-calls keep their handlers). */
+    gs_op_family fam = gs_op_info_of(in->op)->family;
+    if (all_manual(target) && !plumbing && fam != GS_FAM_WHILE && fam != GS_FAM_CALL &&
+        fam != GS_FAM_CONDITIONAL && in->op != GS_OP_CUSTOM_CALL)
         h = NULL;
     bool took_default = false;
     if (!h || !h(c, in, target, &r)) {
