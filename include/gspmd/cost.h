@@ -23,7 +23,11 @@ typedef struct gs_cost {
     int64_t peak_bytes;  /* peak of parameters plus live values: each value from its
                             instruction to its last use; tuples, get-tuple-element and
                             parameters alias their operands; a called computation's peak adds
-                            to its caller's live set at the call */
+                            to its caller's live set at the call; an output that
+                            input_output_alias lets reuse a parameter's buffer (donated) is
+                            written in place; elementwise values (and broadcast
+                            scalars) used only by elementwise ops take no memory, as XLA's loop
+                            fusion computes them inside their users */
 } gs_cost;
 
 /* FLOPs of one instruction on its own (dot: 2 x result elements x contracted size;

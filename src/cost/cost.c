@@ -52,10 +52,24 @@ static bool runs_called(const gs_instr *in) {
            (f == GS_FAM_ASYNC && (gs_op_info_of(in->op)->flags & GS_OPF_ASYNC_START));
 }
 
-/* Does `in` alias its operands' storage instead of holding a new value? */
+/* Is `in` computed element by element from same-shaped or scalar operands (elementwise ops,
+ * broadcasts of scalars, iotas, scalar constants)? XLA fuses chains of them into their users'
+ * loops. */
+static bool loop_fusible(const gs_instr *in) {
+    const gs_op_info *info = gs_op_info_of(in->op);
+    if (in->op == GS_OP_BROADCAST) return in->n_operands == 1 && in->operands[0]->shape->rank == 0;
+    if (in->op == GS_OP_IOTA) return true;
+    if (in->op == GS_OP_CONSTANT) return gs_shape_is_array(in->shape) && in->shape->rank == 0;
+    return (info->flags & GS_OPF_ELEMENTWISE) && !(info->flags & GS_OPF_SIDE_EFFECT) &&
+           in->op != GS_OP_COPY && gs_shape_is_array(in->shape);
+}
+
+/* Does `in` read its operands' storage instead of holding a new value (a tuple of buffers; a
+ * reshape, XLA's bitcast: the same bytes with other dims)? Their operands live as long as they
+ * do. A get-tuple-element takes its element over (counted as its own: the rest of the tuple may
+ * die), and parameters are their caller's. */
 static bool aliases(const gs_instr *in) {
-    return in->op == GS_OP_PARAMETER || in->op == GS_OP_TUPLE ||
-           in->op == GS_OP_GET_TUPLE_ELEMENT;
+    return in->op == GS_OP_TUPLE || in->op == GS_OP_RESHAPE || in->op == GS_OP_BITCAST;
 }
 
 /* The walk over computations (depth guards against recursion the verifier would reject). */
@@ -66,9 +80,18 @@ typedef struct walk {
 
 static void comp_cost(walk *w, const gs_computation *c, gs_cost *out);
 
-/* Peak of c's live values beyond its parameters, with its called computations' peaks added at
- * their call sites; flops and counts accumulate into out. */
+/* Peak of c's live values beyond its parameters (an instruction with in_place[id] set is
+ * written into a donated parameter's buffer and takes none), with its called computations'
+ * peaks added at their call sites; flops and counts accumulate into out. */
+static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_place,
+                               gs_cost *out);
+
 static void comp_cost(walk *w, const gs_computation *c, gs_cost *out) {
+    comp_cost_in_place(w, c, NULL, out);
+}
+
+static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_place,
+                               gs_cost *out) {
     memset(out, 0, sizeof *out);
     if (w->depth > 64) return; /* recursion: the verifier rejects it; stay finite */
     w->depth++;
@@ -81,12 +104,38 @@ static void comp_cost(walk *w, const gs_computation *c, gs_cost *out) {
         w->depth--;
         return;
     }
+    /* A fusible value whose every user is an elementwise op of the same computation never
+     * exists in memory: its users' loop computes it (XLA's loop fusion). */
+    char *fused = calloc((size_t)n + 1, 1);
+    if (!fused) {
+        free(last);
+        free(free_at);
+        w->depth--;
+        return;
+    }
+    for (int i = 0; i < n; i++) fused[i] = loop_fusible(c->instrs[i]) && !c->instrs[i]->is_root;
+    for (int i = 0; i < n; i++) {
+        const gs_instr *u = c->instrs[i];
+        bool elementwise_user = loop_fusible(u);
+        for (int k = 0; k < u->n_operands; k++)
+            if (u->operands[k]->parent == c && !elementwise_user) fused[u->operands[k]->id] = 0;
+    }
     for (int i = 0; i < n; i++) last[i] = c->instrs[i]->is_root ? n : i;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < c->instrs[i]->n_operands; k++) {
             const gs_instr *o = c->instrs[i]->operands[k];
             if (o->parent == c && last[o->id] < i) last[o->id] = i;
         }
+    /* Storage an alias reads, and the operands of a fused value, live as long as it does
+     * (latest users first). */
+    for (int i = n - 1; i >= 0; i--) {
+        const gs_instr *in = c->instrs[i];
+        if (!aliases(in) && !fused[i]) continue;
+        for (int k = 0; k < in->n_operands; k++) {
+            const gs_instr *o = in->operands[k];
+            if (o->parent == c && last[o->id] < last[i]) last[o->id] = last[i];
+        }
+    }
     int64_t live = 0, peak = 0;
     for (int i = 0; i < n; i++) {
         const gs_instr *in = c->instrs[i];
@@ -107,7 +156,15 @@ static void comp_cost(walk *w, const gs_computation *c, gs_cost *out) {
                 if (sub.peak_bytes > inner) inner = sub.peak_bytes;
             }
         }
-        int64_t bytes = aliases(in) ? 0 : gs_shape_bytes(in->shape);
+        bool free_slot = aliases(in) || in->op == GS_OP_PARAMETER || fused[i] ||
+                         (in_place && in_place[i]);
+        int64_t bytes = free_slot ? 0 : gs_shape_bytes(in->shape);
+        if (in->op == GS_OP_WHILE) {
+            /* The loop state is updated in place: an initial value that dies at the loop is the
+             * loop's own buffer. */
+            live -= free_at[i];
+            free_at[i] = 0;
+        }
         if (live + inner + bytes > peak) peak = live + inner + bytes;
         live += bytes;
         if (last[i] < n) free_at[last[i]] += bytes;
@@ -116,15 +173,56 @@ static void comp_cost(walk *w, const gs_computation *c, gs_cost *out) {
     out->peak_bytes = peak;
     free(last);
     free(free_at);
+    free(fused);
     w->depth--;
+}
+
+/* For each entry output leaf `{i}` that input_output_alias={ {i}: (param, {}, ...), ... } lets
+ * reuse a parameter's buffer: out_param[i] = param (else -1). Nested output indices are ignored. */
+static void read_aliases(const gs_module *m, int *out_param, int n_out) {
+    for (int i = 0; i < n_out; i++) out_param[i] = -1;
+    for (int a = 0; a < m->n_attrs; a++) {
+        if (strcmp(m->attrs[a].name, "input_output_alias") != 0 || !m->attrs[a].text) continue;
+        const char *p = m->attrs[a].text;
+        while ((p = strchr(p, '{')) != NULL) {
+            char *end;
+            long out = strtol(p + 1, &end, 10);
+            if (end == p + 1 || *end != '}') {
+                p++;
+                continue;
+            }
+            const char *q = strchr(end, '(');
+            if (!q) break;
+            long param = strtol(q + 1, NULL, 10);
+            if (out >= 0 && out < n_out) out_param[out] = (int)param;
+            p = q;
+        }
+    }
 }
 
 void gs_cost_module(const gs_module *m, gs_cost *out) {
     memset(out, 0, sizeof *out);
     if (!m->entry) return;
     walk w = {m, 0};
-    comp_cost(&w, m->entry, out);
+    const gs_instr *root = m->entry->root;
+    int n_out = root && root->op == GS_OP_TUPLE ? root->n_operands : 0;
+    int *out_param = calloc((size_t)n_out + 1, sizeof *out_param);
+    bool *in_place = calloc((size_t)m->entry->n_instrs + 1, sizeof *in_place);
+    if (out_param && in_place) {
+        read_aliases(m, out_param, n_out);
+        for (int i = 0; i < n_out; i++) {
+            const gs_instr *o = root->operands[i];
+            /* Through bitcasts to the instruction that writes the bytes. */
+            while ((o->op == GS_OP_RESHAPE || o->op == GS_OP_BITCAST) && o->n_operands == 1)
+                o = o->operands[0];
+            if (out_param[i] >= 0 && o->op != GS_OP_PARAMETER && o->parent == m->entry)
+                in_place[o->id] = true;
+        }
+    }
+    comp_cost_in_place(&w, m->entry, in_place, out);
     for (int i = 0; i < m->entry->n_params; i++)
         out->param_bytes += gs_shape_bytes(m->entry->params[i]->shape);
     out->peak_bytes += out->param_bytes;
+    free(out_param);
+    free(in_place);
 }

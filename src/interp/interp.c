@@ -368,7 +368,9 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
     if (strcmp(target, "Sharding") == 0 || strcmp(target, "SPMDFullToShardShape") == 0 ||
         strcmp(target, "SPMDShardToFullShape") == 0 || strncmp(target, "xla.sdy.", 8) == 0 ||
         strcmp(target, "ShardBarrierFrom") == 0 || strcmp(target, "ShardBarrierTo") == 0 ||
-        strcmp(target, "X64Combine") == 0 || strcmp(target, "LayoutConstraint") == 0) {
+        strcmp(target, "X64Combine") == 0 || strcmp(target, "LayoutConstraint") == 0 ||
+        strcmp(target, "MoveToHost") == 0 || strcmp(target, "MoveToDevice") == 0 ||
+        strcmp(target, "annotate_device_placement") == 0 || strcmp(target, "PinToDevice") == 0) {
         if (in->n_operands < 1) return gs_eval_error(ev, in, "custom-call %s needs an operand", target);
         if (in->n_operands == 1) {
             *out = gs_value_ref(ops[0]);

@@ -100,10 +100,27 @@ bool gs_h_copy(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     return out->hlo != NULL;
 }
 
+/* Custom-call targets that return their operand: placement and layout annotations and
+ * Shardy's markers. In the partitioned program they are dropped (the value is forwarded). */
+static bool identity_target(const char *t) {
+    static const char *const names[] = {"LayoutConstraint", "MoveToHost", "MoveToDevice",
+                                        "annotate_device_placement", "PinToDevice",
+                                        "xla.sdy.FuncResultSharding", "xla.sdy.Sharding",
+                                        "xla.sdy.PropagationBarrier", "xla.sdy.ShardingGroup",
+                                        "ShardBarrierFrom", "ShardBarrierTo"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(t, names[i]) == 0) return true;
+    return false;
+}
+
 bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target || in->n_operands != 1) return false;
     const gs_pvalue *v = gs_p_operand(c, in, 0);
+    if (identity_target(target) && gs_shape_equal(in->shape, v->base)) {
+        *out = *v;
+        return true;
+    }
     if (strcmp(target, "Sharding") == 0) {
         /* A sharding constraint: the driver reshards the operand's value to it. */
         *out = *v;
