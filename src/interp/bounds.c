@@ -605,9 +605,15 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
         case GS_FAM_GATHER:
         case GS_FAM_TUPLE:
         case GS_FAM_GET_TUPLE_ELEMENT:
+        case GS_FAM_CUSTOM_CALL:
+            if (gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) &&
+                strcmp(gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET), "TopK") == 0)
+                st = ordered(ev, in, ops, bops, r, &b);
+            else
+                st = moved(ev, in, bops, &b);
+            break;
         case GS_FAM_COPY:
         case GS_FAM_COLLECTIVE:
-        case GS_FAM_CUSTOM_CALL:
         case GS_FAM_DYNAMIC_SHAPE:
         case GS_FAM_TOKEN: st = moved(ev, in, bops, &b); break;
         case GS_FAM_ASYNC:
@@ -640,7 +646,7 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
                                  gs_value *const *args, int n_args, gs_value **result,
                                  gs_value **bound, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     *result = *bound = NULL;
     gs_value **bargs = calloc((size_t)(n_args ? n_args : 1), sizeof *bargs);
@@ -652,5 +658,6 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
         st = gs_eval_call_bounded(&ev, m->entry, args, bargs, n_args, result, bound);
     for (int i = 0; i < n_args; i++) gs_value_free(bargs[i]);
     free(bargs);
+    gs_scalar_progs_free(ev.scalars);
     return st;
 }

@@ -378,6 +378,7 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
         }
         return k_tuple(ev, in, ops, out);
     }
+    if (strcmp(target, "TopK") == 0 && in->n_operands == 1) return gs_eval_topk(ev, in, ops, out);
     return gs_eval_error(ev, in, "custom-call target \"%s\" is not supported by the interpreter", target);
 }
 
@@ -610,6 +611,9 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
 
 gs_status gs_eval_call(gs_eval *ev, const gs_computation *c, gs_value *const *args, int n_args,
                        gs_value **out) {
+    bool handled;
+    if (gs_eval_scalar_call(ev, c, args, n_args, out, &handled) != GS_OK) return GS_ERR;
+    if (handled) return GS_OK;
     return eval_comp(ev, c, args, NULL, n_args, out, NULL);
 }
 
@@ -622,9 +626,11 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
-    return gs_eval_call(&ev, c, args, n_args, result);
+    gs_status st = gs_eval_call(&ev, c, args, n_args, result);
+    gs_scalar_progs_free(ev.scalars);
+    return st;
 }
 
 gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,

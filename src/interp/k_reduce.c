@@ -544,12 +544,26 @@ static bool sort_less(void *vctx, int64_t a, int64_t b) {
         int64_t x = c->fc.swap ? ib : ia, y = c->fc.swap ? ia : ib;
         return gs_scalar_compare(v->type, v->data, x, v->data, y, c->fc.dir, c->fc.cmp_type);
     }
+    bool r = false, handled = false;
+    if (c->n_ops <= 32) {
+        /* A compiled comparator reads the elements in place. */
+        gs_type types[64];
+        const void *data[64];
+        int64_t index[64];
+        for (int k = 0; k < c->n_ops; k++) {
+            types[2 * k] = types[2 * k + 1] = c->ops[k]->type;
+            data[2 * k] = data[2 * k + 1] = c->ops[k]->data;
+            index[2 * k] = ia;
+            index[2 * k + 1] = ib;
+        }
+        c->st = gs_eval_scalar_pred(c->ev, c->comp, types, data, index, 2 * c->n_ops, &r, &handled);
+        if (c->st != GS_OK || handled) return r;
+    }
     for (int k = 0; k < c->n_ops; k++) {
         int sz = gs_type_size(c->ops[k]->type);
         gs_copy_elem(c->sa.v[2 * k]->data, 0, c->ops[k]->data, ia, sz);
         gs_copy_elem(c->sa.v[2 * k + 1]->data, 0, c->ops[k]->data, ib, sz);
     }
-    bool r = false;
     c->st = call_pred(c->ev, c->in, c->comp, &c->sa, &r);
     return r;
 }
@@ -640,11 +654,27 @@ static bool topk_less(void *vctx, int64_t a, int64_t b) {
                              c->cmp_type);
 }
 
-/* topk: (values, indices) of the k first elements of each last-dim row. */
+/* The custom-call TopK's order: its comparator computation's direction (GT, largest first,
+ * unless it compares LT). */
+static bool topk_cc_largest(const gs_instr *in) {
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_CALLED_COMPUTATIONS);
+    const gs_computation *cmp = a && a->u.comps.n > 0 ? a->u.comps.v[0] : NULL;
+    if (!cmp || !cmp->root || cmp->root->op != GS_OP_COMPARE) return true;
+    const char *dir = gs_instr_str(cmp->root, GS_ATTR_DIRECTION);
+    return !dir || (strcmp(dir, "LT") != 0 && strcmp(dir, "LE") != 0);
+}
+
+/* topk, and custom-call TopK (k from its result's last dim): (values, indices) of the k first
+ * elements of each last-dim row. */
 static gs_status k_topk(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *x = ops[0];
-    int64_t k = gs_instr_int(in, GS_ATTR_K, -1);
-    bool largest = gs_instr_bool(in, GS_ATTR_LARGEST, true);
+    bool cc = in->op == GS_OP_CUSTOM_CALL;
+    const gs_shape *r0 = cc && in->shape->type == GS_TUPLE && in->shape->n_tuple == 2
+                             ? in->shape->tuple[0]
+                             : NULL;
+    int64_t k = cc ? (r0 && r0->rank > 0 ? r0->dims[r0->rank - 1] : -1)
+                   : gs_instr_int(in, GS_ATTR_K, -1);
+    bool largest = cc ? topk_cc_largest(in) : gs_instr_bool(in, GS_ATTR_LARGEST, true);
     if (x->rank == 0) return gs_eval_error(ev, in, "topk needs an operand of rank >= 1");
     int64_t len = x->dims[x->rank - 1];
     if (k < 0 || k > len)
@@ -822,6 +852,10 @@ static gs_status k_scan(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
 }
 
 /* The kernel of the reduction, window, sort and scan ops (see kernels.h). */
+gs_status gs_eval_topk(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    return k_topk(ev, in, ops, out);
+}
+
 gs_kernel_fn gs_kernel_reduce(gs_opcode op) {
     switch (op) {
     case GS_OP_REDUCE: return k_reduce;

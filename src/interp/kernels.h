@@ -14,6 +14,8 @@
 #include "gspmd/interp.h"
 #include "gspmd/numeric.h"
 
+typedef struct gs_scalar_prog gs_scalar_prog;
+
 /* State of one evaluation (one device, one run). */
 typedef struct gs_eval {
     const gs_module *m;       /* the module being run */
@@ -21,7 +23,22 @@ typedef struct gs_eval {
     gs_diags *d;              /* where errors go */
     uint64_t rng_state;       /* state of rng / rng-get-and-update-state */
     int depth;                /* nesting of computation calls (guards runaway recursion) */
+    gs_scalar_prog *scalars;  /* compiled scalar computations (scalar.c); freed at the end */
 } gs_eval;
+
+/* ---- scalar.c: fast calls of scalar computations */
+
+/* Runs scalar computation c on scalar args when it compiles (*handled set; *out a new value),
+ * else leaves *handled false for the general path. Fails only on allocation failure. */
+gs_status gs_eval_scalar_call(gs_eval *ev, const gs_computation *c, gs_value *const *args,
+                              int n_args, gs_value **out, bool *handled);
+/* The same for a predicate computation on element index[k] of data[k] (of types[k]) for each
+ * parameter k: *result, without allocating. */
+gs_status gs_eval_scalar_pred(gs_eval *ev, const gs_computation *c, const gs_type *types,
+                              const void *const *data, const int64_t *index, int n_args,
+                              bool *result, bool *handled);
+/* Frees a chain of compiled computations. */
+void gs_scalar_progs_free(gs_scalar_prog *p);
 
 typedef gs_status (*gs_kernel_fn)(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                                   gs_value **out);
@@ -126,6 +143,9 @@ static inline void gs_copy_elem(void *dst, int64_t j, const void *src, int64_t i
     unsigned char *t = (unsigned char *)dst + j * size;
     for (int k = 0; k < size; k++) t[k] = s[k];
 }
+
+/* topk, also for the custom-call TopK (k_reduce.c). */
+gs_status gs_eval_topk(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out);
 
 /* ------------------------------------------------------------------ kernel families */
 

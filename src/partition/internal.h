@@ -17,6 +17,7 @@
  *   halo.c          halo exchange along a tiled dim (slice, pad)
  *   h_dot.c         dot and convolution: the factor-space plans of the paper and their byte
  *                   costs
+ *   h_topk.c        topk and custom-call TopK: local top k, gathered candidates, merged
  *   h_control.c     while, call, conditional: called computations partitioned for the
  *                   shardings at their call site
  */
@@ -263,6 +264,7 @@ bool gs_h_reduce(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue
 bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
