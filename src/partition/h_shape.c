@@ -287,6 +287,8 @@ bool gs_h_concatenate(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
 
 bool gs_h_dynamic_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     if (!plain_array(in, t)) return false;
+    if (gs_p_owner_slice(c, in, out)) return true; /* a stacked layer (h_scan.c) */
+    if (c->failed) return false;
     const gs_shape *os = in->operands[0]->shape;
     if (in->n_operands != os->rank + 1) return false; /* the old form with one index vector */
     int moved[GS_MAX_RANK], n = 0;
@@ -305,6 +307,8 @@ bool gs_h_dynamic_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
 bool gs_h_dynamic_update_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
                                gs_pvalue *out) {
     if (!plain_array(in, t)) return false;
+    if (gs_p_owner_update(c, in, out)) return true; /* into a stacked buffer (h_scan.c) */
+    if (c->failed) return false;
     const gs_shape *os = in->shape, *us = in->operands[1]->shape;
     if (in->n_operands != os->rank + 2 || us->rank != os->rank) return false;
     int moved[GS_MAX_RANK], n = 0;

@@ -18,6 +18,7 @@
  *   h_dot.c         dot and convolution: the factor-space plans of the paper and their byte
  *                   costs
  *   h_topk.c        topk and custom-call TopK: local top k, gathered candidates, merged
+ *   h_scan.c        dynamic-(update-)slice of one element along a tiled dim (stacked layers)
  *   h_control.c     while, call, conditional: called computations partitioned for the
  *                   shardings at their call site
  */
@@ -223,6 +224,14 @@ bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64
  * (NULL: left as they are, for slices, which never read outside). NULL when no plan. */
 gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                            int64_t start, int64_t n_out, gs_instr *fill);
+
+/* ---- h_scan.c */
+
+/* dynamic-slice / dynamic-update-slice of one element along dims the operand's value tiles:
+ * the device holding it slices (the others contribute zeros to a partial value) or updates it;
+ * false when the pattern does not apply. */
+bool gs_p_owner_slice(gs_pctx *c, const gs_instr *in, gs_pvalue *out);
+bool gs_p_owner_update(gs_pctx *c, const gs_instr *in, gs_pvalue *out);
 
 /* ---- collectives.c */
 

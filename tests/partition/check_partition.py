@@ -8,7 +8,8 @@
   // WARNING: TEXT          partition prints a warning containing TEXT (else: no warning)
   // ERROR: TEXT            partition fails (exit 1) with TEXT in its stderr
   // VERIFY[: RUN-ARGS]     `gspmd run FILE ARGS --no-propagate --verify RUN-ARGS` matches the
-                            reference (RUN-ARGS: e.g. --seed S for the inputs that showed a bug)
+                            reference (RUN-ARGS: e.g. --seed S for the inputs that showed a bug;
+                            with --propagate in ARGS, run propagates instead)
   // RUN-ERROR: ARGS => TEXT  `gspmd run FILE ARGS` fails (exit 1) with TEXT in stderr; an
                             argument NAME=@TYPE[DIMS] becomes a .npy of zeros of that type/shape
 The partitioned program must also parse back and print the same text.
@@ -69,8 +70,9 @@ def check_mpi(gspmd, path, mpirun):
     n = int(args[args.index("--num-partitions") + 1]) if args and "--num-partitions" in args else 0
     if not verify or n > 6:
         return None
+    prop = ["--no-propagate"] if "--propagate" not in args else []
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n), gspmd, "run", path,
-           "--no-propagate", "--verify", "--backend", "mpi"] + args + run_args
+           "--verify", "--backend", "mpi"] + prop + [a for a in args if a != "--propagate"] + run_args
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0 or "matches the reference" not in r.stdout:
         return ["mpi verify exit %d: %s %s"
@@ -119,7 +121,10 @@ def check(gspmd, path, tmp):
     if q.returncode != 0 or q.stdout != out:
         errs.append("the partitioned program does not round-trip: %s" % q.stderr.strip()[:300])
     if "VERIFY" in keys:
-        r = subprocess.run([gspmd, "run", path, "--no-propagate", "--verify"] + args
+        # `run` propagates unless told not to: files partitioned with --propagate run that way.
+        prop = ["--no-propagate"] if "--propagate" not in args else []
+        rargs = [a for a in args if a != "--propagate"]
+        r = subprocess.run([gspmd, "run", path, "--verify"] + prop + rargs
                            + keys["VERIFY"][0].split(), capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             errs.append("verify exit %d: %s %s"

@@ -1,6 +1,7 @@
 /*
  * test_partition_prop.c — property test of the partitioner: random small graphs (elementwise,
- * broadcast, reshape, transpose, dot, reduce, slice, pad, concatenate, sort, 1-D convolution)
+ * broadcast, reshape, transpose, dot, reduce, slice, pad, concatenate, sort, 1-D convolution,
+ * dynamic-slice and dynamic-update-slice with clamped indices, calls, while loops, conditionals)
  * with random shardings
  * (JAX-style: each axis of a random mesh of 1-3 axes goes to a tensor dim or to replication, in
  * a random order; the mesh's device order iota, transposed, or an explicit permutation; so iota,
@@ -263,7 +264,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (rnd(16)) {
+    switch (rnd(18)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -547,6 +548,35 @@ static void op(graph *g) {
         } else {
             emit(g, "), branch_computations={");
             for (int b = 0; b < nb; b++) emit(g, "%s%%k%d.b%d", b ? ", " : "", id, b);
+            emit(g, "}");
+        }
+        finish(g, v);
+        break;
+    }
+    case 16:   /* dynamic-slice: random sizes (often one element), clamped random indices */
+    case 17: { /* dynamic-update-slice of a new parameter of those sizes */
+        if (k == 0) return;
+        int sz[MAXR], idx[MAXR];
+        for (int i = 0; i < k; i++) {
+            sz[i] = rnd(2) ? 1 : 1 + rnd(a->dims[i]);
+            idx[i] = rnd(a->dims[i] + 4) - 2;
+        }
+        bool update = rnd(2);
+        val *u = NULL;
+        if (update) u = param(g, k, sz);
+        val *v = new_val(g, k, update ? a->dims : sz);
+        shape_text(g, v, so, sizeof so);
+        for (int i = 0; i < k; i++)
+            emit(g, "  %%%s.i%d = s32[] constant(%d)\n", v->name, i, idx[i]);
+        if (update)
+            emit(g, "  %%%s = %s dynamic-update-slice(%%%s, %%%s", v->name, so, a->name, u->name);
+        else
+            emit(g, "  %%%s = %s dynamic-slice(%%%s", v->name, so, a->name);
+        for (int i = 0; i < k; i++) emit(g, ", %%%s.i%d", v->name, i);
+        emit(g, ")");
+        if (!update) {
+            emit(g, ", dynamic_slice_sizes={");
+            for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "," : "", sz[i]);
             emit(g, "}");
         }
         finish(g, v);
