@@ -120,6 +120,23 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
         for (int k = 0; k < u->n_operands; k++)
             if (u->operands[k]->parent == c && !elementwise_user) fused[u->operands[k]->id] = 0;
     }
+    /* A transpose read only by dots and convolutions is a layout of their operand (XLA's
+     * layout assignment folds it into the contraction): no buffer of its own either. */
+    for (int i = 0; i < n; i++) {
+        const gs_instr *in = c->instrs[i];
+        if (in->op != GS_OP_TRANSPOSE || in->is_root) continue;
+        bool only_contractions = true;
+        int users = 0;
+        for (int j = i + 1; j < n && only_contractions; j++) {
+            const gs_instr *u = c->instrs[j];
+            for (int k = 0; k < u->n_operands; k++)
+                if (u->operands[k] == in) {
+                    users++;
+                    only_contractions = u->op == GS_OP_DOT || u->op == GS_OP_CONVOLUTION;
+                }
+        }
+        if (only_contractions && users > 0) fused[i] = 1;
+    }
     for (int i = 0; i < n; i++) last[i] = c->instrs[i]->is_root ? n : i;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < c->instrs[i]->n_operands; k++) {

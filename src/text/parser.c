@@ -601,8 +601,15 @@ static bool parse_literal(parser *p, const gs_shape *s, gs_literal_ir **out) {
     lit->data = gs_arena_alloc(p->a, lit->n_bytes ? lit->n_bytes : 1);
     if (!lit->data) return oom(p);
     lit_ctx lc = {s->type, lit->data, 0, total};
-    if (s->rank == 0 && cur(p) != '{') {
-        if (!parse_scalar_into(p, &lc)) return false;
+    if (cur(p) != '{') {
+        /* A scalar; for an array, XLA's parser fills every element with it. */
+        uint64_t scratch[2];
+        lit_ctx one = {s->type, total > 0 ? lit->data : (void *)scratch, 0, 1};
+        if (!parse_scalar_into(p, &one)) return false;
+        int sz = gs_type_size(s->type);
+        for (int64_t i = 1; i < total; i++)
+            memcpy((char *)lit->data + i * sz, lit->data, (size_t)sz);
+        lc.n = total;
     } else if (!parse_array_values(p, &lc)) {
         return false;
     }
