@@ -392,6 +392,11 @@ gs_computation *gs_computation_new(gs_module *m, const char *name);
 /* Appends instruction `in` (allocated in m's arena) to c, setting parent and id. */
 gs_status gs_computation_append(gs_computation *c, gs_instr *in);
 
+/* XLA's FlattenCallGraph (src/ir/flatten.c): every computation run as a program (call, fusion,
+ * while body and condition, conditional branch) gets a single call site, cloned (with fresh
+ * names, `NAME.flatN`) for each further one. Reducers and comparators stay shared. */
+gs_status gs_module_flatten_calls(gs_module *m, gs_diags *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,11 +18,15 @@
  * and the cheapest is emitted. Padding of uneven contracting dims is masked to zero on both
  * operands.
  *
- * Convolution (without feature or batch groups) is the same planner over its own space: the
- * batch is an lhs-free dim, the output feature an rhs-free dim, the input feature contracts, and
- * the spatial dims are forced whole in every plan (windows cross shard boundaries; halo exchange
- * is the next step) — except spatial dims of a trivial window (size 1, stride 1, no padding or
- * dilation), which act like lhs-free dims.
+ * Convolution is the same planner over its own space: the batch is an lhs-free dim, the output
+ * feature an rhs-free dim, the input feature contracts (with feature groups, the group is a
+ * batch dim), a spatial dim of a trivial window (size 1, stride 1, no padding or dilation) acts
+ * like an lhs-free dim, and the other spatial dims are windowed dims (the paper's spatial
+ * partitioning): a plan may tile them like the result, and each device then reads the input
+ * window its output shard needs — its own shard plus halos from its neighbours, several hops if
+ * wider than a shard, padding filled with zeros — and convolves it locally without padding. The
+ * halos' bytes count in the plan's cost. The kernel's spatial dims stay whole; a windowed dim
+ * with base (lhs) dilation is made whole.
  */
 #include "internal.h"
 
@@ -39,8 +43,12 @@ typedef struct dot_map {
 typedef struct dot_space {
     int ns;                /* space rank */
     int nb, nm, nn, nk;    /* batch, lhs free, rhs free, contracting (dims in this order, then
-                              the forced ones) */
-    int nf;                /* forced-whole dims (convolution windows), after the others */
+                              the windowed ones, then the forced ones) */
+    int nh;                /* windowed dims (convolution spatial dims of the lhs and the result,
+                              tiled by halo exchange), after the contracting ones */
+    int nf;                /* forced-whole dims (the kernel's window), after the others */
+    int spatial[GS_MAX_RANK]; /* windowed dim i: its index among the convolution's spatial dims */
+    bool halo_ok[GS_MAX_RANK]; /* windowed dim i can be tiled (no base dilation) */
     int64_t size[GS_MAX_RANK]; /* extent of each space dim */
     dot_map lhs, rhs, out; /* the three tensors */
     int n_lk;              /* contracting dims of the lhs and rhs (for masking) */
@@ -128,36 +136,41 @@ static bool build_conv_space(const gs_instr *in, dot_space *sp) {
                      l->dims[cd->in_spatial[i]] == o->dims[cd->out_spatial[i]];
         nt += trivial[i];
     }
-    /* Space: m = batch + trivial spatial dims, n = out feature, k = in feature, then one forced
-     * dim per non-trivial spatial dim and one per trivial window dim of the kernel (size 1).
-     * With feature groups, the features split by group are one batch-like dim G (space dim 0:
-     * the lhs feature, the kernel's output feature and the result feature, tiled only by
-     * divisors of the group count), and the kernel's per-group input feature is forced whole. */
+    /* Space: m = batch + trivial spatial dims, n = out feature, k = in feature, then one
+     * windowed dim per non-trivial spatial dim (the lhs's and the result's: tiled, each device
+     * reads its window by halo exchange), then one forced dim per kernel spatial dim. With
+     * feature groups, the features split by group are one batch-like dim G (space dim 0: the
+     * lhs feature, the kernel's output feature and the result feature, tiled only by divisors of
+     * the group count), and the kernel's per-group input feature is forced whole. */
     sp->groups = g;
     sp->nb = g > 1;
     sp->nm = 1 + nt;
     sp->nn = g > 1 ? 0 : 1;
     sp->nk = g > 1 ? 0 : 1;
+    sp->nh = ns - nt;
     sp->nf = ns + (g > 1);
-    sp->ns = sp->nb + sp->nm + sp->nn + sp->nk + sp->nf;
+    sp->ns = sp->nb + sp->nm + sp->nn + sp->nk + sp->nh + sp->nf;
     if (sp->ns > GS_MAX_RANK) return false;
     sp->lhs.rank = sp->rhs.rank = sp->out.rank = ns + 2;
-    int m = sp->nb, f0 = sp->nb + sp->nm + sp->nn + sp->nk;
+    int m = sp->nb, h0 = sp->nb + sp->nm + sp->nn + sp->nk, h = h0, f0 = h0 + sp->nh;
     sp->lhs.to[cd->in_batch] = m;
     sp->out.to[cd->out_batch] = m;
     sp->size[m++] = l->dims[cd->in_batch];
     for (int i = 0; i < ns; i++) {
         int f = f0 + i;
         sp->rhs.to[cd->k_spatial[i]] = f;
-        sp->size[f] = o->dims[cd->out_spatial[i]];
+        sp->size[f] = r->dims[cd->k_spatial[i]];
         if (trivial[i]) {
             sp->lhs.to[cd->in_spatial[i]] = m;
             sp->out.to[cd->out_spatial[i]] = m;
             sp->size[m++] = o->dims[cd->out_spatial[i]];
-            sp->size[f] = 1;
         } else {
-            sp->lhs.to[cd->in_spatial[i]] = f;
-            sp->out.to[cd->out_spatial[i]] = f;
+            const gs_window_dim *w = wa ? &wa->u.window->dims[i] : NULL;
+            sp->spatial[h - h0] = i;
+            sp->halo_ok[h - h0] = w && w->lhs_dilate == 1 && w->stride >= 1;
+            sp->lhs.to[cd->in_spatial[i]] = h;
+            sp->out.to[cd->out_spatial[i]] = h;
+            sp->size[h++] = o->dims[cd->out_spatial[i]];
         }
     }
     if (g > 1) {
@@ -255,9 +268,13 @@ static void add_candidate(gs_pctx *c, const dot_space *sp, const gs_sharding *f,
                           const gs_sharding **v, int *n) {
     if (!f || !gs_p_plain(f) || *n >= MAX_PLANS) return;
     if (sp->nf > 0) {
-        int forced[GS_MAX_RANK];
-        for (int i = 0; i < sp->nf; i++) forced[i] = sp->ns - sp->nf + i;
-        f = gs_p_replicate_dims(c, f, sp->nf, forced);
+        int forced[GS_MAX_RANK], nfo = 0;
+        for (int i = 0; i < sp->nf; i++) forced[nfo++] = sp->ns - sp->nf + i;
+        /* Windowed dims that cannot take a halo are made whole too. */
+        int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
+        for (int i = 0; i < sp->nh; i++)
+            if (!sp->halo_ok[i]) forced[nfo++] = h0 + i;
+        f = gs_p_replicate_dims(c, f, nfo, forced);
     }
     if (sp->groups > 1 && sp->groups % gs_p_tiles(f, 0) != 0) {
         int g0 = 0;
@@ -286,6 +303,73 @@ static const gs_sharding *as_plain(gs_pctx *c, const gs_sharding *s) {
     if (gs_p_plain(s)) return s;
     if (gs_unreduced_dim(s) != -1) return gs_p_reduced_form(c, s);
     return gs_sharding_replicated(gs_p_a(c));
+}
+
+/* How windowed dim h of a convolution is read when the plan tiles it k ways: device tile t
+ * computes outputs [t*so, (t+1)*so) and reads lhs positions [a0 + t*step, a0 + t*step + len)
+ * along lhs dim *dim (of size *n); the first *live tiles have outputs. */
+typedef struct window_read {
+    int dim;
+    int64_t n, a0, step, len, live;
+} window_read;
+
+static window_read read_of(const gs_instr *in, const dot_space *sp, int h, int64_t k) {
+    const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
+    const gs_window_dim *w = &gs_instr_attr(in, GS_ATTR_WINDOW)->u.window->dims[sp->spatial[h]];
+    int i = sp->spatial[h];
+    int64_t o = in->shape->dims[cd->out_spatial[i]], so = (o + k - 1) / k;
+    int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0;
+    window_read r = {(int)cd->in_spatial[i], in->operands[0]->shape->dims[cd->in_spatial[i]],
+                     -w->pad_lo, so * w->stride, (so - 1) * w->stride + eff, so ? (o + so - 1) / so : 0};
+    return r;
+}
+
+/* Bytes the halo exchanges of plan f move per device (the lhs sharded as lhs), or -1 when some
+ * tiled windowed dim cannot be read by halo exchange. */
+static int64_t halo_bytes(gs_pctx *c, const gs_instr *in, const dot_space *sp,
+                          const gs_sharding *f, const gs_sharding *lhs) {
+    int64_t bytes = 0;
+    int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
+    for (int h = 0; h < sp->nh; h++) {
+        int64_t k = gs_p_tiles(f, h0 + h);
+        if (k <= 1) continue;
+        window_read r = read_of(in, sp, h, k);
+        int64_t L, R;
+        if (!gs_p_halo_extent(lhs, r.dim, r.n, r.a0, r.step, r.len, r.live, &L, &R)) return -1;
+        const gs_shape *ls = gs_p_local_shape(c, in->operands[0]->shape, lhs);
+        if (!ls || ls->dims[r.dim] == 0) continue;
+        bytes += (L + R) * (gs_shape_bytes(ls) / ls->dims[r.dim]);
+    }
+    return bytes;
+}
+
+/* The lhs x (sharded as s) read into each device's windows along the tiled windowed dims. */
+static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const dot_space *sp,
+                              const gs_sharding *f, gs_instr *x, const gs_sharding *s) {
+    int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
+    for (int h = 0; h < sp->nh && x; h++) {
+        int64_t k = gs_p_tiles(f, h0 + h);
+        if (k <= 1) continue;
+        window_read r = read_of(in, sp, h, k);
+        gs_instr *zero = gs_build_scalar_i(gs_p_b(c), x->shape->type, 0);
+        x = gs_p_halo_read(c, x, s, r.dim, r.n, r.a0, r.step, r.len, r.live, zero);
+    }
+    return x;
+}
+
+/* The local convolution reads its windows from the halo-extended input: no padding along the
+ * tiled windowed dims (the halo read filled it in). */
+static void unpad_windows(gs_pctx *c, gs_instr *conv, const dot_space *sp, const gs_sharding *f) {
+    const gs_attr *wa = conv ? gs_instr_attr(conv, GS_ATTR_WINDOW) : NULL;
+    if (!wa) return;
+    (void)c;
+    gs_window *w = wa->u.window; /* the output module's own copy */
+    int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
+    for (int h = 0; h < sp->nh; h++)
+        if (gs_p_tiles(f, h0 + h) > 1) {
+            w->dims[sp->spatial[h]].pad_lo = 0;
+            w->dims[sp->spatial[h]].pad_hi = 0;
+        }
 }
 
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
@@ -323,9 +407,11 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         p.rhs = project(c, &sp, &sp.rhs, p.f);
         p.out = project_out(c, &sp, p.f);
         if (c->failed) return false;
+        int64_t hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs) : 0;
+        if (hb < 0) continue; /* a window no halo exchange can read */
         p.bytes = gs_reshard_cost(c, lv->base, lv->sharding, lv->red, p.lhs) +
                   gs_reshard_cost(c, rv->base, rv->sharding, rv->red, p.rhs) +
-                  gs_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t);
+                  gs_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t) + hb;
         for (int s = 0; s < sp.ns; s++) {
             int64_t k = gs_p_tiles(p.f, s);
             p.flops *= (double)((sp.size[s] + k - 1) / k);
@@ -336,7 +422,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
             best_i = i;
         }
     }
-    if (c->failed) return false;
+    if (c->failed || best_i < 0) return false;
     /* Emit: operands resharded to the plan, contracting padding masked, the local dot. */
     gs_pvalue l, r;
     gs_reshard(c, lv, best.lhs, &l);
@@ -345,6 +431,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
     if (lx && rx) {
         lx = gs_p_mask(c, lx, l.sharding, lv->base->dims, sp.n_lk, sp.lk, NULL);
         rx = gs_p_mask(c, rx, r.sharding, rv->base->dims, sp.n_lk, sp.rk, NULL);
+        if (sp.nh > 0) lx = read_windows(c, in, &sp, best.f, lx, l.sharding);
     }
     gs_instr *ops[2] = {lx, rx};
     gs_type ty = in->shape->type;
@@ -356,6 +443,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         gs_shape *wide = gs_shape_with_type(gs_p_a(c), in->shape, GS_F32);
         gs_pvalue p = {gs_p_clone(c, in, gs_p_local_shape(c, wide, best.out), 2, ops), wide,
                        best.out, GS_OP_ADD};
+        unpad_windows(c, p.hlo, &sp, best.f);
         gs_pvalue whole;
         gs_reshard(c, &p, t, &whole);
         out->hlo = gs_build_convert(gs_p_b(c), whole.hlo, ty);
@@ -365,6 +453,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         return out->hlo != NULL;
     }
     out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, best.out), 2, ops);
+    unpad_windows(c, out->hlo, &sp, best.f);
     if (sp.groups > 1 && gs_p_tiles(best.f, 0) > 1)
         gs_build_set_int(gs_p_b(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
                          sp.groups / gs_p_tiles(best.f, 0));

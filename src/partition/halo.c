@@ -1,40 +1,59 @@
 /*
  * halo.c — halo exchange along one tiled dim (GSPMD paper §4, "halo exchange"): an op whose
- * output position j reads input position j + start (slice, pad, shifts) keeps the dim tiled by
- * giving every device the edges of its neighbours' shards it needs.
+ * device-local output reads a window of the input that reaches into the neighbours' shards
+ * (slice, pad, convolution, reduce-window) keeps the dim tiled by giving every device the edges
+ * of the neighbouring shards it needs.
  *
- * Device tile t holds input [t*si, (t+1)*si) and must produce output [t*so, (t+1)*so), which
- * reads input [t*so + start, (t+1)*so + start). The widest reach left (L) and right (R) over
- * the tiles with real output decide the halos; when neither exceeds one shard, the last L
- * elements of every shard go to the next device and the first R to the previous one (two
- * collective-permutes along the dim), the device concatenates [left halo, own shard, right halo]
- * and cuts its output window at an offset linear in t (partition-id arithmetic). Positions that
- * fall outside the input take a fill value (pad) through a mask. Wider reaches decline, and the
- * handler makes the dim whole instead.
+ * The general read (gs_p_halo_read): device tile t holds input [t*si, (t+1)*si) and needs input
+ * [a0 + t*step, a0 + t*step + len) — a window whose start moves by `step` per tile (for a
+ * convolution: the output shard times the stride, a0 = -padding). The widest reach left (L) and
+ * right (R) over the tiles decide the halos; each device receives the last L elements of the
+ * shards before it and the first R of the shards after it, by collective-permutes (one per
+ * neighbour distance: a halo wider than a shard takes several hops), concatenates [left halo,
+ * own shard, right halo], and cuts its window at an offset linear in t (partition-id arithmetic).
+ * Positions outside the input [0, n) (padding, and the padding of an uneven last shard) take a
+ * fill value through a mask.
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Tiles whose windows matter: those with output (t*out_shard < n_out). */
+static int64_t live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
+    if (out_shard <= 0) return k;
+    int64_t m = (n_out + out_shard - 1) / out_shard;
+    return m < k ? m : k;
+}
+
+bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step,
+                      int64_t len, int64_t live, int64_t *left, int64_t *right) {
+    int64_t k = gs_p_tiles(s, d);
+    if (k <= 1) return false;
+    int64_t si = (n + k - 1) / k, L = 0, R = 0;
+    for (int64_t t = 0; t < k && t < live; t++) {
+        int64_t a = a0 + t * step;
+        if (t * si - a > L) L = t * si - a;
+        if (a + len - (t + 1) * si > R) R = a + len - (t + 1) * si;
+    }
+    *left = L;
+    *right = R;
+    /* Halos up to the whole dim on either side (any number of hops). */
+    return L <= (k - 1) * si && R <= (k - 1) * si;
+}
+
 bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
                     int64_t *left, int64_t *right) {
     int64_t k = gs_p_tiles(s, d);
     if (k <= 1) return false;
-    int64_t si = (n + k - 1) / k, so = (n_out + k - 1) / k, L = 0, R = 0;
-    for (int64_t t = 0; t < k && t * so < n_out; t++) {
-        int64_t a = start + t * so;
-        if (t * si - a > L) L = t * si - a;
-        if (a + so - (t + 1) * si > R) R = a + so - (t + 1) * si;
-    }
-    *left = L;
-    *right = R;
-    return L <= si && R <= si;
+    int64_t so = (n_out + k - 1) / k;
+    return gs_p_halo_extent(s, d, n, start, so, so, live_tiles(k, so, n_out), left, right);
 }
 
-/* Source-target pairs moving each device's data to the device one tile up (dir = +1) or down
- * (dir = -1) along tile dim d. */
-static int64_t (*neighbour_pairs(const gs_tile_assignment *t, int d, int dir, int *n))[2] {
+/* Source-target pairs moving each device's data `dist` tiles up (dir = +1) or down (dir = -1)
+ * along tile dim d. */
+static int64_t (*neighbour_pairs(const gs_tile_assignment *t, int d, int dir, int64_t dist,
+                                 int *n))[2] {
     int64_t stride = 1;
     for (int i = d + 1; i < t->rank; i++) stride *= t->dims[i];
     int64_t(*p)[2] = malloc(sizeof *p * (size_t)(t->n ? t->n : 1));
@@ -42,8 +61,8 @@ static int64_t (*neighbour_pairs(const gs_tile_assignment *t, int d, int dir, in
     if (!p) return NULL;
     for (int64_t pos = 0; pos < t->n; pos++) {
         int64_t idx = (pos / stride) % t->dims[d];
-        if (idx + 1 >= t->dims[d]) continue;
-        int64_t lo = gs_tile_device_at(t, pos), hi = gs_tile_device_at(t, pos + stride);
+        if (idx + dist >= t->dims[d]) continue;
+        int64_t lo = gs_tile_device_at(t, pos), hi = gs_tile_device_at(t, pos + dist * stride);
         p[*n][0] = dir > 0 ? lo : hi;
         p[*n][1] = dir > 0 ? hi : lo;
         (*n)++;
@@ -59,13 +78,14 @@ static gs_instr *slice_dim(gs_pctx *c, gs_instr *x, int d, int64_t from, int64_t
     return gs_build_slice(gs_p_b(c), x, st, lim, NULL);
 }
 
-/* The halo of size h from the neighbours along d: dir +1 brings the previous device's last h
- * elements, -1 the next device's first h. */
-static gs_instr *halo(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t h, int dir) {
+/* h elements from the shard `dist` tiles away along d: dir +1 brings the last h of the shard
+ * before, -1 the first h of the shard after. */
+static gs_instr *halo(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t h,
+                      int64_t dist, int dir) {
     int64_t si = x->shape->dims[d];
-    gs_instr *part = dir > 0 ? slice_dim(c, x, d, si - h, si) : slice_dim(c, x, d, 0, h);
+    gs_instr *part = h == si ? x : dir > 0 ? slice_dim(c, x, d, si - h, si) : slice_dim(c, x, d, 0, h);
     int n = 0;
-    int64_t(*pairs)[2] = neighbour_pairs(&s->tiles, d, dir, &n);
+    int64_t(*pairs)[2] = neighbour_pairs(&s->tiles, d, dir, dist, &n);
     if (!pairs) {
         gs_p_oom(c);
         return NULL;
@@ -75,32 +95,43 @@ static gs_instr *halo(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int6
     return r;
 }
 
-gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
-                           int64_t start, int64_t n_out, gs_instr *fill) {
+gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                         int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill) {
     int64_t L, R;
-    if (!x || !gs_p_halo_plan(s, d, n, start, n_out, &L, &R)) return NULL;
+    if (!x || !gs_p_halo_extent(s, d, n, a0, step, len, live, &L, &R)) return NULL;
     gs_builder *b = gs_p_b(c);
-    int64_t k = gs_p_tiles(s, d), si = x->shape->dims[d], so = (n_out + k - 1) / k;
-    gs_instr *parts[3];
+    int64_t si = x->shape->dims[d];
+    int64_t hl = (L + si - 1) / si, hr = (R + si - 1) / si;
+    gs_instr **parts = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, hl + hr + 2);
+    if (!parts) {
+        gs_p_oom(c);
+        return NULL;
+    }
     int np = 0;
-    if (L > 0) parts[np++] = halo(c, x, s, d, L, +1);
+    for (int64_t h = hl; h >= 1; h--) { /* farthest first */
+        int64_t amount = L - (h - 1) * si < si ? L - (h - 1) * si : si;
+        parts[np++] = halo(c, x, s, d, amount, h, +1);
+    }
     parts[np++] = x;
-    if (R > 0) parts[np++] = halo(c, x, s, d, R, -1);
-    gs_instr *win = gs_build_concatenate(b, np, parts, d);
-    /* The output window starts at a_t - (t*si - L) = start + L + t*(so - si). */
+    for (int64_t h = 1; h <= hr; h++) {
+        int64_t amount = R - (h - 1) * si < si ? R - (h - 1) * si : si;
+        parts[np++] = halo(c, x, s, d, amount, h, -1);
+    }
+    gs_instr *win = np == 1 ? x : gs_build_concatenate(b, np, parts, d);
+    /* The window starts at a0 + t*step - (t*si - L) = a0 + L + t*(step - si). */
     gs_instr *t = gs_p_tile_index(c, &s->tiles, d);
-    gs_instr *off = gs_p_add(c, gs_p_mul(c, t, so - si), gs_p_s32(c, start + L));
+    gs_instr *off = gs_p_add(c, gs_p_mul(c, t, step - si), gs_p_s32(c, a0 + L));
     gs_instr *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];
     for (int i = 0; i < x->shape->rank; i++) {
         idx[i] = i == d ? off : gs_p_s32(c, 0);
-        sizes[i] = i == d ? so : x->shape->dims[i];
+        sizes[i] = i == d ? len : x->shape->dims[i];
     }
     gs_instr *y = gs_build_dynamic_slice(b, win, idx, sizes);
     if (!fill || !y) return y;
-    /* Input positions a_t + j outside [0, n) take the fill value. */
+    /* Input positions a0 + t*step + j outside [0, n) take the fill value. */
     gs_instr *iota = gs_build_iota(b, GS_S32, y->shape->rank, y->shape->dims, d);
-    gs_instr *a = gs_p_add(c, gs_p_mul(c, t, so), gs_p_s32(c, start));
+    gs_instr *a = gs_p_add(c, gs_p_mul(c, t, step), gs_p_s32(c, a0));
     gs_instr *pos = gs_build_binary(b, GS_OP_ADD, iota, gs_p_bcast_scalar(c, a, iota->shape));
     gs_instr *lo = gs_p_bcast_scalar(c, gs_p_s32(c, 0), iota->shape);
     gs_instr *hi = gs_p_bcast_scalar(c, gs_p_s32(c, n), iota->shape);
@@ -108,4 +139,12 @@ gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d,
     gs_instr *lt = gs_build_compare(b, pos, hi, "LT");
     gs_instr *in = gs_build_binary(b, GS_OP_AND, ge, lt);
     return gs_build_select(b, in, y, gs_p_bcast_scalar(c, fill, y->shape));
+}
+
+gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                           int64_t start, int64_t n_out, gs_instr *fill) {
+    int64_t k = gs_p_tiles(s, d);
+    if (k <= 1) return NULL;
+    int64_t so = (n_out + k - 1) / k;
+    return gs_p_halo_read(c, x, s, d, n, start, so, so, live_tiles(k, so, n_out), fill);
 }

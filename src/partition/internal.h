@@ -214,14 +214,22 @@ gs_instr *gs_p_bcast_scalar(gs_pctx *c, gs_instr *x, const gs_shape *like);
 
 /* ---- halo.c */
 
+/* Can device tile t along data dim d of s (size n) read input [a0 + t*step, a0 + t*step + len)
+ * for the first `live` tiles by halo exchange? *left and *right get the widest reach beyond the
+ * device's own shard (several hops when wider than a shard). */
+bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step,
+                      int64_t len, int64_t live, int64_t *left, int64_t *right);
+/* x (the device's shard along d under s) turned into that window by collective-permutes from
+ * the neighbours; positions outside [0, n) take scalar `fill` (NULL: left as they are). NULL
+ * when no plan. */
+gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                         int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill);
 /* Can an op whose output position j (of n_out) reads input position j + start (of n) keep data
- * dim d tiled as s tiles it, with one hop of halo each way? *left and *right get the halo
- * sizes. */
+ * dim d tiled as s tiles it? *left and *right get the halo sizes. */
 bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
                     int64_t *left, int64_t *right);
-/* x (the device's shard of the input along d under s) turned into the device's shard of the
- * output along d by halo exchange; positions reading outside the input take scalar `fill`
- * (NULL: left as they are, for slices, which never read outside). NULL when no plan. */
+/* x turned into the device's shard of that output along d (gs_p_halo_read with the output's
+ * shard as both step and length). */
 gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                            int64_t start, int64_t n_out, gs_instr *fill);
 

@@ -601,6 +601,9 @@ gs_status gs_propagate_ex(gs_module *m, const gs_propagate_options *opts,
     gs_propagate_options defaults;
     memset(&defaults, 0, sizeof defaults);
     if (!opts) opts = &defaults;
+    /* One call site per computation run as a program, as XLA flattens the call graph before
+     * SPMD partitioning: each call site's shardings then get their own copy to live on. */
+    if (opts->is_spmd && gs_module_flatten_calls(m, d) != GS_OK) return GS_ERR;
     gs_propagate_info *pi = calloc(1, sizeof *pi);
     if (!pi) return gs_error(d, gs_span_none(), "out of memory");
     gs_pctx *c = &pi->ctx;

@@ -445,9 +445,13 @@ static void op(graph *g) {
         finish(g, v);
         break;
     }
-    case 12: { /* 1-D convolution: [batch, spatial, feature] x [window, in, out] */
+    case 12: { /* 1-D convolution: [batch, spatial, feature] x [window, in, out], with random
+                * padding (negative too), stride, window and base dilation */
         if (k != 3) return;
-        int w = 1 + rnd(a->dims[1] < 3 ? a->dims[1] : 3), lo = rnd(w), hi = rnd(w), o = 1 + rnd(4);
+        int w = 1 + rnd(3), st = 1 + rnd(3), rd = 1 + rnd(2), ld = rnd(4) == 0 ? 2 : 1;
+        int lo = rnd(w + 1) - (rnd(5) == 0), hi = rnd(w + 1) - (rnd(5) == 0), o = 1 + rnd(4);
+        int n_in = (a->dims[1] - 1) * ld + 1 + lo + hi, eff = (w - 1) * rd + 1;
+        if (n_in < eff) return;
         int groups = 1, cin = a->dims[2];
         for (int f = cin; f > 1; f--) /* feature groups: a random divisor of the features */
             if (cin % f == 0 && rnd(3) == 0) {
@@ -457,13 +461,13 @@ static void op(graph *g) {
         int kd[3] = {w, cin / groups, o * groups};
         val *kern = param(g, 3, kd);
         d[0] = a->dims[0];
-        d[1] = a->dims[1] - w + 1 + lo + hi;
+        d[1] = (n_in - eff) / st + 1;
         d[2] = o * groups;
         val *v = new_val(g, 3, d);
         shape_text(g, v, so, sizeof so);
-        emit(g, "  %%%s = %s convolution(%%%s, %%%s), window={size=%d pad=%d_%d}, "
-                "dim_labels=b0f_0io->b0f, feature_group_count=%d",
-             v->name, so, a->name, kern->name, w, lo, hi, groups);
+        emit(g, "  %%%s = %s convolution(%%%s, %%%s), window={size=%d stride=%d pad=%d_%d "
+                "lhs_dilate=%d rhs_dilate=%d}, dim_labels=b0f_0io->b0f, feature_group_count=%d",
+             v->name, so, a->name, kern->name, w, st, lo, hi, ld, rd, groups);
         finish(g, v);
         break;
     }
