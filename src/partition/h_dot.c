@@ -435,18 +435,32 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
     }
     gs_instr *ops[2] = {lx, rx};
     gs_type ty = in->shape->type;
-    bool narrow = (ty == GS_BF16 || ty == GS_F16) && gs_unreduced_dim(best.out) != -1 &&
-                  gs_unreduced_dim(t) == -1;
-    if (narrow) {
+    bool partial = gs_unreduced_dim(best.out) != -1 && gs_unreduced_dim(t) == -1;
+    bool narrow = (ty == GS_BF16 || ty == GS_F16) && partial;
+    /* An integer convolution saturates its sum (XLA's semantics): partial sums add up in s64
+     * and are clamped once at the end. */
+    bool saturating = in->op == GS_OP_CONVOLUTION && partial && gs_type_is_int(ty) &&
+                      gs_type_size(ty) < 8;
+    if (narrow || saturating) {
         /* Partial sums of a narrow float result travel and add up in f32, rounded once at
          * the end, as the single-device dot rounds once. */
-        gs_shape *wide = gs_shape_with_type(gs_p_a(c), in->shape, GS_F32);
+        gs_shape *wide = gs_shape_with_type(gs_p_a(c), in->shape, narrow ? GS_F32 : GS_S64);
         gs_pvalue p = {gs_p_clone(c, in, gs_p_local_shape(c, wide, best.out), 2, ops), wide,
                        best.out, GS_OP_ADD};
         unpad_windows(c, p.hlo, &sp, best.f);
         gs_pvalue whole;
         gs_reshard(c, &p, t, &whole);
-        out->hlo = gs_build_convert(gs_p_b(c), whole.hlo, ty);
+        gs_instr *w = whole.hlo;
+        if (saturating && w) {
+            gs_builder *b = gs_p_b(c);
+            int bits = 8 * gs_type_size(ty);
+            bool sgn = gs_type_is_signed_int(ty);
+            int64_t lo = sgn ? -((int64_t)1 << (bits - 1)) : 0;
+            int64_t hi = sgn ? ((int64_t)1 << (bits - 1)) - 1 : ((int64_t)1 << bits) - 1;
+            gs_instr *cl[3] = {gs_build_scalar_i(b, GS_S64, lo), w, gs_build_scalar_i(b, GS_S64, hi)};
+            w = gs_build(b, GS_OP_CLAMP, w->shape, 3, cl);
+        }
+        out->hlo = gs_build_convert(gs_p_b(c), w, ty);
         out->base = in->shape;
         out->sharding = whole.sharding;
         out->red = GS_OP_ADD;

@@ -10,8 +10,8 @@
  * exactly through it (XLA's ReshapeSharding) and no tiled dim is padded; otherwise it reshards
  * its operand or declines to the default action. Iota adds the device's shard offset along a
  * tiled iota dimension. Sort keeps the tiling of the other dims with the sort dim whole;
- * reduce-window keeps the tiling of the dims its window leaves alone (size 1, stride 1, no
- * padding or dilation).
+ * reduce-window keeps the tiling of the dims its window leaves alone, and of windowed dims by
+ * halo exchange (the reduction's identity filling positions outside the input).
  */
 #include "internal.h"
 
@@ -386,12 +386,45 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
     const gs_shape *is = in->operands[0]->shape;
     if (!wa || wa->u.window->n != is->rank || is->rank != in->shape->rank) return false;
+    /* Windowed dims the result tiles keep their tiling: each device reads its window by halo
+     * exchange, positions outside the input taking the reduction's identity (which is what
+     * skipping them means); that needs a reduction with an identity and no base dilation. The
+     * other windowed dims are made whole. */
+    gs_opcode rop;
+    const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    gs_instr *id = comp && gs_p_reducer_op(comp, &rop) ? gs_p_identity(c, rop, is->type) : NULL;
     int moved[GS_MAX_RANK], n = 0;
+    bool halo[GS_MAX_RANK] = {0};
     for (int i = 0; i < is->rank; i++) {
         const gs_window_dim *w = &wa->u.window->dims[i];
         bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
                        w->lhs_dilate == 1 && w->rhs_dilate == 1;
-        if (!trivial) moved[n++] = i;
+        if (trivial) continue;
+        int64_t k = gs_p_tiles(t, i), o = in->shape->dims[i], so = (o + k - 1) / k;
+        int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0, L, R;
+        halo[i] = id && k > 1 && w->lhs_dilate == 1 &&
+                  gs_p_halo_extent(t, i, is->dims[i], -w->pad_lo, so * w->stride,
+                                   (so - 1) * w->stride + eff, so ? (o + so - 1) / so : 0, &L, &R);
+        if (!halo[i]) moved[n++] = i;
     }
-    return with_whole_dims(c, in, t, n, moved, 1, out);
+    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    gs_instr *ops[2] = {resharded(c, in, 0, s), NULL};
+    replicated_rest(c, in, 1, ops);
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    if (!ops[0] || !ops[1] || !ls) return false;
+    for (int i = 0; i < is->rank && ops[0]; i++) {
+        if (!halo[i]) continue;
+        const gs_window_dim *w = &wa->u.window->dims[i];
+        int64_t k = gs_p_tiles(s, i), o = in->shape->dims[i], so = (o + k - 1) / k;
+        int64_t eff = (w->size - 1) * w->rhs_dilate + 1;
+        ops[0] = gs_p_halo_read(c, ops[0], s, i, is->dims[i], -w->pad_lo, so * w->stride,
+                                (so - 1) * w->stride + eff, (o + so - 1) / so, id);
+    }
+    result(out, gs_p_clone(c, in, ls, 2, ops), in->shape, s);
+    if (!out->hlo) return false;
+    /* The halo read filled the padding in. */
+    gs_window *w = gs_instr_attr(out->hlo, GS_ATTR_WINDOW)->u.window;
+    for (int i = 0; i < is->rank; i++)
+        if (halo[i]) w->dims[i].pad_lo = w->dims[i].pad_hi = 0;
+    return true;
 }

@@ -264,7 +264,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (rnd(18)) {
+    switch (rnd(19)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -583,6 +583,40 @@ static void op(graph *g) {
             for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "," : "", sz[i]);
             emit(g, "}");
         }
+        finish(g, v);
+        break;
+    }
+    case 18: { /* reduce-window: a random window on every dim, sum or max */
+        if (k == 0) return;
+        int ws[MAXR], st[MAXR], lo[MAXR], hi[MAXR], bd[MAXR], rdl[MAXR];
+        for (int i = 0; i < k; i++) {
+            ws[i] = 1 + rnd(3);
+            st[i] = 1 + rnd(2);
+            lo[i] = rnd(3);
+            hi[i] = rnd(3);
+            bd[i] = rnd(6) == 0 ? 2 : 1;
+            rdl[i] = rnd(6) == 0 ? 2 : 1;
+            int n_in = (a->dims[i] - 1) * bd[i] + 1 + lo[i] + hi[i], eff = (ws[i] - 1) * rdl[i] + 1;
+            if (n_in < eff) return;
+            d[i] = (n_in - eff) / st[i] + 1;
+        }
+        val *v = new_val(g, k, d);
+        shape_text(g, v, so, sizeof so);
+        bool mx = rnd(2);
+        emit(g, "  %%%s.init = %s[] constant(%s)\n", v->name, g->ty,
+             mx ? (f32 ? "-inf" : "-2147483648") : (rnd(4) ? "0" : "1"));
+        emit(g, "  %%%s = %s reduce-window(%%%s, %%%s.init), window={size=", v->name, so, a->name,
+             v->name);
+        for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "x" : "", ws[i]);
+        emit(g, " stride=");
+        for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "x" : "", st[i]);
+        emit(g, " pad=");
+        for (int i = 0; i < k; i++) emit(g, "%s%d_%d", i ? "x" : "", lo[i], hi[i]);
+        emit(g, " lhs_dilate=");
+        for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "x" : "", bd[i]);
+        emit(g, " rhs_dilate=");
+        for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "x" : "", rdl[i]);
+        emit(g, "}, to_apply=%%%s", mx ? "max" : "sum");
         finish(g, v);
         break;
     }
