@@ -36,7 +36,7 @@
 static const char *RUN_USAGE =
     "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
-    "          [--stats] [--strict]\n"
+    "          [--stats] [--strict] [--fill-elided]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
@@ -68,6 +68,8 @@ static const char *RUN_HELP =
     "                       --stats does) to stderr\n"
     "  --strict             an instruction computed on more than its sharding gives a device is\n"
     "                       an error, not a warning\n"
+    "  --fill-elided        give constants whose values were elided ({...}) seeded random values\n"
+    "                       before partitioning (the reference and the program share them)\n"
     "  --spmd               FILE is already partitioned: run it as it is on every device, each\n"
     "                       with the same inputs, outputs in DIR/dev<d>/out<i>.npy\n"
     "%s"
@@ -97,6 +99,7 @@ typedef struct run_args {
     bool propagate;           /* not --no-propagate */
     bool verify;              /* --verify */
     bool stats;               /* --stats */
+    bool fill_elided;         /* --fill-elided */
     bool strict;              /* --strict */
     long n_devices;           /* --num-partitions */
     long per_rank;            /* --devices-per-rank (MPI) */
@@ -334,6 +337,14 @@ static int run_sharded(const run_args *a, bool mpi) {
     bool rank0 = !mpi || gs_mpi_rank() == 0;
     if (gs_module_verify(m, &d) != GS_OK) goto finish;
     if (gs_cli_apply_shardings(&a->sh, m) != 0) goto finish;
+    if (a->fill_elided) {
+        /* Before partitioning, so the program's copies of the constants hold the same values. */
+        int filled = 0;
+        if (gs_module_fill_elided(m, a->seed, &filled, &d) != GS_OK) goto finish;
+        if (filled && rank0)
+            fprintf(stderr, "note: %d elided constant%s ({...}) filled with seeded random values\n",
+                    filled, filled == 1 ? "" : "s");
+    }
     if (a->propagate) {
         gs_propagate_options po = {0};
         po.is_spmd = true;
@@ -426,6 +437,8 @@ int gs_cli_run(int argc, char **argv) {
             a.verify = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
             a.stats = true;
+        } else if (strcmp(argv[i], "--fill-elided") == 0) {
+            a.fill_elided = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
             a.strict = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
@@ -494,9 +507,9 @@ int gs_cli_run(int argc, char **argv) {
         rc = run_usage("missing --output-dir DIR%s", "");
         goto done;
     }
-    if (a.spmd && (a.verify || a.sh.n > 0 || a.save || a.stats || a.strict)) {
-        rc = run_usage("%s", "--verify, --shard, --save-program, --stats and --strict need a "
-                             "module to partition (drop --spmd)");
+    if (a.spmd && (a.verify || a.sh.n > 0 || a.save || a.stats || a.strict || a.fill_elided)) {
+        rc = run_usage("%s", "--verify, --shard, --save-program, --stats, --strict and "
+                             "--fill-elided need a module to partition (drop --spmd)");
         goto done;
     }
     bool mpi = a.backend_name ? strcmp(a.backend_name, "mpi") == 0

@@ -144,7 +144,7 @@ static void print_value_summary(FILE *out, const char *label, const gs_value *v)
 static int cmd_eval(int argc, char **argv) {
     const char *file = NULL, *out_dir = NULL;
     uint64_t seed = 0;
-    bool print = false;
+    bool print = false, fill = false;
     gs_interp_inputs inputs = {0};
     int rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -154,6 +154,8 @@ static int cmd_eval(int argc, char **argv) {
             goto done;
         } else if (strcmp(argv[i], "--print") == 0) {
             print = true;
+        } else if (strcmp(argv[i], "--fill-elided") == 0) {
+            fill = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
             out_dir = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--seed", &v)) {
@@ -192,7 +194,12 @@ static int cmd_eval(int argc, char **argv) {
     }
     gs_diags d = {0};
     rc = 1;
-    if (gs_module_verify(m, &d) == GS_OK) {
+    int filled = 0;
+    if (gs_module_verify(m, &d) == GS_OK &&
+        (!fill || gs_module_fill_elided(m, seed, &filled, &d) == GS_OK)) {
+        if (filled)
+            fprintf(stderr, "note: %d elided constant%s ({...}) filled with seeded random values\n",
+                    filled, filled == 1 ? "" : "s");
         gs_value **outs = NULL;
         int n_outs = 0;
         if (out_dir && gs_cli_mkdirs(out_dir) != 0) {
@@ -232,7 +239,8 @@ static const command COMMANDS[] = {
      "Parses FILE and checks every instruction's operand count, shapes and attributes against\n"
      "its op's rules (XLA's shape inference). Prints FILE: ok, or one located error per problem.\n"},
     {"eval", cmd_eval,
-     "gspmd eval FILE [--input NAME=FILE.npy]... [--seed S] (--output-dir DIR | --print)",
+     "gspmd eval FILE [--input NAME=FILE.npy]... [--seed S] [--fill-elided] "
+     "(--output-dir DIR | --print)",
      "Runs the reference interpreter on one device and writes one .npy per output leaf:\n"
      "DIR/out0.npy, DIR/out1.npy, ... in depth-first order (a non-tuple root is out0.npy).\n"
      "--print also prints each output's shape, min/max/mean and first values.\n"
@@ -240,7 +248,9 @@ static const command COMMANDS[] = {
      "integers in [-8, 8), unsigned in [0, 16), preds fair coins; --seed S, default 0).\n"
      "An --input's dtype and shape must match its parameter exactly. numpy has no bfloat16:\n"
      "bf16 outputs are written widened exactly to float32, and a bf16 parameter reads a\n"
-     "float32 file (rounded to nearest even). f16 is numpy float16.\n"},
+     "float32 file (rounded to nearest even). f16 is numpy float16.\n"
+     "--fill-elided gives constants whose values were elided ({...}) seeded random values\n"
+     "(else they are an error).\n"},
     {"propagate", gs_cli_propagate,
      "gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]] "
      "[--propagate-to-parameters=B[,B...]] [--cse-prevention-only] [--mesh M --shard NAME=SPEC]... "

@@ -132,6 +132,12 @@ gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs
 /* A seeded random value of shape s (as above). */
 gs_value *gs_random_value(const gs_shape *s, uint64_t seed);
 
+/* Gives every constant written with elided values (`{...}`, as XLA prints large literals) a
+ * seeded pseudo-random value (as gs_random_value, seeded by the constant's name and `seed`), so
+ * that a module dumped that way can still be run and a partitioned program compared with it.
+ * *n_filled counts them. Fails only on allocation failure. */
+gs_status gs_module_fill_elided(gs_module *m, uint64_t seed, int *n_filled, gs_diags *d);
+
 /* make_args + eval + leaves: the outputs' array leaves as new references in *outs (malloc'd). */
 gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
                               gs_value ***outs, int *n_outs, gs_diags *d);

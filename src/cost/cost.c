@@ -173,8 +173,8 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
                 if (sub.peak_bytes > inner) inner = sub.peak_bytes;
             }
         }
-        bool free_slot = aliases(in) || in->op == GS_OP_PARAMETER || fused[i] ||
-                         (in_place && in_place[i]);
+        bool free_slot =
+            aliases(in) || in->op == GS_OP_PARAMETER || fused[i] || (in_place && in_place[i]);
         int64_t bytes = free_slot ? 0 : gs_shape_bytes(in->shape);
         if (in->op == GS_OP_WHILE) {
             /* The loop state is updated in place: an initial value that dies at the loop is the

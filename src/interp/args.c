@@ -152,3 +152,47 @@ gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs
     *n_outs = n;
     return GS_OK;
 }
+
+/* The literal of shape s filled from random value v (tuples element by element), in arena a. */
+static bool literal_from(gs_arena *a, gs_literal_ir *lit, const gs_shape *s, const gs_value *v) {
+    if (s->type == GS_TUPLE) {
+        for (int i = 0; i < s->n_tuple && i < lit->n_tuple; i++)
+            if (lit->tuple[i] && !literal_from(a, lit->tuple[i], s->tuple[i], v->tuple[i]))
+                return false;
+        lit->elided = false;
+        return true;
+    }
+    if (!lit->elided) return true;
+    size_t n = gs_value_bytes(v);
+    void *data = gs_arena_alloc(a, n ? n : 1);
+    if (!data) return false;
+    memcpy(data, v->data, n);
+    lit->data = data;
+    lit->n_bytes = n;
+    lit->elided = false;
+    return true;
+}
+
+static bool has_elided(const gs_literal_ir *lit) {
+    if (!lit) return false;
+    if (lit->elided) return true;
+    for (int i = 0; i < lit->n_tuple; i++)
+        if (has_elided(lit->tuple[i])) return true;
+    return false;
+}
+
+gs_status gs_module_fill_elided(gs_module *m, uint64_t seed, int *n_filled, gs_diags *d) {
+    *n_filled = 0;
+    for (int ci = 0; ci < m->n_comps; ci++)
+        for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+            gs_instr *in = m->comps[ci]->instrs[i];
+            if (in->op != GS_OP_CONSTANT || !has_elided(in->literal)) continue;
+            uint64_t h = gs_hash_bytes(in->name, strlen(in->name), seed);
+            gs_value *v = gs_random_value(in->shape, h);
+            bool ok = v && literal_from(&m->arena, in->literal, in->shape, v);
+            gs_value_free(v);
+            if (!ok) return gs_error(d, in->span, "out of memory filling an elided constant");
+            (*n_filled)++;
+        }
+    return GS_OK;
+}

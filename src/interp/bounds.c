@@ -260,11 +260,13 @@ static bool binary_bound(gs_opcode op, double a, double b, double ba, double bb,
     case GS_OP_POWER:
         *out = (ba > 0 ? fabs(b * r / a) * ba : 0) + (bb > 0 ? fabs(r * log(fabs(a))) * bb : 0);
         return true;
-    case GS_OP_ATAN2: *out = ba + bb > 0 ? (fabs(b) * ba + fabs(a) * bb) / (a * a + b * b) : 0;
+    case GS_OP_ATAN2:
+        *out = ba + bb > 0 ? (fabs(b) * ba + fabs(a) * bb) / (a * a + b * b) : 0;
         return true;
     case GS_OP_REMAINDER: {
         double q = b != 0 ? trunc(a / b) : 0;
-        *out = ba + fabs(q) * bb + jump(r, ba + bb, fabs(b)) + jump(fabs(b) - fabs(r), ba + bb, fabs(b));
+        *out = ba + fabs(q) * bb + jump(r, ba + bb, fabs(b)) +
+               jump(fabs(b) - fabs(r), ba + bb, fabs(b));
         return true;
     }
     default: return false;
@@ -288,8 +290,8 @@ static gs_status elementwise(gs_eval *ev, const gs_instr *in, gs_value *const *o
         } else if (n == 1) {
             ok = unary_bound(op, get(ops[0], i), ri, get(bops[0], i), &x);
         } else {
-            ok = binary_bound(op, get(ops[0], i), get(ops[1], i), get(bops[0], i),
-                              get(bops[1], i), ri, &x);
+            ok = binary_bound(op, get(ops[0], i), get(ops[1], i), get(bops[0], i), get(bops[1], i),
+                              ri, &x);
         }
         if (op != GS_OP_CLAMP && op != GS_OP_MAXIMUM && op != GS_OP_MINIMUM)
             x += unit_roundoff(r->type) * fabs(ri);
@@ -341,7 +343,8 @@ static double terms(const gs_instr *in, gs_value *const *ops, const gs_value *r)
         const gs_attr *la = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
         const gs_value *kern = ops[1];
         int64_t of = la && la->u.conv ? la->u.conv->k_out_feature : -1;
-        k = (double)kern->n / (of >= 0 && of < kern->rank && kern->dims[of] ? (double)kern->dims[of] : 1);
+        k = (double)kern->n /
+            (of >= 0 && of < kern->rank && kern->dims[of] ? (double)kern->dims[of] : 1);
     } else if (in->op == GS_OP_REDUCE) {
         k = r->n ? (double)ops[0]->n / (double)r->n : 1;
     } else if (in->op == GS_OP_REDUCE_WINDOW || in->op == GS_OP_SELECT_AND_SCATTER) {
@@ -430,11 +433,15 @@ static gs_status folded(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     for (int k = 0; k < n; k++) o[k] = NULL;
     for (int k = 0; k < n && st == GS_OK; k++) {
         bool summed = k == data || k == init;
-        if (!summed) o[k] = in->op == GS_OP_SELECT_AND_SCATTER ? gs_value_ref(ops[k])
-                                                                : gs_value_ref(bops[k]);
-        else if (rop == GS_OP_ADD) o[k] = add_scaled_abs(bops[k], c, ops[k]);
-        else if (neg) o[k] = negated(bops[k]);
-        else o[k] = gs_value_ref(bops[k]);
+        if (!summed)
+            o[k] =
+                in->op == GS_OP_SELECT_AND_SCATTER ? gs_value_ref(ops[k]) : gs_value_ref(bops[k]);
+        else if (rop == GS_OP_ADD)
+            o[k] = add_scaled_abs(bops[k], c, ops[k]);
+        else if (neg)
+            o[k] = negated(bops[k]);
+        else
+            o[k] = gs_value_ref(bops[k]);
         if (!o[k]) st = gs_eval_oom(ev, in);
     }
     if (in->op == GS_OP_SCATTER && st == GS_OK && neg) {
@@ -653,9 +660,9 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
     if (!bargs) return gs_error(d, gs_span_none(), "out of memory");
     gs_status st = GS_OK;
     for (int i = 0; i < n_args && st == GS_OK; i++)
-        if (!(bargs[i] = gs_bound_exact(args[i]))) st = gs_error(d, gs_span_none(), "out of memory");
-    if (st == GS_OK)
-        st = gs_eval_call_bounded(&ev, m->entry, args, bargs, n_args, result, bound);
+        if (!(bargs[i] = gs_bound_exact(args[i])))
+            st = gs_error(d, gs_span_none(), "out of memory");
+    if (st == GS_OK) st = gs_eval_call_bounded(&ev, m->entry, args, bargs, n_args, result, bound);
     for (int i = 0; i < n_args; i++) gs_value_free(bargs[i]);
     free(bargs);
     gs_scalar_progs_free(ev.scalars);

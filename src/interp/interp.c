@@ -125,7 +125,8 @@ static gs_status literal_to_value(gs_eval *ev, const gs_instr *in, const gs_shap
         return *out ? GS_OK : gs_eval_oom(ev, in);
     }
     if (lit->elided)
-        return gs_eval_error(ev, in, "the constant's value was elided ({...}); it cannot be evaluated");
+        return gs_eval_error(ev, in, "the constant's value was elided ({...}); it cannot be "
+                                     "evaluated (--fill-elided gives it seeded random values)");
     gs_value *v = gs_value_new_array(s->type, s->rank, s->dims);
     if (!v) return gs_eval_oom(ev, in);
     memcpy(v->data, lit->data, gs_value_bytes(v));

@@ -46,8 +46,8 @@ gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_valu
     const gs_sharding *s = gs_instr_get_sharding(in->operands[0]);
     if (!s) s = gs_sharding_replicated(&a);
     int64_t n = s->kind == GS_SHARDING_TILED ? s->tiles.n
-                : ev->m->num_partitions > 1 ? ev->m->num_partitions
-                                            : 1;
+                : ev->m->num_partitions > 1  ? ev->m->num_partitions
+                                             : 1;
     gs_value **parts = calloc((size_t)n, sizeof *parts);
     gs_status st = parts ? GS_OK : gs_eval_oom(ev, in);
     for (int64_t d = 0; st == GS_OK && d < n; d++) {
@@ -55,8 +55,10 @@ gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_valu
             st = gs_eval_error(ev, in, "cannot cut the operand into device %lld's part",
                                (long long)d);
         else if (!gs_value_matches(parts[d], in->shape))
-            st = gs_eval_error(ev, in, "device %lld's part of the operand does not have the "
-                               "region's shape", (long long)d);
+            st = gs_eval_error(ev, in,
+                               "device %lld's part of the operand does not have the "
+                               "region's shape",
+                               (long long)d);
     }
     gs_arena_free(&a);
     if (st != GS_OK) {
@@ -73,8 +75,10 @@ gs_status gs_manual_exit(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value
     const gs_sharding *s = gs_instr_get_sharding(in);
     if (!s) return gs_eval_error(ev, in, "SPMDShardToFullShape needs the sharding of its result");
     if (s->kind == GS_SHARDING_TILED && s->tiles.n != op->devices)
-        return gs_eval_error(ev, in, "the region runs on %d devices, its result's sharding spans "
-                             "%lld", op->devices, (long long)s->tiles.n);
+        return gs_eval_error(ev, in,
+                             "the region runs on %d devices, its result's sharding spans "
+                             "%lld",
+                             op->devices, (long long)s->tiles.n);
     if (gs_value_unshard(op->tuple, op->devices, s, in->shape, out, ev->d) != GS_OK)
         return gs_eval_error(ev, in, "cannot reassemble the region's result");
     return GS_OK;
@@ -129,7 +133,8 @@ gs_status gs_eval_predicate(gs_eval *ev, const gs_instr *in, const gs_value *p, 
             bool g;
             if (gs_eval_predicate(ev, in, p->tuple[d], &g) != GS_OK) return GS_ERR;
             if (d > 0 && g != first)
-                return gs_eval_error(ev, in, "the devices of a manual region disagree on the loop "
+                return gs_eval_error(ev, in,
+                                     "the devices of a manual region disagree on the loop "
                                      "condition (device 0: %s, device %d: %s)",
                                      first ? "true" : "false", d, g ? "true" : "false");
             first = g;

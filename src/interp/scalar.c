@@ -24,14 +24,14 @@ struct gs_scalar_prog {
     const gs_computation *comp; /* its source */
     bool ok;                    /* compiled (else: take the general path) */
     int n_slots;
-    uint64_t *init;             /* slot values before a call: the constants */
-    step *steps;                /* in evaluation order, parameters and constants excluded */
+    uint64_t *init; /* slot values before a call: the constants */
+    step *steps;    /* in evaluation order, parameters and constants excluded */
     int n_steps;
-    int *param_slot;            /* slot of parameter k */
-    int root;                   /* root slot, or -1 when the root is a tuple */
-    int *out_slots;             /* the root tuple's operand slots */
+    int *param_slot; /* slot of parameter k */
+    int root;        /* root slot, or -1 when the root is a tuple */
+    int *out_slots;  /* the root tuple's operand slots */
     int n_out;
-    gs_scalar_prog *next;       /* the cache's chain */
+    gs_scalar_prog *next; /* the cache's chain */
 };
 
 static bool scalar_shape(const gs_shape *s) {
@@ -203,7 +203,8 @@ gs_status gs_eval_scalar_call(gs_eval *ev, const gs_computation *c, gs_value *co
     if (!p || !p->ok || n_args != c->n_params) return GS_OK;
     for (int k = 0; k < n_args; k++)
         if (!gs_value_matches(args[k], c->params[k]->shape) || args[k]->devices) return GS_OK;
-    uint64_t stack[64], *slot = p->n_slots <= 64 ? stack : malloc(sizeof *slot * (size_t)p->n_slots);
+    uint64_t stack[64],
+        *slot = p->n_slots <= 64 ? stack : malloc(sizeof *slot * (size_t)p->n_slots);
     if (!slot) return gs_eval_oom(ev, c->root);
     memcpy(slot, p->init, sizeof *slot * (size_t)p->n_slots);
     for (int k = 0; k < n_args; k++)
@@ -245,7 +246,8 @@ gs_status gs_eval_scalar_pred(gs_eval *ev, const gs_computation *c, const gs_typ
         return GS_OK;
     for (int k = 0; k < n_args; k++)
         if (c->params[k]->shape->type != types[k]) return GS_OK;
-    uint64_t stack[64], *slot = p->n_slots <= 64 ? stack : malloc(sizeof *slot * (size_t)p->n_slots);
+    uint64_t stack[64],
+        *slot = p->n_slots <= 64 ? stack : malloc(sizeof *slot * (size_t)p->n_slots);
     if (!slot) return gs_eval_oom(ev, c->root);
     memcpy(slot, p->init, sizeof *slot * (size_t)p->n_slots);
     for (int k = 0; k < n_args; k++) {

@@ -39,8 +39,10 @@ typedef struct flat {
 static const char *fresh(flat *f, const char *name, int n) {
     for (int extra = 0;; extra++) {
         char buf[512];
-        if (extra == 0) snprintf(buf, sizeof buf, "%s.flat%d", name, n);
-        else snprintf(buf, sizeof buf, "%s.flat%d.%d", name, n, extra);
+        if (extra == 0)
+            snprintf(buf, sizeof buf, "%s.flat%d", name, n);
+        else
+            snprintf(buf, sizeof buf, "%s.flat%d.%d", name, n, extra);
         if (!gs_strmap_get(&f->names, buf)) {
             const char *s = gs_arena_strdup(&f->m->arena, buf);
             if (!s || gs_strmap_put(&f->names, s, (void *)s) != GS_OK) {
@@ -95,8 +97,10 @@ static gs_computation *clone(flat *f, const gs_computation *c) {
                 if (gs_attr_kind_of(attrs[k].key) == GS_AK_COMPS && attrs[k].u.comps.n > 0) {
                     gs_computation **v =
                         GS_NEW_ARRAY(&m->arena, gs_computation *, attrs[k].u.comps.n);
-                    if (!v) f->failed = true;
-                    else memcpy(v, attrs[k].u.comps.v, sizeof *v * (size_t)attrs[k].u.comps.n);
+                    if (!v)
+                        f->failed = true;
+                    else
+                        memcpy(v, attrs[k].u.comps.v, sizeof *v * (size_t)attrs[k].u.comps.n);
                     attrs[k].u.comps.v = v;
                 }
             o->attrs = attrs;

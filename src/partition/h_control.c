@@ -50,7 +50,8 @@ static bool agrees(gs_pctx *c, const gs_instr *loop, const gs_instr *p, const ch
     const gs_sharding *own = gs_p_sharding_of(c, p);
     if (gs_sharding_equal(own, S)) return true;
     char *a = gs_sharding_to_string(gs_p_a(c), S), *b = gs_sharding_to_string(gs_p_a(c), own);
-    gs_p_error(c, "the loop %%%s carries its state sharded %s, but the parameter %%%s of its %s "
+    gs_p_error(c,
+               "the loop %%%s carries its state sharded %s, but the parameter %%%s of its %s "
                "%s is sharded %s",
                loop->name, a ? a : "?", p->name, what, p->parent->name, b ? b : "?");
     return false;
@@ -103,7 +104,8 @@ bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
         gs_p_oom(c);
         return false;
     }
-    for (int k = 0; k < n; k++) sh[k] = param_sharding(c, callee->params[k], gs_p_operand(c, in, k));
+    for (int k = 0; k < n; k++)
+        sh[k] = param_sharding(c, callee->params[k], gs_p_operand(c, in, k));
     if (!reshard_operands(c, in, 0, n, sh, ops)) return false;
     gs_computation *pc = gs_p_partition_called(c, callee, sh, t);
     if (!pc) return false;

@@ -34,35 +34,13 @@
 
 enum { MAX_PLANS = 10 };
 
-/* How the dims of one tensor map into the iteration space. */
-typedef struct dot_map {
-    int rank;              /* tensor rank */
-    int64_t to[GS_MAX_RANK]; /* space dim of each tensor dim */
-} dot_map;
-
-typedef struct dot_space {
-    int ns;                /* space rank */
-    int nb, nm, nn, nk;    /* batch, lhs free, rhs free, contracting (dims in this order, then
-                              the windowed ones, then the forced ones) */
-    int nh;                /* windowed dims (convolution spatial dims of the lhs and the result,
-                              tiled by halo exchange), after the contracting ones */
-    int nf;                /* forced-whole dims (the kernel's window), after the others */
-    int spatial[GS_MAX_RANK]; /* windowed dim i: its index among the convolution's spatial dims */
-    bool halo_ok[GS_MAX_RANK]; /* windowed dim i can be tiled (no base dilation) */
-    int64_t size[GS_MAX_RANK]; /* extent of each space dim */
-    dot_map lhs, rhs, out; /* the three tensors */
-    int n_lk;              /* contracting dims of the lhs and rhs (for masking) */
-    int lk[GS_MAX_RANK], rk[GS_MAX_RANK];
-    int64_t groups;        /* convolution feature groups (space dim 0 is the group dim), or 1 */
-} dot_space;
-
 static bool contains(gs_ints v, int64_t x) {
     for (int i = 0; i < v.n; i++)
         if (v.v[i] == x) return true;
     return false;
 }
 
-static bool build_space(const gs_instr *in, dot_space *sp) {
+static bool build_space(const gs_instr *in, gs_space *sp) {
     const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
     gs_ints lb = gs_instr_ints(in, GS_ATTR_LHS_BATCH_DIMS);
     gs_ints rb = gs_instr_ints(in, GS_ATTR_RHS_BATCH_DIMS);
@@ -118,7 +96,7 @@ static bool trivial_window(const gs_window_dim *w) {
 }
 
 /* The space of a convolution: [batch-like (lhs free) dims, out feature, in feature, forced]. */
-static bool build_conv_space(const gs_instr *in, dot_space *sp) {
+static bool build_conv_space(const gs_instr *in, gs_space *sp) {
     const gs_attr *da = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
     int64_t g = gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1);
@@ -197,7 +175,7 @@ static bool build_conv_space(const gs_instr *in, dot_space *sp) {
 }
 
 /* A tensor's sharding lifted into the space (absent dims untiled). */
-static const gs_sharding *lift(gs_pctx *c, const dot_space *sp, const dot_map *m,
+static const gs_sharding *lift(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
                                const gs_sharding *s) {
     if (!gs_p_plain(s)) return NULL;
     gs_sharding *out = NULL;
@@ -210,7 +188,7 @@ static const gs_sharding *lift(gs_pctx *c, const dot_space *sp, const dot_map *m
 
 /* The space sharding F projected onto a tensor: absent dims replicated and dropped, the rest
  * transposed into the tensor's order. */
-static const gs_sharding *project(gs_pctx *c, const dot_space *sp, const dot_map *m,
+static const gs_sharding *project(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
                                   const gs_sharding *f) {
     bool present[GS_MAX_RANK] = {0};
     for (int d = 0; d < m->rank; d++) present[m->to[d]] = true;
@@ -246,7 +224,7 @@ static const gs_sharding *project(gs_pctx *c, const dot_space *sp, const dot_map
 }
 
 /* The result's sharding under F: contracting tiles become partial sums. */
-static const gs_sharding *project_out(gs_pctx *c, const dot_space *sp, const gs_sharding *f) {
+static const gs_sharding *project_out(gs_pctx *c, const gs_space *sp, const gs_sharding *f) {
     int k0 = sp->nb + sp->nm + sp->nn;
     int tiled[GS_MAX_RANK], nt = 0;
     for (int i = 0; i < sp->nk; i++)
@@ -256,15 +234,8 @@ static const gs_sharding *project_out(gs_pctx *c, const dot_space *sp, const gs_
     return project(c, sp, &sp->out, p);
 }
 
-typedef struct plan {
-    const gs_sharding *f;          /* space sharding */
-    const gs_sharding *lhs, *rhs;  /* operand shardings it needs */
-    const gs_sharding *out;        /* result sharding it produces (maybe partial) */
-    int64_t bytes;                 /* bytes its reshards move */
-    double flops;                  /* local multiply-adds */
-} plan;
 
-static void add_candidate(gs_pctx *c, const dot_space *sp, const gs_sharding *f,
+static void add_candidate(gs_pctx *c, const gs_space *sp, const gs_sharding *f,
                           const gs_sharding **v, int *n) {
     if (!f || !gs_p_plain(f) || *n >= MAX_PLANS) return;
     if (sp->nf > 0) {
@@ -313,7 +284,7 @@ typedef struct window_read {
     int64_t n, a0, step, len, live;
 } window_read;
 
-static window_read read_of(const gs_instr *in, const dot_space *sp, int h, int64_t k) {
+static window_read read_of(const gs_instr *in, const gs_space *sp, int h, int64_t k) {
     const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
     const gs_window_dim *w = &gs_instr_attr(in, GS_ATTR_WINDOW)->u.window->dims[sp->spatial[h]];
     int i = sp->spatial[h];
@@ -326,7 +297,7 @@ static window_read read_of(const gs_instr *in, const dot_space *sp, int h, int64
 
 /* Bytes the halo exchanges of plan f move per device (the lhs sharded as lhs), or -1 when some
  * tiled windowed dim cannot be read by halo exchange. */
-static int64_t halo_bytes(gs_pctx *c, const gs_instr *in, const dot_space *sp,
+static int64_t halo_bytes(gs_pctx *c, const gs_instr *in, const gs_space *sp,
                           const gs_sharding *f, const gs_sharding *lhs) {
     int64_t bytes = 0;
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
@@ -344,7 +315,7 @@ static int64_t halo_bytes(gs_pctx *c, const gs_instr *in, const dot_space *sp,
 }
 
 /* The lhs x (sharded as s) read into each device's windows along the tiled windowed dims. */
-static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const dot_space *sp,
+static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const gs_space *sp,
                               const gs_sharding *f, gs_instr *x, const gs_sharding *s) {
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh && x; h++) {
@@ -359,7 +330,7 @@ static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const dot_space *s
 
 /* The local convolution reads its windows from the halo-extended input: no padding along the
  * tiled windowed dims (the halo read filled it in). */
-static void unpad_windows(gs_pctx *c, gs_instr *conv, const dot_space *sp, const gs_sharding *f) {
+static void unpad_windows(gs_pctx *c, gs_instr *conv, const gs_space *sp, const gs_sharding *f) {
     const gs_attr *wa = conv ? gs_instr_attr(conv, GS_ATTR_WINDOW) : NULL;
     if (!wa) return;
     (void)c;
@@ -372,12 +343,14 @@ static void unpad_windows(gs_pctx *c, gs_instr *conv, const dot_space *sp, const
         }
 }
 
-bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
-    if (in->n_operands != 2 || !gs_type_is_array(in->shape->type)) return false;
-    dot_space sp;
-    if (in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, &sp) : !build_space(in, &sp))
-        return false;
-    const gs_pvalue *lv = gs_p_operand(c, in, 0), *rv = gs_p_operand(c, in, 1);
+const gs_sharding *gs_p_space_project(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
+                                      const gs_sharding *f) {
+    return project(c, sp, m, f);
+}
+
+bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const gs_pvalue *lv,
+                     const gs_pvalue *rv, const gs_sharding *t, gs_space_plan *out_plan) {
+    const gs_space sp = *spp;
     /* Candidates: from the result, the operands (partial operands count as their combined
      * form), their merges, and full replication. */
     const gs_sharding *ls = as_plain(c, lv->sharding), *rs = as_plain(c, rv->sharding);
@@ -399,10 +372,10 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
                             : gs_sharding_replicated(gs_p_a(c)),
                   cands, &nc);
     if (c->failed || nc == 0) return false;
-    plan best = {0};
+    gs_space_plan best = {0};
     int best_i = -1;
     for (int i = 0; i < nc; i++) {
-        plan p = {cands[i], NULL, NULL, NULL, 0, 1};
+        gs_space_plan p = {cands[i], NULL, NULL, NULL, 0, 1};
         p.lhs = project(c, &sp, &sp.lhs, p.f);
         p.rhs = project(c, &sp, &sp.rhs, p.f);
         p.out = project_out(c, &sp, p.f);
@@ -423,6 +396,18 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         }
     }
     if (c->failed || best_i < 0) return false;
+    *out_plan = best;
+    return true;
+}
+
+bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (in->n_operands != 2 || !gs_type_is_array(in->shape->type)) return false;
+    gs_space sp;
+    if (in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, &sp) : !build_space(in, &sp))
+        return false;
+    const gs_pvalue *lv = gs_p_operand(c, in, 0), *rv = gs_p_operand(c, in, 1);
+    gs_space_plan best;
+    if (!gs_p_plan_space(c, in, &sp, lv, rv, t, &best)) return false;
     /* Emit: operands resharded to the plan, contracting padding masked, the local dot. */
     gs_pvalue l, r;
     gs_reshard(c, lv, best.lhs, &l);

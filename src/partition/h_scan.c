@@ -64,8 +64,8 @@ static bool local_indices(gs_pctx *c, const gs_instr *in, int first, const gs_sh
         /* XLA clamps the start to [0, dim - 1] (the window is one element); then local. */
         gs_instr *lo = gs_p_s32(c, 0), *hi = gs_p_s32(c, base->dims[i] - 1);
         gs_instr *cl = gs_build(b, GS_OP_CLAMP, g->shape, 3, (gs_instr *[]){lo, g, hi});
-        gs_instr *li = gs_build_binary(b, GS_OP_SUBTRACT, cl,
-                                       gs_p_shard_offset(c, s, i, local->dims[i]));
+        gs_instr *li =
+            gs_build_binary(b, GS_OP_SUBTRACT, cl, gs_p_shard_offset(c, s, i, local->dims[i]));
         gs_instr *ge = gs_build_compare(b, li, gs_p_s32(c, 0), "GE");
         gs_instr *lt = gs_build_compare(b, li, gs_p_s32(c, local->dims[i]), "LT");
         gs_instr *in_i = gs_build_binary(b, GS_OP_AND, ge, lt);
@@ -94,8 +94,9 @@ bool gs_p_owner_slice(gs_pctx *c, const gs_instr *in, gs_pvalue *out) {
     gs_builder *b = gs_p_b(c);
     gs_instr *x = gs_build_dynamic_slice(b, v->hlo, idx, sizes);
     gs_instr *zero = gs_build_scalar_i(b, x ? x->shape->type : GS_F32, 0);
-    gs_instr *m = gs_build(b, GS_OP_BROADCAST, gs_shape_array(&b->m->arena, GS_PRED, x->shape->rank,
-                                                               x->shape->dims), 1, &mine);
+    gs_instr *m =
+        gs_build(b, GS_OP_BROADCAST,
+                 gs_shape_array(&b->m->arena, GS_PRED, x->shape->rank, x->shape->dims), 1, &mine);
     gs_build_set_ints(b, m, GS_ATTR_DIMENSIONS, 0, NULL);
     gs_instr *y = gs_build_select(b, m, x, gs_p_bcast_scalar(c, zero, x->shape));
     out->hlo = y;
@@ -127,8 +128,9 @@ bool gs_p_owner_update(gs_pctx *c, const gs_instr *in, gs_pvalue *out) {
     if (!u.hlo || !local_indices(c, in, 2, s, base, local, us->dims, idx, &mine)) return false;
     gs_builder *b = gs_p_b(c);
     gs_instr *upd = gs_build_dynamic_update_slice(b, v->hlo, u.hlo, idx);
-    gs_instr *m = gs_build(b, GS_OP_BROADCAST,
-                           gs_shape_array(&b->m->arena, GS_PRED, local->rank, local->dims), 1, &mine);
+    gs_instr *m =
+        gs_build(b, GS_OP_BROADCAST,
+                 gs_shape_array(&b->m->arena, GS_PRED, local->rank, local->dims), 1, &mine);
     gs_build_set_ints(b, m, GS_ATTR_DIMENSIONS, 0, NULL);
     out->hlo = gs_build_select(b, m, upd, v->hlo);
     out->base = base;

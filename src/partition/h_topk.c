@@ -67,8 +67,7 @@ static gs_computation *comparator(gs_pctx *c, gs_type type, bool largest) {
 
 bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     (void)t;
-    if (in->n_operands != 1 || in->shape->type != GS_TUPLE || in->shape->n_tuple != 2)
-        return false;
+    if (in->n_operands != 1 || in->shape->type != GS_TUPLE || in->shape->n_tuple != 2) return false;
     const gs_shape *xb = in->operands[0]->shape, *vb = in->shape->tuple[0];
     if (!gs_shape_is_array(xb) || xb->rank < 1 || vb->rank != xb->rank) return false;
     int last = xb->rank - 1;
@@ -94,7 +93,7 @@ bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     if (tiles == 1) {
         /* Rows split: each device's own rows. */
         gs_instr *r = in->op == GS_OP_TOPK ? gs_p_clone(c, in, ls, 1, &x.hlo)
-                                            : build_topk(c, x.hlo, k, largest);
+                                           : build_topk(c, x.hlo, k, largest);
         if (!r) gs_p_oom(c);
         out->hlo = r;
         out->base = in->shape;

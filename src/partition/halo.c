@@ -26,8 +26,8 @@ static int64_t live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
     return m < k ? m : k;
 }
 
-bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step,
-                      int64_t len, int64_t live, int64_t *left, int64_t *right) {
+bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step, int64_t len,
+                      int64_t live, int64_t *left, int64_t *right) {
     int64_t k = gs_p_tiles(s, d);
     if (k <= 1) return false;
     int64_t si = (n + k - 1) / k, L = 0, R = 0;
@@ -80,10 +80,12 @@ static gs_instr *slice_dim(gs_pctx *c, gs_instr *x, int d, int64_t from, int64_t
 
 /* h elements from the shard `dist` tiles away along d: dir +1 brings the last h of the shard
  * before, -1 the first h of the shard after. */
-static gs_instr *halo(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t h,
-                      int64_t dist, int dir) {
+static gs_instr *halo(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t h, int64_t dist,
+                      int dir) {
     int64_t si = x->shape->dims[d];
-    gs_instr *part = h == si ? x : dir > 0 ? slice_dim(c, x, d, si - h, si) : slice_dim(c, x, d, 0, h);
+    gs_instr *part = h == si   ? x
+                     : dir > 0 ? slice_dim(c, x, d, si - h, si)
+                               : slice_dim(c, x, d, 0, h);
     int n = 0;
     int64_t(*pairs)[2] = neighbour_pairs(&s->tiles, d, dir, dist, &n);
     if (!pairs) {

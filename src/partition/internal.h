@@ -18,6 +18,8 @@
  *   h_dot.c         dot and convolution: the factor-space plans of the paper and their byte
  *                   costs
  *   h_topk.c        topk and custom-call TopK: local top k, gathered candidates, merged
+ *   h_gather.c      gather and scatter as plans in their iteration space (index-parallel,
+ *                   passthrough, operand-parallel with masking, partial scatters combined)
  *   h_scan.c        dynamic-(update-)slice of one element along a tiled dim (stacked layers)
  *   h_control.c     while, call, conditional: called computations partitioned for the
  *                   shardings at their call site
@@ -233,6 +235,49 @@ bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64
 gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                            int64_t start, int64_t n_out, gs_instr *fill);
 
+/* ---- h_dot.c: the iteration space of a contraction (dot, convolution, gather) */
+
+/* How the dims of one tensor map into the iteration space. */
+typedef struct gs_space_map {
+    int rank;              /* tensor rank */
+    int64_t to[GS_MAX_RANK]; /* space dim of each tensor dim */
+} gs_space_map;
+
+typedef struct gs_space {
+    int ns;                /* space rank */
+    int nb, nm, nn, nk;    /* batch, lhs free, rhs free, contracting (dims in this order, then
+                              the windowed ones, then the forced ones) */
+    int nh;                /* windowed dims (convolution spatial dims of the lhs and the result,
+                              tiled by halo exchange), after the contracting ones */
+    int nf;                /* forced-whole dims (the kernel's window), after the others */
+    int spatial[GS_MAX_RANK]; /* windowed dim i: its index among the convolution's spatial dims */
+    bool halo_ok[GS_MAX_RANK]; /* windowed dim i can be tiled (no base dilation) */
+    int64_t size[GS_MAX_RANK]; /* extent of each space dim */
+    gs_space_map lhs, rhs, out; /* the three tensors */
+    int n_lk;              /* contracting dims of the lhs and rhs (for masking) */
+    int lk[GS_MAX_RANK], rk[GS_MAX_RANK];
+    int64_t groups;        /* convolution feature groups (space dim 0 is the group dim), or 1 */
+} gs_space;
+
+/* A space sharding and what it asks of the operands and gives the result. */
+typedef struct gs_space_plan {
+    const gs_sharding *f;          /* space sharding */
+    const gs_sharding *lhs, *rhs;  /* operand shardings it needs */
+    const gs_sharding *out;        /* result sharding it produces (maybe partial) */
+    int64_t bytes;                 /* bytes its reshards move */
+    double flops;                  /* local multiply-adds */
+} gs_space_plan;
+
+/* The cheapest plan for `in` over space sp (operand values lv, rv as the space's lhs and rhs,
+ * result sharding t wanted): candidates from the result, the operands, their merges and full
+ * replication, costed by the bytes their reshards (and a convolution's halos) move, ties broken
+ * by local FLOPs. False when none applies. */
+bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *sp, const gs_pvalue *lv,
+                     const gs_pvalue *rv, const gs_sharding *t, gs_space_plan *best);
+/* Space sharding f projected onto a tensor mapped by m (absent dims replicated and dropped). */
+const gs_sharding *gs_p_space_project(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
+                                      const gs_sharding *f);
+
 /* ---- h_scan.c */
 
 /* dynamic-slice / dynamic-update-slice of one element along dims the operand's value tiles:
@@ -282,6 +327,8 @@ bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);

@@ -459,6 +459,8 @@ static gs_handler handler_of(const gs_instr *in) {
     case GS_OP_REDUCE_WINDOW: return gs_h_reduce_window;
     case GS_OP_BITCAST_CONVERT: return gs_h_elementwise;
     case GS_OP_TOPK: return gs_h_topk;
+    case GS_OP_GATHER: return gs_h_gather;
+    case GS_OP_SCATTER: return gs_h_scatter;
     case GS_OP_WHILE: return gs_h_while;
     case GS_OP_CALL: return gs_h_call;
     case GS_OP_CONDITIONAL: return gs_h_conditional;

@@ -240,10 +240,8 @@ static void test_cancelling_square(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_add_and_moves),
-        cmocka_unit_test(test_sum_and_dot),
-        cmocka_unit_test(test_while_carries_bounds),
-        cmocka_unit_test(test_check_leaf),
+        cmocka_unit_test(test_add_and_moves),        cmocka_unit_test(test_sum_and_dot),
+        cmocka_unit_test(test_while_carries_bounds), cmocka_unit_test(test_check_leaf),
         cmocka_unit_test(test_cancelling_square),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -424,7 +424,8 @@ static void test_elementwise_and_default(void **state) {
     const char *hlo =
         "HloModule ew\n\n%max (x: f32[], y: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n"
         "  %y = f32[] parameter(1)\n  ROOT %m = f32[] maximum(%x, %y)\n}\n\n"
-        "ENTRY %main (a: f32[5,6], b: f32[5,6]) -> (f32[5,6], pred[5,6], f32[5,3], f32[3,6]) {\n"
+        "ENTRY %main (a: f32[5,6], b: f32[5,6], m: f32[6]) -> (f32[5,6], pred[5,6], f32[5,3], "
+        "f32[3,6], f32[5,6]) {\n"
         "  %a = f32[5,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
         "  %b = f32[5,6] parameter(1), sharding={devices=[1,4]<=[4]}\n"
         "  %s = f32[5,6] add(%a, %b), sharding={devices=[4,1]<=[4]}\n"
@@ -437,9 +438,15 @@ static void test_elementwise_and_default(void **state) {
         "  %g = f32[3,6] gather(%e, %idx), offset_dims={1}, collapsed_slice_dims={0}, "
         "start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}, "
         "sharding={devices=[1,4]<=[4]}\n"
-        "  ROOT %t = (f32[5,6], pred[5,6], f32[5,3], f32[3,6]) tuple(%e, %c, %w, %g)\n}\n";
+        "  %m = f32[6] parameter(2)\n  %one = f32[] constant(1)\n"
+        "  %v = f32[6] broadcast(%one), dimensions={}\n"
+        "  %bn = f32[5,6] batch-norm-inference(%a, %m, %m, %m, %v), epsilon=0.001, "
+        "feature_index=1, sharding={devices=[2,2]<=[4]}\n"
+        "  ROOT %t = (f32[5,6], pred[5,6], f32[5,3], f32[3,6], f32[5,6]) tuple(%e, %c, %w, %g, "
+        "%bn)\n}\n";
     run_case(hlo, 4, false, &r);
-    assert_true(r.stats.n_default >= 1); /* gather: the default action */
+    assert_int_equal(r.stats.n_default, 1); /* batch-norm-inference: the default action */
+    assert_int_equal(r.stats.n_replicated, 1); /* and it is reported */
 }
 
 /* ------------------------------------------------------------------ partially manual */

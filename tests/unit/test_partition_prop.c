@@ -191,7 +191,7 @@ static void emit_comp(graph *g, const char *fmt, ...) {
 /* ", sharding=S" for a random sharding of a value of rank r (or "" for none). */
 static const char *sharding_attr(graph *g, int rank, char *buf, size_t cap) {
     char sh[256];
-    if (!random_sharding(g->m, rank, sh, sizeof sh)) return "";
+    if (rank > MAXR || !random_sharding(g->m, rank, sh, sizeof sh)) return "";
     snprintf(buf, cap, ", sharding=%s", sh);
     return buf;
 }
@@ -219,7 +219,7 @@ static void shape_text(const graph *g, const val *v, char *buf, size_t cap) {
 /* Ends the line of a new value: its sharding, if any. */
 static void finish(graph *g, const val *v) {
     char sh[256];
-    if (random_sharding(g->m, v->rank, sh, sizeof sh)) emit(g, ", sharding=%s", sh);
+    if (v->rank <= MAXR && random_sharding(g->m, v->rank, sh, sizeof sh)) emit(g, ", sharding=%s", sh);
     emit(g, "\n");
 }
 
@@ -264,7 +264,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (rnd(19)) {
+    switch (rnd(21)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -620,6 +620,93 @@ static void op(graph *g) {
         finish(g, v);
         break;
     }
+    case 19:   /* gather: random indexed dims, collapsed or sliced, out-of-range indices */
+    case 20: { /* scatter: random inserted / window dims, add, max or overwrite */
+        if (k == 0) return;
+        bool scatter = rnd(2);
+        int indexed[MAXR], ni = 0, win[MAXR], nb = 1 + rnd(2), bdims[2];
+        bool collapsed[MAXR] = {0};
+        for (int i = 0; i < k; i++) {
+            bool idx = rnd(2) || (i == k - 1 && ni == 0);
+            if (idx) indexed[ni++] = i;
+            collapsed[i] = idx && rnd(5) < 3;
+            win[i] = collapsed[i] ? 1 : rnd(2) ? a->dims[i] : 1 + rnd(a->dims[i]);
+        }
+        for (int i = 0; i < nb; i++) bdims[i] = 1 + rnd(4);
+        int id = g->n_comps++;
+        char ixn[32], ixs[64];
+        snprintf(ixn, sizeof ixn, "g%d.idx", id);
+        bool implicit = ni == 1 && rnd(2); /* index_vector_dim = rank: one index per position */
+        int k2 = snprintf(ixs, sizeof ixs, "s32[");
+        for (int i = 0; i < nb; i++) k2 += snprintf(ixs + k2, sizeof ixs - (size_t)k2, "%s%d", i ? "," : "", bdims[i]);
+        if (!implicit) k2 += snprintf(ixs + k2, sizeof ixs - (size_t)k2, ",%d", ni);
+        snprintf(ixs + k2, sizeof ixs - (size_t)k2, "]");
+        g->plen += (size_t)snprintf(g->params + g->plen, sizeof g->params - g->plen, "%s%s: %s",
+                                    g->n_params ? ", " : "", ixn, ixs);
+        char sb[300];
+        emit(g, "  %%%s = %s parameter(%d)%s\n", ixn, ixs, g->n_params++,
+             sharding_attr(g, implicit ? nb : nb + 1, sb, sizeof sb));
+        /* The window dims of the gathered (or scattered) slices: at random positions among the
+         * batch dims, in order. */
+        int nw = 0, wdims[MAXR];
+        for (int i = 0; i < k; i++)
+            if (!collapsed[i]) wdims[nw++] = win[i];
+        int rr = nb + nw, pos_w[MAXR + 2], pw = 0, sd[MAXR + 2];
+        bool is_w[MAXR + 2] = {0};
+        for (int i = 0, left = nw; i < rr; i++) {
+            bool take = left > 0 && (rr - i == left || rnd(2));
+            is_w[i] = take;
+            if (take) left--;
+        }
+        for (int i = 0, bi = 0, wi = 0; i < rr; i++) {
+            if (is_w[i]) {
+                pos_w[pw++] = i;
+                sd[i] = wdims[wi++];
+            } else {
+                sd[i] = bdims[bi++];
+            }
+        }
+        char list_w[64] = "", list_c[64] = "", list_m[64] = "";
+        for (int i = 0, n = 0; i < pw; i++)
+            n += snprintf(list_w + n, sizeof list_w - (size_t)n, "%s%d", i ? "," : "", pos_w[i]);
+        for (int i = 0, n = 0, c = 0; i < k; i++)
+            if (collapsed[i]) n += snprintf(list_c + n, sizeof list_c - (size_t)n, "%s%d", c++ ? "," : "", i);
+        for (int i = 0, n = 0; i < ni; i++)
+            n += snprintf(list_m + n, sizeof list_m - (size_t)n, "%s%d", i ? "," : "", indexed[i]);
+        int ivd = implicit ? nb : nb;
+        if (!scatter) {
+            if (rr > MAXR) return;
+            val *v = new_val(g, rr, sd);
+            shape_text(g, v, so, sizeof so);
+            emit(g, "  %%%s = %s gather(%%%s, %%%s), offset_dims={%s}, collapsed_slice_dims={%s}, "
+                    "start_index_map={%s}, index_vector_dim=%d, slice_sizes={", v->name, so,
+                 a->name, ixn, list_w, list_c, list_m, ivd);
+            for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "," : "", win[i]);
+            emit(g, "}");
+            finish(g, v);
+        } else {
+            if (rr > MAXR + 1) return;
+            char us[64];
+            int n = snprintf(us, sizeof us, "%s[", g->ty);
+            for (int i = 0; i < rr; i++) n += snprintf(us + n, sizeof us - (size_t)n, "%s%d", i ? "," : "", sd[i]);
+            snprintf(us + n, sizeof us - (size_t)n, "]");
+            char un[32];
+            snprintf(un, sizeof un, "g%d.upd", id);
+            g->plen += (size_t)snprintf(g->params + g->plen, sizeof g->params - g->plen, "%s%s: %s",
+                                        g->n_params ? ", " : "", un, us);
+            emit(g, "  %%%s = %s parameter(%d)%s\n", un, us, g->n_params++,
+                 sharding_attr(g, rr, sb, sizeof sb));
+            static const char *comb[] = {"sum", "max", "ovr"};
+            val *v = new_val(g, k, a->dims);
+            shape_text(g, v, so, sizeof so);
+            emit(g, "  %%%s = %s scatter(%%%s, %%%s, %%%s), update_window_dims={%s}, "
+                    "inserted_window_dims={%s}, scatter_dims_to_operand_dims={%s}, "
+                    "index_vector_dim=%d, to_apply=%%%s", v->name, so, a->name, ixn, un, list_w,
+                 list_c, list_m, ivd, comb[rnd(3)]);
+            finish(g, v);
+        }
+        break;
+    }
     case 10: { /* concatenate */
         if (k == 0) return;
         val *b = same_shape(g, a);
@@ -659,10 +746,13 @@ static const char *random_module(graph *g, mesh *m) {
              "  %%y = %s[] parameter(1)\n  ROOT %%r = %s[] maximum(%%x, %%y)\n}\n\n"
              "%%lt (x: %s[], y: %s[]) -> pred[] {\n  %%x = %s[] parameter(0)\n"
              "  %%y = %s[] parameter(1)\n  ROOT %%r = pred[] compare(%%x, %%y), direction=LT\n}\n\n"
+             "%%ovr (x: %s[], y: %s[]) -> %s[] {\n  %%x = %s[] parameter(0)\n"
+             "  ROOT %%y = %s[] parameter(1)\n}\n\n"
              "%s"
              "ENTRY %%main (%s) -> %s {\n%s  ROOT %%out = %s copy(%%%s)%s%s\n}\n",
              g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
-             g->ty, g->ty, g->ty, g->ty, g->comps, g->params, rs, body, rs, last->name, "", "");
+             g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->comps, g->params, rs,
+             body, rs, last->name, "", "");
     /* The root gets a random sharding too. */
     char sh[256];
     if (random_sharding(m, last->rank, sh, sizeof sh)) {
