@@ -25,8 +25,10 @@
  * partitioning): a plan may tile them like the result, and each device then reads the input
  * window its output shard needs — its own shard plus halos from its neighbours, several hops if
  * wider than a shard, padding filled with zeros — and convolves it locally without padding. The
- * halos' bytes count in the plan's cost. The kernel's spatial dims stay whole; a windowed dim
- * with base (lhs) dilation is made whole.
+ * halos' bytes count in the plan's cost. The kernel's spatial dims stay whole. With base (lhs)
+ * dilation (the input gradient of a strided convolution) each device reads the input elements
+ * its dilated window covers, when the windows start at the same phase of the dilation on every
+ * device; else the dim is made whole.
  */
 #include "internal.h"
 
@@ -95,8 +97,9 @@ static bool trivial_window(const gs_window_dim *w) {
            w->lhs_dilate == 1 && w->rhs_dilate == 1 && !w->reversal;
 }
 
-/* The space of a convolution: [batch-like (lhs free) dims, out feature, in feature, forced]. */
-static bool build_conv_space(const gs_instr *in, gs_space *sp) {
+/* The space of a convolution: [batch-like (lhs free) dims, out feature, in feature, windowed,
+ * forced]. kernel_windowed picks which spatial dims the windowed dims pair with the lhs's. */
+static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_space *sp) {
     const gs_attr *da = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
     int64_t g = gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1);
@@ -134,6 +137,8 @@ static bool build_conv_space(const gs_instr *in, gs_space *sp) {
     sp->lhs.to[cd->in_batch] = m;
     sp->out.to[cd->out_batch] = m;
     sp->size[m++] = l->dims[cd->in_batch];
+    sp->kernel_windowed = kernel_windowed;
+    if (kernel_windowed && (nt == ns || g > 1)) return false; /* nothing windowed; groups */
     for (int i = 0; i < ns; i++) {
         int f = f0 + i;
         sp->rhs.to[cd->k_spatial[i]] = f;
@@ -145,10 +150,18 @@ static bool build_conv_space(const gs_instr *in, gs_space *sp) {
         } else {
             const gs_window_dim *w = wa ? &wa->u.window->dims[i] : NULL;
             sp->spatial[h - h0] = i;
-            sp->halo_ok[h - h0] = w && w->lhs_dilate == 1 && w->stride >= 1;
+            sp->halo_ok[h - h0] = w && w->stride >= 1 && w->lhs_dilate >= 1;
             sp->lhs.to[cd->in_spatial[i]] = h;
-            sp->out.to[cd->out_spatial[i]] = h;
-            sp->size[h++] = o->dims[cd->out_spatial[i]];
+            if (kernel_windowed) {
+                /* The kernel's spatial dim pairs with the lhs's; the result's is whole. */
+                sp->rhs.to[cd->k_spatial[i]] = h;
+                sp->out.to[cd->out_spatial[i]] = f;
+                sp->size[f] = o->dims[cd->out_spatial[i]];
+                sp->size[h++] = r->dims[cd->k_spatial[i]];
+            } else {
+                sp->out.to[cd->out_spatial[i]] = h;
+                sp->size[h++] = o->dims[cd->out_spatial[i]];
+            }
         }
     }
     if (g > 1) {
@@ -171,6 +184,12 @@ static bool build_conv_space(const gs_instr *in, gs_space *sp) {
     sp->n_lk = 1;
     sp->lk[0] = (int)cd->in_feature;
     sp->rk[0] = (int)cd->k_in_feature;
+    /* A kernel split along its window: the padding of its last part contributes nothing. */
+    for (int i = 0; kernel_windowed && i < ns; i++)
+        if (!trivial[i]) {
+            sp->lk[sp->n_lk] = (int)cd->in_spatial[i];
+            sp->rk[sp->n_lk++] = (int)cd->k_spatial[i];
+        }
     return true;
 }
 
@@ -227,7 +246,9 @@ static const gs_sharding *project(gs_pctx *c, const gs_space *sp, const gs_space
 static const gs_sharding *project_out(gs_pctx *c, const gs_space *sp, const gs_sharding *f) {
     int k0 = sp->nb + sp->nm + sp->nn;
     int tiled[GS_MAX_RANK], nt = 0;
-    for (int i = 0; i < sp->nk; i++)
+    /* Contracting dims, and a kernel-windowed space's windowed dims, sum into the result. */
+    int nsum = sp->nk + (sp->kernel_windowed ? sp->nh : 0);
+    for (int i = 0; i < nsum; i++)
         if (gs_p_tiles(f, k0 + i) > 1) tiled[nt++] = k0 + i;
     const gs_sharding *p = nt ? gs_p_make_unreduced(c, f, nt, tiled) : f;
     /* What is left is projected like an operand (the contracting dims, now untiled, drop). */
@@ -277,12 +298,20 @@ static const gs_sharding *as_plain(gs_pctx *c, const gs_sharding *s) {
 }
 
 /* How windowed dim h of a convolution is read when the plan tiles it k ways: device tile t
- * computes outputs [t*so, (t+1)*so) and reads lhs positions [a0 + t*step, a0 + t*step + len)
- * along lhs dim *dim (of size *n); the first *live tiles have outputs. */
+ * computes outputs [t*so, (t+1)*so), which read the base-dilated, padded input positions
+ * [a + t*step, a + t*step + len) (a = -pad_lo, step = so * stride). With base dilation D, only
+ * every D-th position is an input element: the device reads input elements [a0 + t*step0,
+ * a0 + t*step0 + cnt) along lhs dim `dim` (of size n) and convolves them with base dilation D
+ * and the padding pad_lo/pad_hi that puts them where they were — which is the same on every
+ * device only when step is a multiple of D (else `ok` is false). The first `live` tiles have
+ * outputs. */
 typedef struct window_read {
     int dim;
-    int64_t n, a0, step, len, live;
+    int64_t n, a0, step, len, live, pad_lo, pad_hi;
+    bool ok;
 } window_read;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 static window_read read_of(const gs_instr *in, const gs_space *sp, int h, int64_t k) {
     const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
@@ -290,8 +319,33 @@ static window_read read_of(const gs_instr *in, const gs_space *sp, int h, int64_
     int i = sp->spatial[h];
     int64_t o = in->shape->dims[cd->out_spatial[i]], so = (o + k - 1) / k;
     int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0;
-    window_read r = {(int)cd->in_spatial[i], in->operands[0]->shape->dims[cd->in_spatial[i]],
-                     -w->pad_lo, so * w->stride, (so - 1) * w->stride + eff, so ? (o + so - 1) / so : 0};
+    int64_t d = w->lhs_dilate > 0 ? w->lhs_dilate : 1, a = -w->pad_lo, step = so * w->stride;
+    int64_t len = (so - 1) * w->stride + eff, live = so ? (o + so - 1) / so : 0;
+    if (sp->kernel_windowed) {
+        /* Device t holds kernel positions [t*kw, (t+1)*kw) and computes every output from
+         * them: it reads positions o*stride + (t*kw + j)*rhs_dilate - pad_lo. */
+        int64_t kk = w->size, kw = (kk + k - 1) / k;
+        step = kw * w->rhs_dilate;
+        len = (kw - 1) * w->rhs_dilate + (o - 1) * w->stride + 1;
+        live = kw ? (kk + kw - 1) / kw : 0;
+    }
+    window_read r;
+    r.dim = (int)cd->in_spatial[i];
+    r.n = in->operands[0]->shape->dims[r.dim];
+    r.live = live;
+    /* A split kernel window must split evenly: padding kernel positions would meet real
+     * inputs, and 0 * inf is not the nothing the reference adds. */
+    bool uneven_kernel = sp->kernel_windowed && w->size % k != 0;
+    r.ok = step % d == 0 && len > 0 && !uneven_kernel;
+    /* Input elements at dilated positions a .. a+len-1: the first at ceil(a/d), the last at
+     * floor((a+len-1)/d). */
+    int64_t first = -floor_div(-a, d), last = floor_div(a + len - 1, d);
+    r.a0 = first;
+    r.step = step / d;
+    r.len = last - first + 1;
+    if (r.len < 1) r.ok = false;
+    r.pad_lo = first * d - a;
+    r.pad_hi = len - r.pad_lo - (r.len - 1) * d - 1;
     return r;
 }
 
@@ -306,7 +360,8 @@ static int64_t halo_bytes(gs_pctx *c, const gs_instr *in, const gs_space *sp,
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         int64_t L, R;
-        if (!gs_p_halo_extent(lhs, r.dim, r.n, r.a0, r.step, r.len, r.live, &L, &R)) return -1;
+        if (!r.ok || !gs_p_halo_extent(lhs, r.dim, r.n, r.a0, r.step, r.len, r.live, &L, &R))
+            return -1;
         const gs_shape *ls = gs_p_local_shape(c, in->operands[0]->shape, lhs);
         if (!ls || ls->dims[r.dim] == 0) continue;
         bytes += (L + R) * (gs_shape_bytes(ls) / ls->dims[r.dim]);
@@ -328,19 +383,25 @@ static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const gs_space *sp
     return x;
 }
 
-/* The local convolution reads its windows from the halo-extended input: no padding along the
- * tiled windowed dims (the halo read filled it in). */
-static void unpad_windows(gs_pctx *c, gs_instr *conv, const gs_space *sp, const gs_sharding *f) {
+/* The local convolution reads its windows from the halo-extended input: along the tiled windowed
+ * dims the padding is what puts the read elements where they were (none without base
+ * dilation: the halo read filled it in). */
+static void unpad_windows(gs_pctx *c, const gs_instr *in, gs_instr *conv, const gs_space *sp,
+                          const gs_sharding *f) {
     const gs_attr *wa = conv ? gs_instr_attr(conv, GS_ATTR_WINDOW) : NULL;
     if (!wa) return;
     (void)c;
     gs_window *w = wa->u.window; /* the output module's own copy */
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
-    for (int h = 0; h < sp->nh; h++)
-        if (gs_p_tiles(f, h0 + h) > 1) {
-            w->dims[sp->spatial[h]].pad_lo = 0;
-            w->dims[sp->spatial[h]].pad_hi = 0;
-        }
+    for (int h = 0; h < sp->nh; h++) {
+        int64_t k = gs_p_tiles(f, h0 + h);
+        if (k <= 1) continue;
+        window_read r = read_of(in, sp, h, k);
+        gs_window_dim *wd = &w->dims[sp->spatial[h]];
+        wd->pad_lo = r.pad_lo;
+        wd->pad_hi = r.pad_hi;
+        if (sp->kernel_windowed) wd->size = (wd->size + k - 1) / k; /* this device's part */
+    }
 }
 
 const gs_sharding *gs_p_space_project(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
@@ -403,11 +464,21 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     if (in->n_operands != 2 || !gs_type_is_array(in->shape->type)) return false;
     gs_space sp;
-    if (in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, &sp) : !build_space(in, &sp))
+    if (in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, false, &sp) : !build_space(in, &sp))
         return false;
     const gs_pvalue *lv = gs_p_operand(c, in, 0), *rv = gs_p_operand(c, in, 1);
     gs_space_plan best;
     if (!gs_p_plan_space(c, in, &sp, lv, rv, t, &best)) return false;
+    /* A convolution may also split its kernel window (the filter gradient's case). */
+    gs_space kw;
+    gs_space_plan kbest;
+    if (in->op == GS_OP_CONVOLUTION && sp.nh > 0 && build_conv_space(in, true, &kw) &&
+        gs_p_plan_space(c, in, &kw, lv, rv, t, &kbest) &&
+        (kbest.bytes < best.bytes || (kbest.bytes == best.bytes && kbest.flops < best.flops))) {
+        sp = kw;
+        best = kbest;
+    }
+    if (c->failed) return false;
     /* Emit: operands resharded to the plan, contracting padding masked, the local dot. */
     gs_pvalue l, r;
     gs_reshard(c, lv, best.lhs, &l);
@@ -432,7 +503,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         gs_shape *wide = gs_shape_with_type(gs_p_a(c), in->shape, narrow ? GS_F32 : GS_S64);
         gs_pvalue p = {gs_p_clone(c, in, gs_p_local_shape(c, wide, best.out), 2, ops), wide,
                        best.out, GS_OP_ADD};
-        unpad_windows(c, p.hlo, &sp, best.f);
+        unpad_windows(c, in, p.hlo, &sp, best.f);
         gs_pvalue whole;
         gs_reshard(c, &p, t, &whole);
         gs_instr *w = whole.hlo;
@@ -452,7 +523,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         return out->hlo != NULL;
     }
     out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, best.out), 2, ops);
-    unpad_windows(c, out->hlo, &sp, best.f);
+    unpad_windows(c, in, out->hlo, &sp, best.f);
     if (sp.groups > 1 && gs_p_tiles(best.f, 0) > 1)
         gs_build_set_int(gs_p_b(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
                          sp.groups / gs_p_tiles(best.f, 0));

@@ -251,7 +251,11 @@ typedef struct gs_space {
                               tiled by halo exchange), after the contracting ones */
     int nf;                /* forced-whole dims (the kernel's window), after the others */
     int spatial[GS_MAX_RANK]; /* windowed dim i: its index among the convolution's spatial dims */
-    bool halo_ok[GS_MAX_RANK]; /* windowed dim i can be tiled (no base dilation) */
+    bool halo_ok[GS_MAX_RANK]; /* windowed dim i can be tiled */
+    bool kernel_windowed;  /* the windowed dims are the lhs's and the kernel's spatial dims
+                              (the result's are forced whole): each device convolves with its
+                              part of the kernel window, and the result is a partial sum (a
+                              filter gradient, whose window is the activations' extent) */
     int64_t size[GS_MAX_RANK]; /* extent of each space dim */
     gs_space_map lhs, rhs, out; /* the three tensors */
     int n_lk;              /* contracting dims of the lhs and rhs (for masking) */

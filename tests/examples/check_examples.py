@@ -12,6 +12,7 @@ import sys
 CASES = [
     ("transformer_scan.hlo", 8, [], (4, 2)),
     ("transformer_block.hlo", 8, ["--no-propagate"], (4, 2)),
+    ("unet_spatial.hlo", 4, [], (4, 1)),
 ]
 
 
