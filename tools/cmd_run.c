@@ -144,6 +144,13 @@ static int write_outputs(const char *dir, gs_value *v, gs_diags *d) {
     int rc = 0;
     for (int i = 0; i < nl && rc == 0; i++) {
         char path[4200];
+        if (leaves[i]->devices > 0) { /* a manual output: one value per device */
+            for (int k = 0; k < leaves[i]->n_tuple && rc == 0; k++) {
+                snprintf(path, sizeof path, "%s/out%d.dev%d.npy", dir, i, k);
+                if (gs_npy_write(path, leaves[i]->tuple[k], d) != GS_OK) rc = 1;
+            }
+            continue;
+        }
         snprintf(path, sizeof path, "%s/out%d.npy", dir, i);
         if (gs_npy_write(path, leaves[i], d) != GS_OK) rc = 1;
     }
@@ -164,8 +171,9 @@ static bool print_checks(const gs_value *got, const gs_leaf_check *c, int n) {
     bool ok = true;
     for (int i = 0; i < n; i++) {
         if (g[i]->type == GS_TOKEN) continue;
-        char shape[128];
+        char shape[160];
         gs_value_shape_str(g[i], shape, sizeof shape);
+        const gs_value *gv = g[i]->devices > 0 && g[i]->n_tuple > 0 ? g[i]->tuple[0] : g[i];
         ok = ok && c[i].ok;
         const char *verdict = c[i].ok ? "ok" : "MISMATCH";
         if (!c[i].shape_ok) {
@@ -176,26 +184,27 @@ static bool print_checks(const gs_value *got, const gs_leaf_check *c, int n) {
         if (c[i].exact) {
             printf("out%d: %s  %.0f element%s differ%s  %s\n", i, shape, c[i].error,
                    c[i].error == 1 ? "" : "s", c[i].error == 1 ? "s" : "", verdict);
-        } else if (gs_type_is_complex(g[i]->type)) {
+        } else if (gs_type_is_complex(gv->type)) {
             printf("out%d: %s  max error %.3g (limit %g)  %s\n", i, shape, c[i].error,
                    c[i].limit, verdict);
         } else {
             printf("out%d: %s  max error %.3g rounding bounds (limit %g)  %s\n", i, shape,
                    c[i].error, c[i].limit, verdict);
         }
-        if (!c[i].ok && c[i].worst >= 0 && !c[i].exact && !gs_type_is_complex(g[i]->type)) {
+        if (!c[i].ok && c[i].worst >= 0 && !c[i].exact && !gs_type_is_complex(gv->type)) {
             char idx[256];
             int64_t rest = c[i].worst;
             int64_t at[GS_MAX_RANK];
-            for (int k = g[i]->rank - 1; k >= 0; k--) {
-                at[k] = g[i]->dims[k] ? rest % g[i]->dims[k] : 0;
-                rest = g[i]->dims[k] ? rest / g[i]->dims[k] : 0;
+            for (int k = gv->rank - 1; k >= 0; k--) {
+                at[k] = gv->dims[k] ? rest % gv->dims[k] : 0;
+                rest = gv->dims[k] ? rest / gv->dims[k] : 0;
             }
             int len = snprintf(idx, sizeof idx, "[");
-            for (int k = 0; k < g[i]->rank && len < (int)sizeof idx - 24; k++)
+            for (int k = 0; k < gv->rank && len < (int)sizeof idx - 24; k++)
                 len += snprintf(idx + len, sizeof idx - (size_t)len, "%s%lld", k ? "," : "",
                                 (long long)at[k]);
             snprintf(idx + len, sizeof idx - (size_t)len, "]");
+            if (c[i].device >= 0) printf("  device %d:", c[i].device);
             printf("  worst at %s: got %.9g, the reference %.9g, rounding bound %.3g\n", idx,
                    c[i].got, c[i].want, c[i].bound);
         }
@@ -371,7 +380,8 @@ static int run_sharded(const run_args *a, bool mpi) {
         free(text);
     }
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
-    if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
+    if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, n, &args, &n_args, &d) != GS_OK)
+        goto finish;
     if (gs_run_sharded(m, p, comm, args, n_args, a->seed, &global, &d) != GS_OK) goto finish;
     rc = 0;
     if (global && a->verify) {

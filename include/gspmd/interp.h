@@ -32,9 +32,10 @@ struct gs_value {
     int n_tuple;                /* tuples: number of elements */
     gs_value **tuple;           /* tuples: elements (each holds a reference) */
     int refs;                   /* reference count */
-    int devices;                /* > 0: a bundle of per-device values inside a manual region
-                                   (shard_map) of an unpartitioned module, tuple[d] being
-                                   device d's (see gs_eval_instr); 0 otherwise */
+    int devices;                /* > 0: a bundle of per-device values, tuple[d] being device
+                                   d's: a manual value (shard_map region, or a parameter or
+                                   output with a manual sharding) of an unpartitioned module
+                                   (see gs_eval_instr); 0 otherwise */
 };
 
 /* A new zero-filled array value. NULL on allocation failure. */
@@ -57,8 +58,12 @@ size_t gs_value_bytes(const gs_value *v);
  * dynamic dim (`<=N`) matches any size up to its bound: values hold only the valid elements of
  * dynamic dims (their current size, set by set-dimension-size / dynamic-reshape). */
 bool gs_value_matches(const gs_value *v, const gs_shape *s);
-/* The array leaves of v, depth first. *leaves is malloc'd (free it); each entry is borrowed. */
+/* The array leaves of v, depth first (a bundle counts as one leaf). *leaves is malloc'd (free
+ * it); each entry is borrowed. */
 gs_status gs_value_leaves(gs_value *v, gs_value ***leaves, int *n);
+/* v with bundles moved to its leaves: a bundle of per-device tuples becomes a tuple of bundles
+ * of their elements. A new reference; NULL on allocation failure. */
+gs_value *gs_value_bundles_to_leaves(gs_value *v);
 /* Text like f32[2,3] for messages (buf of at least 64 bytes recommended). */
 void gs_value_shape_str(const gs_value *v, char *buf, size_t size);
 
@@ -73,6 +78,11 @@ typedef struct gs_collectives {
     gs_status (*execute)(void *ctx, const gs_instr *in, gs_value *const *operands, int n_operands,
                          gs_value **out, gs_diags *d);
     void *ctx;
+    /* Executes collective `in` for every device at once on manual values of an unpartitioned
+     * module: each operand a bundle of n_devices per-device values (or one value every device
+     * shares); *out the bundle of the devices' results. NULL: such collectives are errors. */
+    gs_status (*execute_bundle)(void *ctx, const gs_instr *in, gs_value *const *operands,
+                                int n_operands, int n_devices, gs_value **out, gs_diags *d);
 } gs_collectives;
 
 struct gs_interp_env {
@@ -129,6 +139,13 @@ void gs_interp_inputs_free(gs_interp_inputs *in);
  * seeded from (seed, i)). An input naming no parameter is an error. *args is malloc'd. */
 gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
                               gs_value ***args, int *n_args, gs_diags *d);
+/* As gs_interp_make_args, for a run on n_devices: a parameter leaf with a manual sharding has no
+ * single global value, each manual group (each device, when fully manual) holding its own, so
+ * it becomes a bundle (gs_value.devices = n_devices) of one value per device, its group's:
+ * seeded random per group, or the .npy input for every group. */
+gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs *inputs,
+                                      uint64_t seed, int64_t n_devices, gs_value ***args,
+                                      int *n_args, gs_diags *d);
 /* A seeded random value of shape s (as above). */
 gs_value *gs_random_value(const gs_shape *s, uint64_t seed);
 
@@ -147,14 +164,16 @@ gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs
 /* Device `device`'s part of the global value v under sharding s (a tuple sharding for tuples, or
  * one sharding for every leaf), as a partitioned program's parameter holds it: the shard of each
  * tiled leaf, zero-padded at the end to ceil(dim / tiles); whole values for replicated, maximal
- * and unknown shardings. Fails (with an error) for unreduced and manual leaves, and when a
- * sharding does not fit its leaf. *out is a new value. */
+ * and unknown shardings. A bundle leaf (a manual value) gives the device its own part, sliced
+ * by the automatic dims of a partially manual sharding. Fails (with an error) when a sharding
+ * does not fit its leaf. *out is a new value. */
 gs_status gs_value_shard(const gs_value *v, const gs_sharding *s, int64_t device,
                          gs_value **out, gs_diags *d);
 
 /* The global value of shape `shape` reassembled from every device's part (parts[0..n_devices))
  * under sharding s: the valid region of each tile from the devices holding it; a maximal leaf
- * from its device. Devices holding the same data (replicas) must agree bitwise, else an error
+ * from its device; a manual leaf as a bundle of n_devices values, device d's the value of its
+ * manual group. Devices holding the same data (replicas) must agree bitwise, else an error
  * names the two devices and the output leaf. *out is a new value. */
 gs_status gs_value_unshard(gs_value *const *parts, int n_devices, const gs_sharding *s,
                            const gs_shape *shape, gs_value **out, gs_diags *d);

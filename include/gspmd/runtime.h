@@ -153,6 +153,12 @@ typedef struct gs_device_ctx {
 
 gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *operands,
                                 int n_operands, gs_value **out, gs_diags *d);
+/* gs_collectives.execute_bundle for the reference interpreter (src/runtime/bundle.c): runs
+ * collective `in` on the per-device values of manual operands, one thread per device on a
+ * threads communicator. ctx is the module (const gs_module *). */
+gs_status gs_collective_execute_bundle(void *ctx, const gs_instr *in, gs_value *const *operands,
+                                       int n_operands, int n_devices, gs_value **out,
+                                       gs_diags *d);
 
 /* Runs partitioned program p, made from module m by gs_partition for comm's devices, on this
  * process's devices of comm (threads, or MPI ranks): the global arguments `args` (one per entry
@@ -187,6 +193,8 @@ typedef struct gs_leaf_check {
     int64_t worst;  /* row-major index of the element with the largest error; -1 when none */
     double got, want, bound; /* real floats: the values and bound at `worst` */
     bool ok;        /* error <= limit */
+    int device;     /* manual outputs (a value per device): the device whose part is reported
+                     * (the first that fails, else the largest error); -1 for other outputs */
 } gs_leaf_check;
 
 /* Compares leaf `got` with the reference's `want`, whose rounding-error bound is `bound` (from

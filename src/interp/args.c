@@ -4,6 +4,7 @@
  */
 #include "gspmd/npy.h"
 #include "gspmd/numeric.h"
+#include "gspmd/sharding.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,99 @@ gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs
     }
     *args = a;
     *n_args = e->n_params;
+    return GS_OK;
+}
+
+/* The manual group of device d under manual leaf sharding s (fully manual: d), or -1. */
+static int64_t manual_group(const gs_sharding *s, int64_t d) {
+    if (s->kind == GS_SHARDING_MANUAL) return d;
+    int md = -1;
+    for (int i = 0; i < s->n_subgroups; i++)
+        if (s->subgroups[i] == GS_SUBGROUP_MANUAL) md = s->data_rank + i;
+    int64_t pos = gs_tile_position(&s->tiles, d);
+    if (md < 0 || pos < 0) return -1;
+    for (int i = s->tiles.rank - 1; i > md; i--) pos /= s->tiles.dims[i];
+    return pos % s->tiles.dims[md];
+}
+
+static bool is_manual(const gs_sharding *s) {
+    if (!s) return false;
+    if (s->kind == GS_SHARDING_MANUAL) return true;
+    if (s->kind != GS_SHARDING_TILED) return false;
+    for (int i = 0; i < s->n_subgroups; i++)
+        if (s->subgroups[i] == GS_SUBGROUP_MANUAL) return true;
+    return false;
+}
+
+/* v (shape sh, sharding s: a tuple sharding's leaves in order, counted by *leaf) with its manual
+ * leaves made bundles of n values, one per device: group 0's is v's own, another group's
+ * random (seeded from `seed`, the leaf and the group) unless `same` (every group gets v's).
+ * Returns a new reference, NULL on allocation failure or a device in no group. */
+static gs_value *bundle_manual(gs_value *v, const gs_shape *sh, const gs_sharding *s, int *leaf,
+                               int64_t n, uint64_t seed, bool same) {
+    if (sh->type == GS_TUPLE) {
+        gs_value **el = calloc((size_t)(sh->n_tuple ? sh->n_tuple : 1), sizeof *el);
+        if (!el) return NULL;
+        for (int i = 0; i < sh->n_tuple; i++)
+            if (!(el[i] = bundle_manual(v->tuple[i], sh->tuple[i], s, leaf, n, seed, same))) {
+                for (int j = 0; j < i; j++) gs_value_free(el[j]);
+                free(el);
+                return NULL;
+            }
+        gs_value *t = gs_value_new_tuple(sh->n_tuple, el);
+        free(el);
+        return t;
+    }
+    int k = (*leaf)++;
+    const gs_sharding *ls = s && s->kind == GS_SHARDING_TUPLE ? (k < s->n_tuple ? s->tuple[k] : NULL) : s;
+    if (!is_manual(ls) || sh->type == GS_TOKEN) return gs_value_ref(v);
+    gs_value **parts = calloc((size_t)n, sizeof *parts);
+    if (!parts) return NULL;
+    for (int64_t d = 0; d < n; d++) {
+        int64_t g = manual_group(ls, d);
+        for (int64_t e = 0; e < d && !parts[d]; e++) /* an earlier member of the group */
+            if (manual_group(ls, e) == g) parts[d] = gs_value_ref(parts[e]);
+        if (!parts[d] && g >= 0)
+            parts[d] = g == 0 || same ? gs_value_ref(v)
+                                      : gs_random_value(sh, seed * 7919u + (uint64_t)k * 104729u +
+                                                                (uint64_t)g);
+        if (!parts[d]) {
+            for (int64_t e = 0; e < d; e++) gs_value_free(parts[e]);
+            free(parts);
+            return NULL;
+        }
+    }
+    gs_value *b = gs_value_new_tuple((int)n, parts);
+    free(parts);
+    if (b) b->devices = (int)n;
+    return b;
+}
+
+gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs *inputs,
+                                      uint64_t seed, int64_t n_devices, gs_value ***args,
+                                      int *n_args, gs_diags *d) {
+    if (gs_interp_make_args(m, inputs, seed, args, n_args, d) != GS_OK) return GS_ERR;
+    const gs_computation *e = m->entry;
+    for (int i = 0; i < e->n_params && n_devices > 0; i++) {
+        const gs_instr *p = e->params[i];
+        const gs_sharding *s = gs_instr_get_sharding(p);
+        if (!s) continue;
+        bool same = false;
+        for (int k = 0; inputs && k < inputs->n; k++)
+            same |= strcmp(inputs->names[k], p->name) == 0;
+        int leaf = 0;
+        gs_value *b = bundle_manual((*args)[i], p->shape, s, &leaf, n_devices,
+                                    seed * 1000003ull + (uint64_t)i, same);
+        if (!b) {
+            for (int j = 0; j < *n_args; j++) gs_value_free((*args)[j]);
+            free(*args);
+            *args = NULL;
+            return gs_error(d, p->span, "cannot give parameter %s a value per manual group",
+                            p->name);
+        }
+        gs_value_free((*args)[i]);
+        (*args)[i] = b;
+    }
     return GS_OK;
 }
 

@@ -145,6 +145,7 @@ static gs_value *map_leaves(gs_value *r, double (*fill)(const gs_value *, int, v
             }
         gs_value *t = gs_value_new_tuple(r->n_tuple, el);
         free(el);
+        if (t) t->devices = r->devices;
         return t;
     }
     int k = (*leaf)++;
@@ -555,7 +556,8 @@ static gs_status bounded_while(gs_eval *ev, const gs_instr *in, gs_value *const 
 gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                          gs_value *const *bops, gs_value **out, gs_value **bout) {
     *out = *bout = NULL;
-    if (!gs_manual_is_enter(in) && !gs_manual_is_exit(in)) {
+    if (!gs_manual_is_enter(in) && !gs_manual_is_exit(in) &&
+        gs_op_info_of(in->op)->family != GS_FAM_COLLECTIVE) {
         int n_dev = gs_bundle_devices(ops, in->n_operands);
         if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, bops, out, bout, gs_bound_instr);
     }

@@ -490,6 +490,16 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     if (gs_manual_is_exit(in) && in->n_operands == 1 && ops[0]->devices > 0)
         return gs_manual_exit(ev, in, ops[0], out);
     int n_dev = gs_bundle_devices(ops, in->n_operands);
+    if (n_dev > 0 && gs_op_info_of(in->op)->family == GS_FAM_COLLECTIVE) {
+        /* A collective between the devices of a manual value: all of them at once. */
+        const gs_collectives *c = ev->env->collectives;
+        if (!c || !c->execute_bundle)
+            return gs_eval_error(ev, in, "a collective on per-device (manual) values needs the "
+                                         "multi-device runtime (gspmd run --verify)");
+        gs_status st = c->execute_bundle(c->ctx, in, ops, in->n_operands, n_dev, out, ev->d);
+        if (st == GS_OK && *out) (*out)->devices = n_dev;
+        return st;
+    }
     if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, NULL, out, NULL, eval_on_device);
     gs_status st;
     if (in->shape && in->shape->dynamic && in->n_operands <= 16) {

@@ -131,8 +131,17 @@ static gs_status shard_leaf(const gs_value *v, const gs_sharding *s, int64_t dev
         return *out ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
     }
     if (!s) return gs_error(d, gs_span_none(), "a tuple sharding has fewer leaves than its value");
-    if (s->kind == GS_SHARDING_MANUAL || subgroup_dim(s, GS_SUBGROUP_MANUAL) >= 0)
-        return gs_error(d, gs_span_none(), "cannot slice an input by a manual sharding");
+    if (v->devices > 0) {
+        /* A manual value: one value per device (its manual group's), sliced by the rest. */
+        if (device < 0 || device >= v->n_tuple)
+            return gs_error(d, gs_span_none(), "a manual value of %d devices has no part for "
+                            "device %lld", v->n_tuple, (long long)device);
+        v = v->tuple[device];
+    }
+    if (s->kind == GS_SHARDING_MANUAL) {
+        *out = gs_value_copy(v);
+        return *out ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
+    }
     if (s->kind != GS_SHARDING_TILED) {
         /* Partial values ({unreduced}): device 0 holds the value, the others zeros. */
         bool zero = s->kind == GS_SHARDING_UNREDUCED && device != 0;
@@ -167,7 +176,9 @@ static gs_status shard_leaf(const gs_value *v, const gs_sharding *s, int64_t dev
 
 static gs_status shard_rec(const gs_value *v, const gs_sharding *s, int64_t device, int *leaf,
                            gs_value **out, gs_diags *d) {
-    if (v->type != GS_TUPLE) return shard_leaf(v, leaf_of(s, leaf), device, out, d);
+    if (v->devices > 0 && device >= 0 && device < v->n_tuple && v->tuple[device]->type == GS_TUPLE)
+        v = v->tuple[device]; /* a manual tuple: this device's */
+    if (v->type != GS_TUPLE || v->devices > 0) return shard_leaf(v, leaf_of(s, leaf), device, out, d);
     gs_value **el = calloc((size_t)(v->n_tuple ? v->n_tuple : 1), sizeof *el);
     if (!el) return gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; i < v->n_tuple; i++)
@@ -189,6 +200,55 @@ gs_status gs_value_shard(const gs_value *v, const gs_sharding *s, int64_t device
 
 /* ------------------------------------------------------------------ reassembly */
 
+static gs_status unshard_tiled(gs_value *const *parts, int n, const gs_sharding *s,
+                               const gs_shape *shape, int leaf, int md, int64_t group,
+                               gs_value *g, gs_value **out, gs_diags *d);
+
+/* A manual leaf has no single global value: each manual group (each device, when fully manual)
+ * holds its own. Its reassembly is a bundle of n_devices values, device d's part the value of
+ * d's group (reassembled from the group's tiles when partially manual). */
+static gs_status unshard_manual(gs_value *const *parts, int n, const gs_sharding *s,
+                                const gs_shape *shape, int leaf, gs_value **out, gs_diags *d) {
+    gs_value **el = calloc((size_t)(n ? n : 1), sizeof *el);
+    if (!el) return gs_error(d, gs_span_none(), "out of memory");
+    gs_status st = GS_OK;
+    int md = subgroup_dim(s, GS_SUBGROUP_MANUAL);
+    for (int k = 0; k < n && st == GS_OK; k++) {
+        if (s->kind == GS_SHARDING_MANUAL) {
+            if (!gs_value_matches(parts[k], shape))
+                st = gs_error(d, gs_span_none(), "output %d of device %d has the wrong shape",
+                              leaf, k);
+            else if (!(el[k] = gs_value_copy(parts[k])))
+                st = gs_error(d, gs_span_none(), "out of memory");
+            continue;
+        }
+        int64_t idx[GS_MAX_TILE_RANK];
+        if (!full_index(s, k, idx)) {
+            st = gs_error(d, gs_span_none(), "output %d: device %d is in no manual group", leaf,
+                          k);
+            break;
+        }
+        for (int j = 0; j < k && !el[k]; j++) { /* an earlier member of the group built it */
+            int64_t jdx[GS_MAX_TILE_RANK];
+            if (full_index(s, j, jdx) && jdx[md] == idx[md]) el[k] = gs_value_ref(el[j]);
+        }
+        if (el[k]) continue;
+        gs_value *g = gs_value_new_array(shape->type, shape->rank, shape->dims);
+        st = g ? unshard_tiled(parts, n, s, shape, leaf, md, idx[md], g, &el[k], d)
+               : gs_error(d, gs_span_none(), "out of memory");
+    }
+    if (st != GS_OK) {
+        for (int k = 0; k < n; k++) gs_value_free(el[k]);
+        free(el);
+        return st;
+    }
+    *out = gs_value_new_tuple(n, el); /* frees the parts when it fails */
+    free(el);
+    if (!*out) return gs_error(d, gs_span_none(), "out of memory");
+    (*out)->devices = n;
+    return GS_OK;
+}
+
 static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *s,
                               const gs_shape *shape, int leaf, gs_value **out, gs_diags *d) {
     if (shape->type == GS_TOKEN) {
@@ -197,9 +257,8 @@ static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *
     }
     if (!s) return gs_error(d, gs_span_none(), "output %d has no sharding", leaf);
     if (s->kind == GS_SHARDING_MANUAL || subgroup_dim(s, GS_SUBGROUP_MANUAL) >= 0)
-        return gs_error(d, gs_span_none(),
-                        "output %d has a manual sharding, which cannot be reassembled", leaf);
-    int r = shape->rank, esz = gs_type_size(shape->type);
+        return unshard_manual(parts, n, s, shape, leaf, out, d);
+    int r = shape->rank;
     gs_value *g = gs_value_new_array(shape->type, r, shape->dims);
     if (!g) return gs_error(d, gs_span_none(), "out of memory");
     int64_t zero[GS_MAX_RANK] = {0};
@@ -239,7 +298,17 @@ static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *
         *out = g;
         return GS_OK;
     }
-    /* Tiled: the first device of each tile writes it, its replicas must agree. */
+    return unshard_tiled(parts, n, s, shape, leaf, -1, 0, g, out, d);
+}
+
+/* The tiled leaf g of shape `shape` from the parts of the devices whose index along tile dim md
+ * is `group` (every device when md < 0): the first device of each tile writes it, its replicas
+ * must agree. Takes over g. */
+static gs_status unshard_tiled(gs_value *const *parts, int n, const gs_sharding *s,
+                               const gs_shape *shape, int leaf, int md, int64_t group,
+                               gs_value *g, gs_value **out, gs_diags *d) {
+    int r = shape->rank, esz = gs_type_size(shape->type);
+    int64_t zero[GS_MAX_RANK] = {0};
     int64_t ntiles = gs_sharding_num_tiles(s);
     int *first = malloc(sizeof(int) * (size_t)(ntiles ? ntiles : 1));
     if (!first) {
@@ -254,6 +323,7 @@ static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *
         int64_t idx[GS_MAX_TILE_RANK];
         if (!gs_sharding_device_shard(s, r, shape->dims, k, sd) || !full_index(s, k, idx))
             continue;
+        if (md >= 0 && idx[md] != group) continue;         /* another manual group */
         if (ud >= 0 && rd >= 0 && idx[rd] != 0) continue; /* replicas of partial values */
         const gs_value *p = parts[k];
         int64_t off[GS_MAX_RANK], size[GS_MAX_RANK], tile = 0;

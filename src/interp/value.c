@@ -137,13 +137,51 @@ bool gs_value_matches(const gs_value *v, const gs_shape *s) {
 }
 
 static gs_status collect_leaves(gs_value *v, gs_vec *out) {
-    if (v->type == GS_TUPLE) {
+    if (v->type == GS_TUPLE && v->devices == 0) {
         for (int i = 0; i < v->n_tuple; i++)
             if (collect_leaves(v->tuple[i], out) != GS_OK) return GS_ERR;
         return GS_OK;
     }
     if (v->type == GS_TOKEN) return GS_OK;
+    if (v->devices > 0 && v->n_tuple > 0 && v->tuple[0]->type == GS_TOKEN) return GS_OK;
     return gs_vec_push(out, &v);
+}
+
+gs_value *gs_value_bundles_to_leaves(gs_value *v) {
+    if (v->type != GS_TUPLE) return gs_value_ref(v);
+    bool split = v->devices == 0;
+    int n = v->devices == 0 ? v->n_tuple : 0;
+    if (v->devices > 0 && v->n_tuple > 0 && v->tuple[0]->type == GS_TUPLE &&
+        v->tuple[0]->devices == 0) {
+        split = true;
+        n = v->tuple[0]->n_tuple;
+        for (int k = 1; k < v->n_tuple; k++)
+            if (v->tuple[k]->type != GS_TUPLE || v->tuple[k]->n_tuple != n) split = false;
+    }
+    if (!split) return gs_value_ref(v);
+    gs_value **el = calloc((size_t)(n ? n : 1), sizeof *el);
+    gs_value **parts = calloc((size_t)(v->n_tuple ? v->n_tuple : 1), sizeof *parts);
+    bool ok = el && parts;
+    for (int i = 0; ok && i < n; i++) {
+        gs_value *e;
+        if (v->devices == 0) {
+            e = gs_value_ref(v->tuple[i]);
+        } else {
+            for (int k = 0; k < v->n_tuple; k++) parts[k] = gs_value_ref(v->tuple[k]->tuple[i]);
+            e = gs_value_new_tuple(v->n_tuple, parts);
+            if (e) e->devices = v->n_tuple;
+        }
+        el[i] = e ? gs_value_bundles_to_leaves(e) : NULL;
+        gs_value_free(e);
+        if (!el[i]) {
+            for (int j = 0; j < i; j++) gs_value_free(el[j]);
+            ok = false;
+        }
+    }
+    gs_value *t = ok ? gs_value_new_tuple(n, el) : NULL;
+    free(el);
+    free(parts);
+    return t;
 }
 
 gs_status gs_value_leaves(gs_value *v, gs_value ***leaves, int *n) {
@@ -159,6 +197,12 @@ gs_status gs_value_leaves(gs_value *v, gs_value ***leaves, int *n) {
 }
 
 void gs_value_shape_str(const gs_value *v, char *buf, size_t size) {
+    if (v->devices > 0 && v->n_tuple > 0) {
+        gs_value_shape_str(v->tuple[0], buf, size);
+        size_t k = strlen(buf);
+        if (k < size) snprintf(buf + k, size - k, " per device");
+        return;
+    }
     if (v->type == GS_TUPLE) {
         snprintf(buf, size, "(tuple of %d)", v->n_tuple);
         return;

@@ -35,7 +35,7 @@ static void *device_main(void *arg) {
     char label[32];
     snprintf(label, sizeof label, "device %d", r->device);
     gs_device_ctx ctx = {r->comm, r->device, r->m};
-    gs_collectives coll = {gs_collective_execute, &ctx};
+    gs_collectives coll = {gs_collective_execute, &ctx, NULL};
     gs_interp_env env = {r->device % P, r->device / P, N, &coll, r->seed, label};
     r->status = gs_interp_eval(r->m, &env, r->args, r->m->entry->n_params, &r->result, &r->diags);
     if (r->status != GS_OK) {

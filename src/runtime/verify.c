@@ -54,9 +54,37 @@ static void check_complex(const gs_value *got, const gs_value *want, gs_leaf_che
     c->error = mismatch ? INFINITY : diff == 0 ? 0 : diff / (scale > 0 ? scale : 1e-300);
 }
 
+static bool check_array(const gs_value *got, const gs_value *want, const gs_value *bound,
+                        gs_leaf_check *c);
+
+/* Part d of a bundle, or v itself. */
+static const gs_value *part(const gs_value *v, int d) {
+    return v && v->devices > 0 && d < v->n_tuple ? v->tuple[d] : v;
+}
+
 bool gs_check_leaf(const gs_value *got, const gs_value *want, const gs_value *bound,
                    gs_leaf_check *c) {
+    int n = got->devices > 0 ? got->devices : want->devices;
+    if (n == 0) return check_array(got, want, bound, c);
+    /* Manual values: device by device (a value with no bundle stands for every device). */
+    if ((got->devices > 0 && got->devices != n) || (want->devices > 0 && want->devices != n)) {
+        memset(c, 0, sizeof *c);
+        c->worst = c->device = -1;
+        return c->ok = false;
+    }
+    for (int d = 0; d < n; d++) {
+        gs_leaf_check cd;
+        check_array(part(got, d), part(want, d), part(bound, d), &cd);
+        cd.device = d;
+        if (d == 0 || (c->ok && (!cd.ok || cd.error > c->error))) *c = cd;
+    }
+    return c->ok;
+}
+
+static bool check_array(const gs_value *got, const gs_value *want, const gs_value *bound,
+                        gs_leaf_check *c) {
     memset(c, 0, sizeof *c);
+    c->device = -1;
     c->worst = -1;
     c->shape_ok = same_shape(got, want);
     if (!c->shape_ok) return c->ok = false;
@@ -101,14 +129,22 @@ gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_arg
     *checks = NULL;
     *n_checks = 0;
     *all_ok = false;
-    gs_interp_env env = {0, 0, 1, NULL, seed, NULL};
+    gs_collectives manual = {NULL, (void *)m, gs_collective_execute_bundle};
+    gs_interp_env env = {0, 0, 1, &manual, seed, NULL};
     gs_value *want = NULL, *bound = NULL;
     if (gs_interp_eval_bounded(m, &env, args, n_args, &want, &bound, d) != GS_OK) return GS_ERR;
     gs_value **g = NULL, **w = NULL, **b = NULL;
     int ng = 0, nw = 0, nb = 0;
     gs_status st = GS_OK;
-    if (gs_value_leaves(got, &g, &ng) != GS_OK || gs_value_leaves(want, &w, &nw) != GS_OK ||
-        gs_value_leaves(bound, &b, &nb) != GS_OK)
+    /* Manual outputs are bundles; the reference's per-device tuples become tuples of them. */
+    gs_value *gl = gs_value_bundles_to_leaves(got), *wl = gs_value_bundles_to_leaves(want),
+             *bl = gs_value_bundles_to_leaves(bound);
+    gs_value_free(want);
+    gs_value_free(bound);
+    want = wl;
+    bound = bl;
+    if (!gl || !wl || !bl || gs_value_leaves(gl, &g, &ng) != GS_OK ||
+        gs_value_leaves(want, &w, &nw) != GS_OK || gs_value_leaves(bound, &b, &nb) != GS_OK)
         st = gs_error(d, gs_span_none(), "out of memory");
     else if (ng != nw || nb != nw)
         st = gs_error(d, gs_span_none(), "the partitioned program has %d outputs, the module %d",
@@ -119,7 +155,7 @@ gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_arg
     for (int i = 0; st == GS_OK && i < nw; i++) {
         if (w[i]->type == GS_TOKEN) {
             c[i].shape_ok = c[i].ok = c[i].exact = true;
-            c[i].worst = -1;
+            c[i].worst = c[i].device = -1;
             continue;
         }
         ok = gs_check_leaf(g[i], w[i], b[i], &c[i]) && ok;
@@ -127,6 +163,7 @@ gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_arg
     free(g);
     free(w);
     free(b);
+    if (gl) gs_value_free(gl);
     gs_value_free(want);
     gs_value_free(bound);
     if (st != GS_OK) {

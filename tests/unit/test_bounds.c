@@ -238,11 +238,62 @@ static void test_cancelling_square(void **state) {
     gs_source_free(src);
 }
 
+/* Manual values: per-group inputs, reassembly into a bundle, device-by-device comparison. */
+static void test_manual_values(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse("ENTRY %e (p: f32[4]) -> f32[4] {\n"
+                         "  ROOT %p = f32[4] parameter(0), "
+                         "sharding={devices=[2,2]<=[4] last_tile_dims={manual}}\n}\n",
+                         false, &src);
+    gs_diags d = {0};
+    gs_value **args;
+    int n_args;
+    assert_int_equal(gs_interp_make_sharded_args(m, NULL, 3, 4, &args, &n_args, &d), GS_OK);
+    gs_value *p = args[0];
+    assert_int_equal(p->devices, 4); /* groups {0,2} and {1,3}: device = 2 * row tile + group */
+    assert_ptr_equal(p->tuple[0], p->tuple[2]);
+    assert_ptr_equal(p->tuple[1], p->tuple[3]);
+    assert_ptr_not_equal(p->tuple[0], p->tuple[1]);
+    gs_arena a;
+    gs_arena_init(&a);
+    gs_sharding *s;
+    const char *txt = "{devices=[2,2]<=[4] last_tile_dims={manual}}";
+    assert_int_equal(gs_sharding_parse(&a, txt, strlen(txt), &s, &d, gs_span_none()), GS_OK);
+    gs_value *parts[4];
+    for (int k = 0; k < 4; k++) { /* device k: rows 2*(k/2).. of its group's value */
+        assert_int_equal(gs_value_shard(p, s, k, &parts[k], &d), GS_OK);
+        assert_int_equal(parts[k]->dims[0], 2);
+        assert_float_equal(el(parts[k], 1), el(p->tuple[k], 2 * (k / 2) + 1), 0);
+    }
+    gs_value *g;
+    assert_int_equal(gs_value_unshard(parts, 4, s, m->entry->root->shape, &g, &d), GS_OK);
+    assert_int_equal(g->devices, 4);
+    gs_leaf_check c;
+    assert_true(gs_check_leaf(g, p, NULL, &c));
+    /* Device 3's tile of group 1 changed: device 1 and 3 (its group) see the change. */
+    gs_elem_set_f(parts[3]->data, GS_F32, 0, 42);
+    gs_value *g2;
+    assert_int_equal(gs_value_unshard(parts, 4, s, m->entry->root->shape, &g2, &d), GS_OK);
+    assert_false(gs_check_leaf(g2, p, NULL, &c));
+    assert_int_equal(c.device, 1);
+    assert_int_equal(c.worst, 2);
+    for (int k = 0; k < 4; k++) gs_value_free(parts[k]);
+    gs_value_free(g);
+    gs_value_free(g2);
+    gs_value_free(p);
+    free(args);
+    gs_arena_free(&a);
+    gs_diags_free(&d);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_and_moves),        cmocka_unit_test(test_sum_and_dot),
         cmocka_unit_test(test_while_carries_bounds), cmocka_unit_test(test_check_leaf),
-        cmocka_unit_test(test_cancelling_square),
+        cmocka_unit_test(test_cancelling_square),    cmocka_unit_test(test_manual_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
