@@ -345,6 +345,9 @@ int64_t gs_instr_int(const gs_instr *in, gs_attr_key k, int64_t def);
 bool gs_instr_bool(const gs_instr *in, gs_attr_key k, bool def);
 /* IDENT/STRING/RAW attribute k's text, or NULL. */
 const char *gs_instr_str(const gs_instr *in, gs_attr_key k);
+/* The integer `key` of a backend_config written as XLA's partitioner writes its internal ops'
+ * ("dimension=0,amount=2"); false when absent or not an integer. */
+bool gs_instr_config_int(const gs_instr *in, const char *key, int64_t *v);
 /* COMP attribute k (or the first of COMPS), or NULL. */
 gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k);
 /* The instruction's sharding, or NULL when it has none. */

@@ -363,6 +363,31 @@ static gs_status k_async(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
     return *out ? GS_OK : gs_eval_oom(ev, in);
 }
 
+/* XLA's partitioner-internal rotate: out[.., i, ..] = in[.., (i - amount) mod n, ..] along
+ * `dimension` (backend_config "dimension=D,amount=A", A >= 0). */
+static gs_status eval_rotate_right(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                   gs_value **out) {
+    const gs_value *x = ops[0];
+    int64_t dim, amount;
+    if (!gs_instr_config_int(in, "dimension", &dim) || !gs_instr_config_int(in, "amount", &amount))
+        return gs_eval_error(ev, in, "_SPMDInternalOp_RotateRight needs backend_config "
+                                     "\"dimension=D,amount=A\"");
+    if (x->type == GS_TUPLE || dim < 0 || dim >= x->rank || amount < 0)
+        return gs_eval_error(ev, in, "rotate: dimension %lld or amount %lld out of range",
+                             (long long)dim, (long long)amount);
+    gs_value *r = gs_value_new_array(x->type, x->rank, x->dims);
+    if (!r) return gs_eval_oom(ev, in);
+    int64_t n = x->dims[dim], outer = 1, inner = gs_type_size(x->type);
+    for (int i = 0; i < dim; i++) outer *= x->dims[i];
+    for (int i = (int)dim + 1; i < x->rank; i++) inner *= x->dims[i];
+    for (int64_t o = 0; n > 0 && o < outer; o++)
+        for (int64_t i = 0; i < n; i++)
+            memcpy((char *)r->data + (o * n + (i + amount) % n) * inner,
+                   (const char *)x->data + (o * n + i) * inner, (size_t)inner);
+    *out = r;
+    return GS_OK;
+}
+
 static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) target = "";
@@ -380,6 +405,17 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
         return k_tuple(ev, in, ops, out);
     }
     if (strcmp(target, "TopK") == 0 && in->n_operands == 1) return gs_eval_topk(ev, in, ops, out);
+    if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0 && in->n_operands == 1)
+        return eval_rotate_right(ev, in, ops, out);
+    if (strcmp(target, "GetRngSeed") == 0 && in->n_operands == 0 && gs_shape_is_array(in->shape) &&
+        in->shape->rank == 0 && !gs_type_is_float(in->shape->type)) {
+        /* The seed of the run's random numbers (the same on every device). */
+        gs_value *v = gs_eval_new_result(ev, in);
+        if (!v) return GS_ERR;
+        gs_elem_set_i(v->data, v->type, 0, (int64_t)ev->env->rng_seed);
+        *out = v;
+        return GS_OK;
+    }
     return gs_eval_error(ev, in, "custom-call target \"%s\" is not supported by the interpreter", target);
 }
 

@@ -91,6 +91,21 @@ const char *gs_instr_str(const gs_instr *in, gs_attr_key k) {
     return kind == GS_AK_IDENT || kind == GS_AK_STRING || kind == GS_AK_RAW ? a->u.s : NULL;
 }
 
+bool gs_instr_config_int(const gs_instr *in, const char *key, int64_t *v) {
+    const char *cfg = gs_instr_str(in, GS_ATTR_BACKEND_CONFIG);
+    size_t kl = strlen(key);
+    for (const char *p = cfg; p && *p; p++) {
+        bool start = p == cfg || p[-1] == ',' || p[-1] == '"' || p[-1] == ' ';
+        if (!start || strncmp(p, key, kl) != 0 || p[kl] != '=') continue;
+        char *end;
+        long long x = strtoll(p + kl + 1, &end, 10);
+        if (end == p + kl + 1) return false;
+        *v = (int64_t)x;
+        return true;
+    }
+    return false;
+}
+
 gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k) {
     const gs_attr *a = gs_instr_attr(in, k);
     if (!a) return NULL;

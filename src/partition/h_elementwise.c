@@ -117,6 +117,7 @@ bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target || in->n_operands != 1) return false;
     if (strcmp(target, "TopK") == 0) return gs_h_topk(c, in, t, out);
+    if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0) return gs_h_rotate_right(c, in, t, out);
     const gs_pvalue *v = gs_p_operand(c, in, 0);
     if (identity_target(target) && gs_shape_equal(in->shape, v->base)) {
         *out = *v;

@@ -38,8 +38,9 @@ bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_
     }
     *left = L;
     *right = R;
-    /* Halos up to the whole dim on either side (any number of hops). */
-    return L <= (k - 1) * si && R <= (k - 1) * si;
+    /* Any number of hops; reach beyond the first or last tile reads no data (positions outside
+     * the dim), so gs_p_halo_read pads the window there instead. */
+    return true;
 }
 
 bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
@@ -102,8 +103,9 @@ gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, i
     int64_t L, R;
     if (!x || !gs_p_halo_extent(s, d, n, a0, step, len, live, &L, &R)) return NULL;
     gs_builder *b = gs_p_b(c);
-    int64_t si = x->shape->dims[d];
-    int64_t hl = (L + si - 1) / si, hr = (R + si - 1) / si;
+    int64_t si = x->shape->dims[d], most = (gs_p_tiles(s, d) - 1) * si;
+    int64_t Lf = L < most ? L : most, Rf = R < most ? R : most; /* what the other tiles hold */
+    int64_t hl = (Lf + si - 1) / si, hr = (Rf + si - 1) / si;
     gs_instr **parts = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, hl + hr + 2);
     if (!parts) {
         gs_p_oom(c);
@@ -111,15 +113,21 @@ gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, i
     }
     int np = 0;
     for (int64_t h = hl; h >= 1; h--) { /* farthest first */
-        int64_t amount = L - (h - 1) * si < si ? L - (h - 1) * si : si;
+        int64_t amount = Lf - (h - 1) * si < si ? Lf - (h - 1) * si : si;
         parts[np++] = halo(c, x, s, d, amount, h, +1);
     }
     parts[np++] = x;
     for (int64_t h = 1; h <= hr; h++) {
-        int64_t amount = R - (h - 1) * si < si ? R - (h - 1) * si : si;
+        int64_t amount = Rf - (h - 1) * si < si ? Rf - (h - 1) * si : si;
         parts[np++] = halo(c, x, s, d, amount, h, -1);
     }
     gs_instr *win = np == 1 ? x : gs_build_concatenate(b, np, parts, d);
+    if (win && (L > Lf || R > Rf)) { /* beyond the dim's first or last tile: no data */
+        int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, inr[GS_MAX_RANK] = {0};
+        lo[d] = L - Lf;
+        hi[d] = R - Rf;
+        win = gs_build_pad(b, win, gs_p_identity(c, GS_OP_ADD, x->shape->type), lo, hi, inr);
+    }
     /* The window starts at a0 + t*step - (t*si - L) = a0 + L + t*(step - si). */
     gs_instr *t = gs_p_tile_index(c, &s->tiles, d);
     gs_instr *off = gs_p_add(c, gs_p_mul(c, t, step - si), gs_p_s32(c, a0 + L));

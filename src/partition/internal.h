@@ -331,6 +331,8 @@ bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+/* h_rotate.c: custom-call _SPMDInternalOp_RotateRight. */
+bool gs_h_rotate_right(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);

@@ -1,0 +1,53 @@
+/*
+ * h_rotate.c — XLA's partitioner-internal custom-call `_SPMDInternalOp_RotateRight`
+ * (backend_config "dimension=D,amount=A": out[i] = in[(i - A) mod n] along D).
+ *
+ * Along an untiled D each device rotates its own shard. Along a tiled D (n elements in shards
+ * of s) device t's output [t*s, t*s + s) reads input [t*s - A, t*s - A + s): where that is
+ * below 0 it wraps to the end of the input. Two halo reads by collective-permute (one of the
+ * window shifted by -A, one by n - A) and a select on the global position j < A build it; the
+ * positions of the padding are never read.
+ */
+#include "internal.h"
+
+bool gs_h_rotate_right(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    int64_t dim, amount;
+    if (!gs_type_is_array(in->shape->type) || !gs_p_plain(t) ||
+        !gs_instr_config_int(in, "dimension", &dim) ||
+        !gs_instr_config_int(in, "amount", &amount) || dim < 0 || dim >= in->shape->rank ||
+        amount < 0)
+        return false;
+    gs_pvalue v;
+    gs_reshard(c, gs_p_operand(c, in, 0), t, &v);
+    gs_instr *x = v.hlo;
+    if (!x) return false;
+    int64_t n = in->shape->dims[dim], a = n > 0 ? amount % n : 0;
+    int64_t tiles = t->kind == GS_SHARDING_TILED ? t->tiles.dims[dim] : 1;
+    gs_instr *y;
+    if (tiles == 1) {
+        y = gs_p_clone(c, in, x->shape, 1, &x);
+    } else if (a == 0) {
+        y = x;
+    } else {
+        int64_t s = x->shape->dims[dim], live = (n + s - 1) / s;
+        int64_t l, r;
+        if (!gs_p_halo_extent(t, (int)dim, n, -a, s, s, live, &l, &r) ||
+            !gs_p_halo_extent(t, (int)dim, n, n - a, s, s, live, &l, &r))
+            return false;
+        gs_instr *head = gs_p_halo_read(c, x, t, (int)dim, n, -a, s, s, live, NULL);
+        gs_instr *wrap = gs_p_halo_read(c, x, t, (int)dim, n, n - a, s, s, live, NULL);
+        if (!head || !wrap) return false;
+        gs_builder *b = gs_p_b(c);
+        const gs_shape *ls = x->shape;
+        gs_instr *pos = gs_build_iota(b, GS_S32, ls->rank, ls->dims, (int)dim);
+        gs_instr *off = gs_p_shard_offset(c, t, (int)dim, s);
+        pos = gs_build_binary(b, GS_OP_ADD, pos, gs_p_bcast_scalar(c, off, ls));
+        gs_instr *wraps = gs_build_compare(b, pos, gs_p_bcast_scalar(c, gs_p_s32(c, a), ls), "LT");
+        y = gs_build_select(b, wraps, wrap, head);
+    }
+    out->hlo = y;
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return y != NULL;
+}
