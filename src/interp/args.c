@@ -6,6 +6,7 @@
 #include "gspmd/numeric.h"
 #include "gspmd/sharding.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,8 @@ gs_value *gs_random_value(const gs_shape *s, uint64_t seed) {
         if (gs_type_is_complex(s->type)) {
             double u2 = (double)(splitmix(&st) >> 11) * 0x1.0p-53;
             gs_elem_set_c(v->data, s->type, i, 2 * u - 1, 2 * u2 - 1);
+        } else if (s->type == GS_F8E8M0FNU) { /* scales: powers of two, 2^-4 .. 2^3 */
+            gs_elem_set_f(v->data, s->type, i, ldexp(1.0, (int)(r >> 61) - 4));
         } else if (gs_type_is_float(s->type)) {
             gs_elem_set_f(v->data, s->type, i, 2 * u - 1);
         } else if (s->type == GS_PRED) {

@@ -407,6 +407,48 @@ static gs_status contraction(gs_eval *ev, const gs_instr *in, gs_value *const *o
     return GS_OK;
 }
 
+/* The block-scaled dot: as a contraction of its dequantized operands, |A|.(b_B + c|B|) +
+ * b_A.|B| (c = u sqrt(K)); the scales (powers of two) are exact. */
+static gs_status scaled_contraction(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                    gs_value *const *bops, gs_value *r, gs_value **br) {
+    int64_t B, M, N, K;
+    if (in->n_operands != 4 || !is_real(r) ||
+        !gs_scaled_dot_dims((const gs_value *const *)ops, &B, &M, &N, &K))
+        return fallback(ev, in, ops, bops, r, br);
+    double c = unit_roundoff(r->type) * sqrt((double)(K > 0 ? K : 1));
+    double *a = gs_scaled_dot_dequant(ops[0], ops[2], true);
+    double *b = gs_scaled_dot_dequant(ops[1], ops[3], true);
+    double *ba = is_real(bops[0]) ? gs_scaled_dot_dequant(bops[0], ops[2], true) : NULL;
+    double *bb = is_real(bops[1]) ? gs_scaled_dot_dequant(bops[1], ops[3], true) : NULL;
+    size_t n = B * M * N > 0 ? (size_t)(B * M * N) : 1;
+    double *t = malloc(sizeof *t * n), *u = malloc(sizeof *u * n);
+    gs_value *res = gs_value_new_array(r->type, r->rank, r->dims);
+    gs_status st = a && b && t && u && res ? GS_OK : gs_eval_oom(ev, in);
+    if (st == GS_OK) {
+        for (int64_t i = 0; bb && i < N * K * B; i++) bb[i] += c * b[i];
+        gs_scaled_dot_core(a, bb ? bb : b, B, M, N, K, t);
+        if (!bb)
+            for (int64_t i = 0; i < B * M * N; i++) t[i] *= c;
+        if (ba) {
+            gs_scaled_dot_core(ba, b, B, M, N, K, u);
+            for (int64_t i = 0; i < B * M * N; i++) t[i] += u[i];
+        }
+        for (int64_t i = 0; i < res->n; i++) set_bound(res, i, t[i]);
+    }
+    free(a);
+    free(b);
+    free(ba);
+    free(bb);
+    free(t);
+    free(u);
+    if (st != GS_OK) {
+        gs_value_free(res);
+        return st;
+    }
+    *br = res;
+    return GS_OK;
+}
+
 /* The reduction op of instruction in's computation attribute `key`, or -1 when it is not one
  * binary op on its parameters. An overwrite (root = parameter 1) reads as GS_OP_COPY. */
 static int reducer_op(const gs_instr *in, gs_attr_key key) {
@@ -618,6 +660,10 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
             if (gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) &&
                 strcmp(gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET), "TopK") == 0)
                 st = ordered(ev, in, ops, bops, r, &b);
+            else if (gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) &&
+                     strcmp(gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET),
+                            "__op$block_scaled_dot") == 0)
+                st = scaled_contraction(ev, in, ops, bops, r, &b);
             else
                 st = moved(ev, in, bops, &b);
             break;

@@ -405,6 +405,7 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
         return k_tuple(ev, in, ops, out);
     }
     if (strcmp(target, "TopK") == 0 && in->n_operands == 1) return gs_eval_topk(ev, in, ops, out);
+    if (strcmp(target, "__op$block_scaled_dot") == 0) return gs_eval_block_scaled_dot(ev, in, ops, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0 && in->n_operands == 1)
         return eval_rotate_right(ev, in, ops, out);
     if (strcmp(target, "GetRngSeed") == 0 && in->n_operands == 0 && gs_shape_is_array(in->shape) &&

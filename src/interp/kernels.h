@@ -147,6 +147,19 @@ static inline void gs_copy_elem(void *dst, int64_t j, const void *src, int64_t i
 /* topk, also for the custom-call TopK (k_reduce.c). */
 gs_status gs_eval_topk(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out);
 
+/* k_scaled_dot.c: the block-scaled dot (custom-call __op$block_scaled_dot). The dims of its
+ * operands (lhs, rhs, lhs_scale, rhs_scale) as a batch of [M,K] x [N,K] products; false when
+ * they do not fit (each scale dim must divide its operand's dim: one scale per block). */
+bool gs_scaled_dot_dims(const gs_value *const *ops, int64_t *B, int64_t *M, int64_t *N,
+                        int64_t *K);
+/* Operand q times its block scales s, as doubles (malloc'd; |.| when `absolute`). */
+double *gs_scaled_dot_dequant(const gs_value *q, const gs_value *s, bool absolute);
+/* out[t,m,n] = sum_k a[t,m,k] b[t,n,k], in double. */
+void gs_scaled_dot_core(const double *a, const double *b, int64_t B, int64_t M, int64_t N,
+                        int64_t K, double *out);
+gs_status gs_eval_block_scaled_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                   gs_value **out);
+
 /* ------------------------------------------------------------------ kernel families */
 
 /* Each returns the kernel for an opcode of its family, or NULL if not handled there. */

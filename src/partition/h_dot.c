@@ -91,6 +91,46 @@ static bool build_space(const gs_instr *in, gs_space *sp) {
     return true;
 }
 
+/* XLA's block-scaled dot (custom-call `__op$block_scaled_dot`: lhs, rhs, lhs_scale, rhs_scale,
+ * each scale one element per block of its operand): contracting the last dims, with dim 0 a
+ * batch dim at rank 3. The scales split as their operands. */
+static bool is_block_scaled_dot(const gs_instr *in) {
+    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    return t && strcmp(t, "__op$block_scaled_dot") == 0;
+}
+
+static bool build_scaled_space(const gs_instr *in, gs_space *sp) {
+    if (in->n_operands != 4) return false;
+    const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
+    int rank = l->rank;
+    if ((rank != 2 && rank != 3) || r->rank != rank || in->shape->rank != rank) return false;
+    for (int k = 2; k < 4; k++) {
+        const gs_shape *sc = in->operands[k]->shape, *q = in->operands[k - 2]->shape;
+        if (sc->rank != rank) return false;
+        for (int i = 0; i < rank; i++)
+            if (sc->dims[i] <= 0 || q->dims[i] % sc->dims[i]) return false;
+    }
+    memset(sp, 0, sizeof *sp);
+    sp->nb = rank - 2;
+    sp->nm = sp->nn = sp->nk = 1;
+    sp->ns = sp->nb + 3;
+    sp->lhs.rank = sp->rhs.rank = sp->out.rank = rank;
+    if (rank == 3) {
+        sp->lhs.to[0] = sp->rhs.to[0] = 0;
+        sp->size[0] = l->dims[0];
+    }
+    sp->lhs.to[rank - 2] = sp->nb;
+    sp->size[sp->nb] = l->dims[rank - 2];
+    sp->rhs.to[rank - 2] = sp->nb + 1;
+    sp->size[sp->nb + 1] = r->dims[rank - 2];
+    sp->lhs.to[rank - 1] = sp->rhs.to[rank - 1] = sp->nb + 2;
+    sp->size[sp->nb + 2] = l->dims[rank - 1];
+    for (int d = 0; d < rank; d++) sp->out.to[d] = d;
+    sp->n_lk = 1;
+    sp->lk[0] = sp->rk[0] = rank - 1;
+    return true;
+}
+
 /* A window dim that reads one input element per output element. */
 static bool trivial_window(const gs_window_dim *w) {
     return w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
@@ -462,13 +502,23 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
 }
 
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
-    if (in->n_operands != 2 || !gs_type_is_array(in->shape->type)) return false;
+    bool scaled = is_block_scaled_dot(in);
+    if (in->n_operands != (scaled ? 4 : 2) || !gs_type_is_array(in->shape->type)) return false;
     gs_space sp;
-    if (in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, false, &sp) : !build_space(in, &sp))
+    if (scaled ? !build_scaled_space(in, &sp)
+        : in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, false, &sp)
+                                      : !build_space(in, &sp))
         return false;
     const gs_pvalue *lv = gs_p_operand(c, in, 0), *rv = gs_p_operand(c, in, 1);
     gs_space_plan best;
     if (!gs_p_plan_space(c, in, &sp, lv, rv, t, &best)) return false;
+    for (int k = 0; scaled && k < 2; k++) {
+        /* Each device's part of a blocked dim must hold whole blocks (with their scales). */
+        const gs_shape *q = in->operands[k]->shape, *sc = in->operands[k + 2]->shape;
+        const gs_sharding *os = k == 0 ? best.lhs : best.rhs;
+        for (int i = 0; i < q->rank; i++)
+            if (sc->dims[i] != q->dims[i] && sc->dims[i] % gs_p_tiles(os, i) != 0) return false;
+    }
     /* A convolution may also split its kernel window (the filter gradient's case). */
     gs_space kw;
     gs_space_plan kbest;
@@ -489,7 +539,16 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         rx = gs_p_mask(c, rx, r.sharding, rv->base->dims, sp.n_lk, sp.rk, NULL);
         if (sp.nh > 0) lx = read_windows(c, in, &sp, best.f, lx, l.sharding);
     }
-    gs_instr *ops[2] = {lx, rx};
+    gs_instr *ops[4] = {lx, rx, NULL, NULL};
+    int n_ops = 2;
+    if (scaled) { /* the scales split as their operands */
+        gs_pvalue ls, rs;
+        gs_reshard(c, gs_p_operand(c, in, 2), best.lhs, &ls);
+        gs_reshard(c, gs_p_operand(c, in, 3), best.rhs, &rs);
+        ops[2] = ls.hlo;
+        ops[3] = rs.hlo;
+        n_ops = 4;
+    }
     gs_type ty = in->shape->type;
     bool partial = gs_unreduced_dim(best.out) != -1 && gs_unreduced_dim(t) == -1;
     bool narrow = (ty == GS_BF16 || ty == GS_F16) && partial;
@@ -501,7 +560,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         /* Partial sums of a narrow float result travel and add up in f32, rounded once at
          * the end, as the single-device dot rounds once. */
         gs_shape *wide = gs_shape_with_type(gs_p_a(c), in->shape, narrow ? GS_F32 : GS_S64);
-        gs_pvalue p = {gs_p_clone(c, in, gs_p_local_shape(c, wide, best.out), 2, ops), wide,
+        gs_pvalue p = {gs_p_clone(c, in, gs_p_local_shape(c, wide, best.out), n_ops, ops), wide,
                        best.out, GS_OP_ADD};
         unpad_windows(c, in, p.hlo, &sp, best.f);
         gs_pvalue whole;
@@ -522,7 +581,7 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         out->red = GS_OP_ADD;
         return out->hlo != NULL;
     }
-    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, best.out), 2, ops);
+    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, best.out), n_ops, ops);
     unpad_windows(c, in, out->hlo, &sp, best.f);
     if (sp.groups > 1 && gs_p_tiles(best.f, 0) > 1)
         gs_build_set_int(gs_p_b(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
