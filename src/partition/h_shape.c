@@ -196,6 +196,30 @@ bool gs_h_reverse(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalu
     return with_whole_dims(c, in, t, d.n, moved, 1, out);
 }
 
+/* fft transforms its last len(fft_length) dims: those are made whole, the leading (batch) dims
+ * keep their tiles. */
+bool gs_h_fft(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    gs_ints len = gs_instr_ints(in, GS_ATTR_FFT_LENGTH);
+    int r = in->shape->rank;
+    if (len.n < 1 || len.n > r || in->operands[0]->shape->rank != r) return false;
+    int moved[GS_MAX_RANK];
+    for (int i = 0; i < len.n; i++) moved[i] = r - len.n + i;
+    return with_whole_dims(c, in, t, (int)len.n, moved, 1, out);
+}
+
+/* cholesky and triangular-solve work on the matrices in their last two dims: those are made
+ * whole (for every operand), the leading batch dims keep their tiles. */
+bool gs_h_batched_matrix(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (!plain_array(in, t)) return false;
+    int r = in->shape->rank;
+    if (r < 2) return false;
+    for (int k = 0; k < in->n_operands; k++)
+        if (in->operands[k]->shape->rank != r) return false;
+    int moved[2] = {r - 2, r - 1};
+    return with_whole_dims(c, in, t, 2, moved, in->n_operands, out);
+}
+
 bool gs_h_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     if (!plain_array(in, t)) return false;
     const gs_attr *a = gs_instr_attr(in, GS_ATTR_SLICE);
@@ -355,7 +379,23 @@ bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     if (!gs_p_plain(lead)) lead = gs_sharding_replicated(gs_p_a(c));
     if (lead->kind == GS_SHARDING_TILED && lead->data_rank != s0->rank) return false;
     int dim = (int)d.v[0];
-    const gs_sharding *s = gs_p_replicate_dims(c, lead, 1, &dim);
+    /* The sorted dim must be whole on each device. Its tiles move onto a dim no one splits (an
+     * all-to-all there and back, as XLA does) -- the one they divide evenly, else the largest
+     * with at least as many elements as tiles -- or, when there is none, are gathered. */
+    int64_t a = gs_p_tiles(lead, dim);
+    int free_dim = -1;
+    for (int j = 0; j < s0->rank && a > 1; j++) {
+        if (j == dim || gs_p_tiles(lead, j) != 1 || s0->dims[j] < a) continue;
+        if (free_dim < 0) {
+            free_dim = j;
+            continue;
+        }
+        bool even_j = s0->dims[j] % a == 0, even_f = s0->dims[free_dim] % a == 0;
+        if (even_j > even_f || (even_j == even_f && s0->dims[j] > s0->dims[free_dim]))
+            free_dim = j;
+    }
+    const gs_sharding *s = free_dim >= 0 ? gs_p_move_tiles(c, lead, dim, free_dim)
+                                         : gs_p_replicate_dims(c, lead, 1, &dim);
     gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
     gs_sharding **leaves = GS_NEW_ARRAY(gs_p_a(c), gs_sharding *, n + 1);
     if (!ops || !leaves) {
@@ -427,4 +467,69 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
     for (int i = 0; i < is->rank; i++)
         if (halo[i]) w->dims[i].pad_lo = w->dims[i].pad_hi = 0;
     return true;
+}
+
+/* select-and-scatter (max-pool backward). Dims without a window keep their tiles. A windowed
+ * dim keeps them when it has no padding or dilation and its shards hold whole strides: each
+ * device reads, by halo exchange, the source windows that touch its shard and the operand they
+ * cover (positions outside taking the scatter's identity, so that windows past either end add
+ * nothing), selects and scatters them all, and keeps its own shard of the result; when windows
+ * do not overlap and shards start at windows, there is no halo. Other windowed dims are made
+ * whole. */
+bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
+                             gs_pvalue *out) {
+    if (!plain_array(in, t) || in->n_operands != 3) return false;
+    const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
+    const gs_shape *is = in->operands[0]->shape, *ss = in->operands[1]->shape;
+    int r = is->rank;
+    if (!wa || wa->u.window->n != r || ss->rank != r) return false;
+    gs_opcode sop;
+    const gs_computation *sca = gs_instr_comp(in, GS_ATTR_SCATTER);
+    gs_instr *id = sca && gs_p_reducer_op(sca, &sop) ? gs_p_identity(c, sop, is->type) : NULL;
+    int moved[GS_MAX_RANK], n = 0;
+    bool halo[GS_MAX_RANK] = {0};
+    for (int i = 0; i < r; i++) {
+        const gs_window_dim *w = &wa->u.window->dims[i];
+        bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
+                       w->lhs_dilate == 1 && w->rhs_dilate == 1;
+        int64_t k = gs_p_tiles(t, i);
+        if (trivial || k == 1) continue;
+        int64_t so = (is->dims[i] + k - 1) / k, live = (is->dims[i] + so - 1) / so, L, R;
+        halo[i] = id && w->pad_lo == 0 && w->pad_hi == 0 && w->lhs_dilate == 1 &&
+                  w->rhs_dilate == 1 && w->size >= 1 && w->stride >= 1 && so % w->stride == 0;
+        if (halo[i]) {
+            int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
+            halo[i] = gs_p_halo_extent(t, i, is->dims[i], -h * w->stride, so,
+                                       (nwin - 1) * w->stride + w->size, live, &L, &R) &&
+                      gs_p_halo_extent(t, i, ss->dims[i], -h, so / w->stride, nwin, live, &L,
+                                       &R);
+        }
+        if (!halo[i]) moved[n++] = i;
+    }
+    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    gs_instr *ops[3] = {resharded(c, in, 0, s), resharded(c, in, 1, s), NULL};
+    replicated_rest(c, in, 2, ops);
+    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    if (!ops[0] || !ops[1] || !ops[2] || !ls) return false;
+    int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
+    for (int i = 0; i < r; i++) lim[i] = ls->dims[i];
+    bool cut = false;
+    for (int i = 0; i < r && ops[0] && ops[1]; i++) {
+        if (!halo[i]) continue;
+        const gs_window_dim *w = &wa->u.window->dims[i];
+        int64_t so = ls->dims[i], live = (is->dims[i] + so - 1) / so;
+        int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
+        ops[0] = gs_p_halo_read(c, ops[0], s, i, is->dims[i], -h * w->stride, so,
+                                (nwin - 1) * w->stride + w->size, live, id);
+        ops[1] = gs_p_halo_read(c, ops[1], s, i, ss->dims[i], -h, so / w->stride, nwin, live,
+                                id);
+        st[i] = h * w->stride;
+        lim[i] = st[i] + so;
+        cut |= ops[0] && ops[0]->shape->dims[i] != so;
+    }
+    if (!ops[0] || !ops[1]) return false;
+    gs_instr *y = gs_p_clone(c, in, ops[0]->shape, 3, ops);
+    if (y && cut) y = gs_build_slice(gs_p_b(c), y, st, lim, NULL);
+    result(out, y, in->shape, s);
+    return out->hlo != NULL;
 }

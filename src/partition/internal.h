@@ -18,6 +18,8 @@
  *   h_dot.c         dot and convolution: the factor-space plans of the paper and their byte
  *                   costs
  *   h_topk.c        topk and custom-call TopK: local top k, gathered candidates, merged
+ *   h_batch_norm.c  batch-norm inference, training, grad: per-feature vectors tiled like the
+ *                   feature dim, statistics as masked local sums all-reduced
  *   h_gather.c      gather and scatter as plans in their iteration space (index-parallel,
  *                   passthrough, operand-parallel with masking, partial scatters combined)
  *   h_scan.c        dynamic-(update-)slice of one element along a tiled dim (stacked layers)
@@ -328,9 +330,19 @@ bool gs_h_iota(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
 bool gs_h_constant(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_reduce(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_fft(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
+                             gs_pvalue *out);
+bool gs_h_batched_matrix(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+/* h_batch_norm.c */
+bool gs_h_batch_norm_inference(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
+                               gs_pvalue *out);
+bool gs_h_batch_norm_training(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_pvalue *out);
+bool gs_h_batch_norm_grad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 /* h_rotate.c: custom-call _SPMDInternalOp_RotateRight. */
 bool gs_h_rotate_right(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
@@ -350,5 +362,8 @@ bool gs_p_partial_manual(const gs_sharding *s);
 const gs_sharding *gs_p_manual_whole(gs_pctx *c, const gs_sharding *m, int rank);
 /* s (plain) with data dims `dims` (n entries) replicated. */
 const gs_sharding *gs_p_replicate_dims(gs_pctx *c, const gs_sharding *s, int n, const int *dims);
+/* s with the tiles of data dim `from` moved onto data dim `to` (minor to its own tiles): what
+ * one all-to-all reaches (reshard rung 7). s itself when `from` is not split. */
+const gs_sharding *gs_p_move_tiles(gs_pctx *c, const gs_sharding *s, int from, int to);
 
 #endif /* GSPMD_PARTITION_INTERNAL_H */

@@ -456,9 +456,16 @@ static gs_handler handler_of(const gs_instr *in) {
     case GS_OP_CONVOLUTION: return gs_h_dot;
     case GS_OP_REDUCE: return gs_h_reduce;
     case GS_OP_SORT: return gs_h_sort;
+    case GS_OP_FFT: return gs_h_fft;
+    case GS_OP_CHOLESKY:
+    case GS_OP_TRIANGULAR_SOLVE: return gs_h_batched_matrix;
     case GS_OP_REDUCE_WINDOW: return gs_h_reduce_window;
+    case GS_OP_SELECT_AND_SCATTER: return gs_h_select_and_scatter;
     case GS_OP_BITCAST_CONVERT: return gs_h_elementwise;
     case GS_OP_TOPK: return gs_h_topk;
+    case GS_OP_BATCH_NORM_INFERENCE: return gs_h_batch_norm_inference;
+    case GS_OP_BATCH_NORM_TRAINING: return gs_h_batch_norm_training;
+    case GS_OP_BATCH_NORM_GRAD: return gs_h_batch_norm_grad;
     case GS_OP_GATHER: return gs_h_gather;
     case GS_OP_SCATTER: return gs_h_scatter;
     case GS_OP_WHILE: return gs_h_while;

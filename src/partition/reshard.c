@@ -276,6 +276,17 @@ static bool merge_into(gs_pctx *c, const gs_tile_assignment *t, int data_rank, i
     return gs_tile_reshape(gs_p_a(c), &u, nd, dims, out) == GS_OK;
 }
 
+const gs_sharding *gs_p_move_tiles(gs_pctx *c, const gs_sharding *s, int from, int to) {
+    if (s->kind != GS_SHARDING_TILED || from == to || gs_p_tiles(s, from) == 1) return s;
+    gs_tile_assignment t;
+    if (!merge_into(c, &s->tiles, s->data_rank, from, to, &t)) {
+        gs_p_oom(c);
+        return s;
+    }
+    const gs_sharding *out = make(c, &t, s->n_subgroups, s->subgroups);
+    return out ? out : s;
+}
+
 static bool same_counts(const gs_sharding *a, const gs_sharding *b) {
     if (a->kind != GS_SHARDING_TILED || b->kind != GS_SHARDING_TILED) return false;
     if (a->data_rank != b->data_rank || a->n_subgroups != b->n_subgroups ||

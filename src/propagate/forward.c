@@ -101,7 +101,13 @@ bool gs_prop_supports(gs_pctx *c, const gs_instr *in, bool to_output, bool to_pa
     case GS_OP_ALL_REDUCE:
     case GS_OP_REDUCE_SCATTER: return true;
     case GS_OP_TOPK:
-    case GS_OP_SCAN: return c->is_spmd;
+    case GS_OP_SCAN:
+    case GS_OP_BATCH_NORM_TRAINING:
+    case GS_OP_BATCH_NORM_INFERENCE:
+    case GS_OP_BATCH_NORM_GRAD:
+    case GS_OP_FFT:
+    case GS_OP_CHOLESKY:
+    case GS_OP_TRIANGULAR_SOLVE: return c->is_spmd; /* partitioned by handlers of their own */
     case GS_OP_PARAMETER: return to_params || n->caller != NULL;
     case GS_OP_REVERSE: return c->is_spmd;
     case GS_OP_CUSTOM_CALL:
@@ -374,6 +380,35 @@ static bool topk_forward(gs_pctx *c, gs_instr *in, bool may) {
                            gs_prop_non_root_users(in) == 1, GS_PDIR_FORWARD, op, "topk rule");
 }
 
+/* batch-norm, fft, cholesky, triangular-solve: their factor rules from the first operand with a
+ * spatial sharding, to every result leaf (a leaf no dim of it reaches is replicated). */
+static bool rule_forward(gs_pctx *c, gs_instr *in, bool may) {
+    gs_instr *op = NULL;
+    int k = 0;
+    for (; k < in->n_operands && !op; k++)
+        if (gs_prop_spatial(GS_PSH(gs_prop_operand(in, k)))) op = gs_prop_operand(in, k);
+    if (!op) return false;
+    bool tuple = in->shape->type == GS_TUPLE;
+    int n = tuple ? in->shape->n_tuple : 1;
+    gs_sharding **leaves = GS_NEW_ARRAY(c->a, gs_sharding *, n);
+    if (!leaves) {
+        c->oom = true;
+        return false;
+    }
+    for (int r = 0; r < n; r++) {
+        const gs_sharding *m = gs_prop_rule_map(c, in, false, k - 1, GS_PSH(op), true, r);
+        leaves[r] = (gs_sharding *)(m ? m : gs_sharding_replicated(c->a));
+        if (!leaves[r]) return false;
+    }
+    const gs_sharding *t = tuple ? gs_sharding_tuple(c->a, n, leaves) : leaves[0];
+    if (!t) {
+        c->oom = true;
+        return false;
+    }
+    return gs_prop_improve(c, in, t, may, gs_prop_non_root_users(in) == 1, GS_PDIR_FORWARD, op,
+                           "factor rule");
+}
+
 /* scan: each scanned output takes its input's sharding, each carry its init's. */
 static bool scan_forward(gs_pctx *c, gs_instr *in, bool may) {
     int carries = (int)gs_instr_int(in, GS_ATTR_NUM_CARRIES, 0);
@@ -535,6 +570,12 @@ bool gs_prop_forward(gs_pctx *c, gs_instr *in, int level) {
     }
     case GS_OP_TOPK: return topk_forward(c, in, may);
     case GS_OP_SCAN: return scan_forward(c, in, may);
+    case GS_OP_BATCH_NORM_TRAINING:
+    case GS_OP_BATCH_NORM_INFERENCE:
+    case GS_OP_BATCH_NORM_GRAD:
+    case GS_OP_FFT:
+    case GS_OP_CHOLESKY:
+    case GS_OP_TRIANGULAR_SOLVE: return rule_forward(c, in, may);
     case GS_OP_CUSTOM_CALL: {
         if (gs_prop_is_cc(in, "ShardBarrierFrom")) return false;
         gs_instr *op;

@@ -516,13 +516,15 @@ static bool rule_linalg(builder *b) {
 }
 
 /* batch-norm: the feature dim passes through everything; the other operand dims pass through to
- * the normalised output in inference, and need replication (statistics) in training/grad. */
+ * the full-rank results. */
 static bool rule_batch_norm(builder *b) {
     const gs_shape *is = op_shape(b, 0);
     int64_t fi = gs_instr_int(b->in, GS_ATTR_FEATURE_INDEX, -1);
     if (!gs_shape_is_array(is) || fi < 0 || fi >= is->rank) return false;
-    bool inference = b->in->op == GS_OP_BATCH_NORM_INFERENCE;
-    /* Full-rank tensors: operand 0, the result leaf 0, and grad's operand 4 (grad_output). */
+    /* Every dim passes through the full-rank tensors: operand 0, the result leaf 0, and grad's
+     * operand 4 (grad_output). The feature dim also reaches the 1-D operands and results; the
+     * others are summed over for the statistics, which the partitioner does by local sums and
+     * an all-reduce (src/partition/h_batch_norm.c), so they may stay split. */
     gs_tensor_factors *full[3] = {&b->ops[0], &b->res[0], NULL};
     int n_full = 2;
     if (b->in->op == GS_OP_BATCH_NORM_GRAD) {
@@ -531,9 +533,7 @@ static bool rule_batch_norm(builder *b) {
     }
     if (b->leaves[0]->rank != is->rank) return false;
     for (int d = 0; d < is->rank; d++) {
-        gs_factor_kind k =
-            d == fi || inference ? GS_FACTOR_PASS_THROUGH : GS_FACTOR_NEED_REPLICATION;
-        int f = factor(b, k, is->dims[d]);
+        int f = factor(b, GS_FACTOR_PASS_THROUGH, is->dims[d]);
         for (int t = 0; t < n_full; t++) add(b, full[t], d, f);
         if (d != fi) continue;
         for (int i = 1; i < b->in->n_operands; i++)

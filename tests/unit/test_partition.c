@@ -438,15 +438,45 @@ static void test_elementwise_and_default(void **state) {
         "  %g = f32[3,6] gather(%e, %idx), offset_dims={1}, collapsed_slice_dims={0}, "
         "start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}, "
         "sharding={devices=[1,4]<=[4]}\n"
-        "  %m = f32[6] parameter(2)\n  %one = f32[] constant(1)\n"
-        "  %v = f32[6] broadcast(%one), dimensions={}\n"
-        "  %bn = f32[5,6] batch-norm-inference(%a, %m, %m, %m, %v), epsilon=0.001, "
-        "feature_index=1, sharding={devices=[2,2]<=[4]}\n"
+        "  %m = f32[6] parameter(2)\n  %one = f32[] constant(1)\n  %m0 = f32[] constant(0)\n"
+        "  %bn = f32[5,6] rng(%m0, %one), distribution=rng_uniform, "
+        "sharding={devices=[2,2]<=[4]}\n"
         "  ROOT %t = (f32[5,6], pred[5,6], f32[5,3], f32[3,6], f32[5,6]) tuple(%e, %c, %w, %g, "
         "%bn)\n}\n";
     run_case(hlo, 4, false, &r);
-    assert_int_equal(r.stats.n_default, 1); /* batch-norm-inference: the default action */
+    assert_int_equal(r.stats.n_default, 1); /* rng: the default action */
     assert_int_equal(r.stats.n_replicated, 1); /* and it is reported */
+}
+
+/* batch-norm training and grad on an operand split over batch and height (uneven): statistics
+ * as masked local sums, all-reduced (one all-reduce per pass; grad's two sums share one), no
+ * gathers of the operand, fewer bytes than the default action. */
+static void test_batch_norm(void **state) {
+    (void)state;
+    result r, def;
+    const char *hlo =
+        "HloModule bn\n\nENTRY %main (x: f32[5,3,4,3], s: f32[3], o: f32[3], dy: f32[5,3,4,3]) "
+        "-> (f32[5,3,4,3], f32[5,3,4,3]) {\n"
+        "  %x = f32[5,3,4,3] parameter(0), sharding={devices=[2,2,1,1]<=[4]}\n"
+        "  %s = f32[3] parameter(1), sharding={replicated}\n"
+        "  %o = f32[3] parameter(2), sharding={replicated}\n"
+        "  %dy = f32[5,3,4,3] parameter(3), sharding={devices=[2,2,1,1]<=[4]}\n"
+        "  %t = (f32[5,3,4,3], f32[3], f32[3]) batch-norm-training(%x, %s, %o), epsilon=0.001, "
+        "feature_index=3, sharding={{devices=[2,2,1,1]<=[4]}, {replicated}, {replicated}}\n"
+        "  %y = f32[5,3,4,3] get-tuple-element(%t), index=0, sharding={devices=[2,2,1,1]<=[4]}\n"
+        "  %m = f32[3] get-tuple-element(%t), index=1, sharding={replicated}\n"
+        "  %v = f32[3] get-tuple-element(%t), index=2, sharding={replicated}\n"
+        "  %g = (f32[5,3,4,3], f32[3], f32[3]) batch-norm-grad(%x, %s, %m, %v, %dy), "
+        "epsilon=0.001, feature_index=3, "
+        "sharding={{devices=[2,2,1,1]<=[4]}, {replicated}, {replicated}}\n"
+        "  %gx = f32[5,3,4,3] get-tuple-element(%g), index=0, sharding={devices=[2,2,1,1]<=[4]}\n"
+        "  ROOT %r = (f32[5,3,4,3], f32[5,3,4,3]) tuple(%y, %gx), "
+        "sharding={{devices=[2,2,1,1]<=[4]}, {devices=[2,2,1,1]<=[4]}}\n}\n";
+    run_case(hlo, 4, false, &r);
+    expect(&r, 3, 0, 0, 0, 0);
+    assert_int_equal(r.stats.n_default, 0);
+    run_case(hlo, 4, true, &def);
+    assert_true(gs_partition_stats_bytes(&r.stats) < gs_partition_stats_bytes(&def.stats));
 }
 
 /* ------------------------------------------------------------------ partially manual */
@@ -598,6 +628,7 @@ int main(void) {
         cmocka_unit_test(test_shape_ops),
         cmocka_unit_test(test_halo_exchange),
         cmocka_unit_test(test_elementwise_and_default),
+        cmocka_unit_test(test_batch_norm),
         cmocka_unit_test(test_partial_manual),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_alloc_failures),

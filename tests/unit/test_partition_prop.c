@@ -259,12 +259,24 @@ static val *same_shape(graph *g, const val *v) {
     return param(g, v->rank, v->dims);
 }
 
+/* v = element 0 (shape so) + element 1 (s32, shape si) converted, of the pair %<v>.<pair>: so
+ * that both results of a key-value sort or an argmax reach the output. */
+static void sum_pair(graph *g, val *v, const char *pair, const char *so, const char *si) {
+    char sh[320];
+    emit(g, "  %%%s.k = %s get-tuple-element(%%%s.%s), index=0%s\n", v->name, so, v->name, pair,
+         sharding_attr(g, v->rank, sh, sizeof sh));
+    emit(g, "  %%%s.p = %s get-tuple-element(%%%s.%s), index=1\n", v->name, si, v->name, pair);
+    emit(g, "  %%%s.c = %s convert(%%%s.p)\n", v->name, so, v->name);
+    emit(g, "  %%%s = %s add(%%%s.k, %%%s.c)", v->name, so, v->name, v->name);
+    finish(g, v);
+}
+
 static void op(graph *g) {
     val *a = &g->v[g->n - 1 - rnd(g->n < 3 ? g->n : 3)];
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (rnd(21)) {
+    switch (rnd(22)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -436,13 +448,47 @@ static void op(graph *g) {
         finish(g, v);
         break;
     }
-    case 11: { /* sort along a dim (keys only, or keys and an iota) */
+    case 11: { /* sort along a dim (keys only, or keys and an iota, stable) */
         if (k == 0) return;
         int at = rnd(k);
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
-        emit(g, "  %%%s = %s sort(%%%s), dimensions={%d}, to_apply=%%lt", v->name, so, a->name, at);
-        finish(g, v);
+        if (rnd(2)) {
+            emit(g, "  %%%s = %s sort(%%%s), dimensions={%d}, to_apply=%%lt", v->name, so,
+                 a->name, at);
+            finish(g, v);
+            break;
+        }
+        char si[64], sh[320];
+        snprintf(si, sizeof si, "s32%s", strchr(so, '['));
+        emit(g, "  %%%s.i = %s iota(), iota_dimension=%d%s\n", v->name, si, at,
+             sharding_attr(g, k, sh, sizeof sh));
+        emit(g, "  %%%s.s = (%s, %s) sort(%%%s, %%%s.i), dimensions={%d}, is_stable=true, "
+                "to_apply=%%lt2\n", v->name, so, si, a->name, v->name, at);
+        sum_pair(g, v, "s", so, si);
+        break;
+    }
+    case 21: { /* argmax: a variadic reduce of (value, iota index) pairs, ties to the lower index
+                * and NaN the largest value (a total order, so the reducer is associative) */
+        if (k == 0) return;
+        int at = rnd(k), nr = 0;
+        for (int i = 0; i < k; i++)
+            if (i != at) d[nr++] = a->dims[i];
+        val *v = new_val(g, nr, d);
+        shape_text(g, v, so, sizeof so);
+        char si[64], sh[320];
+        shape_text(g, a, sa, sizeof sa);
+        snprintf(si, sizeof si, "s32%s", strchr(sa, '['));
+        char ri[64];
+        snprintf(ri, sizeof ri, "s32%s", strchr(so, '['));
+        emit(g, "  %%%s.i = %s iota(), iota_dimension=%d%s\n", v->name, si, at,
+             sharding_attr(g, k, sh, sizeof sh));
+        emit(g, "  %%%s.init = %s[] constant(%s)\n", v->name, g->ty,
+             f32 ? "-inf" : "-2147483648");
+        emit(g, "  %%%s.zero = s32[] constant(0)\n", v->name);
+        emit(g, "  %%%s.r = (%s, %s) reduce(%%%s, %%%s.i, %%%s.init, %%%s.zero), dimensions={%d}, "
+                "to_apply=%%argmax\n", v->name, so, ri, a->name, v->name, v->name, v->name, at);
+        sum_pair(g, v, "r", so, ri);
         break;
     }
     case 12: { /* 1-D convolution: [batch, spatial, feature] x [window, in, out], with random
@@ -748,10 +794,29 @@ static const char *random_module(graph *g, mesh *m) {
              "  %%y = %s[] parameter(1)\n  ROOT %%r = pred[] compare(%%x, %%y), direction=LT\n}\n\n"
              "%%ovr (x: %s[], y: %s[]) -> %s[] {\n  %%x = %s[] parameter(0)\n"
              "  ROOT %%y = %s[] parameter(1)\n}\n\n"
+             "%%lt2 (x: %s[], y: %s[], xi: s32[], yi: s32[]) -> pred[] {\n"
+             "  %%x = %s[] parameter(0)\n  %%y = %s[] parameter(1)\n"
+             "  %%xi = s32[] parameter(2)\n  %%yi = s32[] parameter(3)\n"
+             "  ROOT %%r = pred[] compare(%%x, %%y), direction=LT\n}\n\n"
+             "%%argmax (x: %s[], xi: s32[], y: %s[], yi: s32[]) -> (%s[], s32[]) {\n"
+             "  %%x = %s[] parameter(0)\n  %%xi = s32[] parameter(1)\n"
+             "  %%y = %s[] parameter(2)\n  %%yi = s32[] parameter(3)\n"
+             "  %%gt = pred[] compare(%%x, %%y), direction=GT\n"
+             "  %%eq = pred[] compare(%%x, %%y), direction=EQ\n"
+             "  %%lo = pred[] compare(%%xi, %%yi), direction=LT\n"
+             "  %%tie = pred[] and(%%eq, %%lo)\n  %%win = pred[] or(%%gt, %%tie)\n"
+             "  %%xn = pred[] compare(%%x, %%x), direction=NE\n"
+             "  %%yn = pred[] compare(%%y, %%y), direction=NE\n"
+             "  %%ynot = pred[] not(%%yn)\n  %%nlo = pred[] or(%%ynot, %%lo)\n"
+             "  %%xnan = pred[] and(%%xn, %%nlo)\n  %%num = pred[] and(%%ynot, %%win)\n"
+             "  %%pick = pred[] or(%%xnan, %%num)\n"
+             "  %%m = %s[] select(%%pick, %%x, %%y)\n  %%i = s32[] select(%%pick, %%xi, %%yi)\n"
+             "  ROOT %%r = (%s[], s32[]) tuple(%%m, %%i)\n}\n\n"
              "%s"
              "ENTRY %%main (%s) -> %s {\n%s  ROOT %%out = %s copy(%%%s)%s%s\n}\n",
              g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
-             g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->comps, g->params, rs,
+             g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
+             g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->comps, g->params, rs,
              body, rs, last->name, "", "");
     /* The root gets a random sharding too. */
     char sh[256];
