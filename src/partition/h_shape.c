@@ -469,6 +469,14 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
     return true;
 }
 
+/* The operand positions a device reads for select-and-scatter along a dim: from h strides
+ * before its shard, the nwin windows touching the shard, and at least the shard itself (windows
+ * narrower than their stride leave its last positions untouched). */
+static int64_t sas_reach(const gs_window_dim *w, int64_t so, int64_t h, int64_t nwin) {
+    int64_t cover = (nwin - 1) * w->stride + w->size;
+    return cover > h * w->stride + so ? cover : h * w->stride + so;
+}
+
 /* select-and-scatter (max-pool backward). Dims without a window keep their tiles. A windowed
  * dim keeps them when it has no padding or dilation and its shards hold whole strides: each
  * device reads, by halo exchange, the source windows that touch its shard and the operand they
@@ -500,7 +508,7 @@ bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *
         if (halo[i]) {
             int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
             halo[i] = gs_p_halo_extent(t, i, is->dims[i], -h * w->stride, so,
-                                       (nwin - 1) * w->stride + w->size, live, &L, &R) &&
+                                       sas_reach(w, so, h, nwin), live, &L, &R) &&
                       gs_p_halo_extent(t, i, ss->dims[i], -h, so / w->stride, nwin, live, &L,
                                        &R);
         }
@@ -520,7 +528,7 @@ bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *
         int64_t so = ls->dims[i], live = (is->dims[i] + so - 1) / so;
         int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
         ops[0] = gs_p_halo_read(c, ops[0], s, i, is->dims[i], -h * w->stride, so,
-                                (nwin - 1) * w->stride + w->size, live, id);
+                                sas_reach(w, so, h, nwin), live, id);
         ops[1] = gs_p_halo_read(c, ops[1], s, i, ss->dims[i], -h, so / w->stride, nwin, live,
                                 id);
         st[i] = h * w->stride;

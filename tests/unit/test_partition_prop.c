@@ -1,7 +1,9 @@
 /*
  * test_partition_prop.c — property test of the partitioner: random small graphs (elementwise,
- * broadcast, reshape, transpose, dot, reduce, slice, pad, concatenate, sort, 1-D convolution,
- * dynamic-slice and dynamic-update-slice with clamped indices, calls, while loops, conditionals)
+ * broadcast, reshape, transpose, dot, reduce, argmax (variadic reduce), slice, pad, concatenate,
+ * sort (keys, or keys and indices), 1-D convolution, reduce-window, select-and-scatter, gather,
+ * scatter, dynamic-slice and dynamic-update-slice with clamped indices, calls, while loops,
+ * conditionals)
  * with random shardings
  * (JAX-style: each axis of a random mesh of 1-3 axes goes to a tensor dim or to replication, in
  * a random order; the mesh's device order iota, transposed, or an explicit permutation; so iota,
@@ -276,7 +278,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (rnd(22)) {
+    switch (rnd(23)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -666,6 +668,34 @@ static void op(graph *g) {
         finish(g, v);
         break;
     }
+    case 22: { /* select-and-scatter (max-pool backward): random windows, strides (wider or
+                * narrower than the window), sometimes padding; the source a new parameter */
+        if (k == 0) return;
+        int ws[MAXR], st[MAXR], lo[MAXR], hi[MAXR], sd[MAXR];
+        for (int i = 0; i < k; i++) {
+            ws[i] = 1 + rnd(3);
+            st[i] = 1 + rnd(3);
+            lo[i] = rnd(5) == 0 ? rnd(2) : 0;
+            hi[i] = rnd(5) == 0 ? rnd(2) : 0;
+            int n_in = a->dims[i] + lo[i] + hi[i];
+            if (n_in < ws[i]) return;
+            sd[i] = (n_in - ws[i]) / st[i] + 1;
+        }
+        val *src = param(g, k, sd);
+        val *v = new_val(g, k, a->dims);
+        shape_text(g, v, so, sizeof so);
+        emit(g, "  %%%s.init = %s[] constant(%d)\n", v->name, g->ty, rnd(3) ? 0 : 1);
+        emit(g, "  %%%s = %s select-and-scatter(%%%s, %%%s, %%%s.init), window={size=", v->name,
+             so, a->name, src->name, v->name);
+        for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "x" : "", ws[i]);
+        emit(g, " stride=");
+        for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "x" : "", st[i]);
+        emit(g, " pad=");
+        for (int i = 0; i < k; i++) emit(g, "%s%d_%d", i ? "x" : "", lo[i], hi[i]);
+        emit(g, "}, select=%%ge, scatter=%%sum");
+        finish(g, v);
+        break;
+    }
     case 19:   /* gather: random indexed dims, collapsed or sliced, out-of-range indices */
     case 20: { /* scatter: random inserted / window dims, add, max or overwrite */
         if (k == 0) return;
@@ -794,6 +824,8 @@ static const char *random_module(graph *g, mesh *m) {
              "  %%y = %s[] parameter(1)\n  ROOT %%r = pred[] compare(%%x, %%y), direction=LT\n}\n\n"
              "%%ovr (x: %s[], y: %s[]) -> %s[] {\n  %%x = %s[] parameter(0)\n"
              "  ROOT %%y = %s[] parameter(1)\n}\n\n"
+             "%%ge (x: %s[], y: %s[]) -> pred[] {\n  %%x = %s[] parameter(0)\n"
+             "  %%y = %s[] parameter(1)\n  ROOT %%r = pred[] compare(%%x, %%y), direction=GE\n}\n\n"
              "%%lt2 (x: %s[], y: %s[], xi: s32[], yi: s32[]) -> pred[] {\n"
              "  %%x = %s[] parameter(0)\n  %%y = %s[] parameter(1)\n"
              "  %%xi = s32[] parameter(2)\n  %%yi = s32[] parameter(3)\n"
@@ -816,7 +848,8 @@ static const char *random_module(graph *g, mesh *m) {
              "ENTRY %%main (%s) -> %s {\n%s  ROOT %%out = %s copy(%%%s)%s%s\n}\n",
              g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
              g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
-             g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->comps, g->params, rs,
+             g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty, g->ty,
+             g->comps, g->params, rs,
              body, rs, last->name, "", "");
     /* The root gets a random sharding too. */
     char sh[256];
