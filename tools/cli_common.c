@@ -27,6 +27,22 @@ bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const cha
     return false;
 }
 
+int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
+                           gs_partition_options *o) {
+    const char *v;
+    if (!gs_cli_opt_value(argc, argv, i, "--windowed-einsum-threshold-mib", &v)) return 0;
+    char *end;
+    double mib = strtod(v, &end);
+    if (*end || !(mib >= 0) || mib > 1e12) {
+        fprintf(stderr, "gspmd %s: --windowed-einsum-threshold-mib wants a size in MiB >= 0, "
+                        "not '%s'\n", cmd, v);
+        return -1;
+    }
+    o->windowed_einsum = true;
+    o->windowed_einsum_threshold_mib = mib;
+    return 1;
+}
+
 int gs_cli_mkdirs(const char *path) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);

@@ -21,7 +21,7 @@
 
 static const char *PART_USAGE =
     "gspmd partition FILE --num-partitions N [--propagate] [--stats] [--strict] "
-    "[--mesh M --shard NAME=SPEC]...";
+    "[--windowed-einsum-threshold-mib M] [--mesh M --shard NAME=SPEC]...";
 
 static const char *PART_HELP =
     "Rewrites a sharded module into ONE SPMD program that every device runs with its own\n"
@@ -37,6 +37,11 @@ static const char *PART_HELP =
     "  --strict             an instruction computed on more than its sharding gives a device\n"
     "                       (no partitioning rule, or a tiled dim kept whole) is an error, not a\n"
     "                       warning\n"
+    "  --windowed-einsum-threshold-mib M\n"
+    "                       a dot whose plan all-gathers an operand of at least M MiB per\n"
+    "                       device along a free dim runs as a loop over its shards instead: a\n"
+    "                       partial dot and a collective-permute per step (XLA's windowed\n"
+    "                       einsum; off unless given)\n"
     "%s"
     "\n"
     "Example:\n"
@@ -54,6 +59,7 @@ int gs_cli_partition(int argc, char **argv) {
     const char *file = NULL;
     long n = 0;
     bool propagate = false, stats = false, strict = false;
+    gs_partition_options opts = {0};
     gs_cli_shardings sh = {0};
     int rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -78,6 +84,8 @@ int gs_cli_partition(int argc, char **argv) {
                 goto done;
             }
         } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
+            if (k < 0) goto done;
+        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "partition", &opts)) != 0) {
             if (k < 0) goto done;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = part_usage("unknown option '%s'", argv[i]);
@@ -105,13 +113,13 @@ int gs_cli_partition(int argc, char **argv) {
     gs_module *out = NULL;
     gs_partition_stats st;
     if (gs_module_verify(m, &d) != GS_OK) goto fail;
+    if (gs_module_check_bounded(m, "partitioning", &d) != GS_OK) goto fail;
     if (gs_cli_apply_shardings(&sh, m) != 0) goto fail;
     if (propagate) {
         gs_propagate_options po = {0};
         po.is_spmd = true;
         if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
     }
-    gs_partition_options opts = {0};
     opts.num_partitions = n;
     opts.strict = strict;
     if (gs_partition(m, &opts, &out, &st, &d) != GS_OK) goto fail;

@@ -36,7 +36,7 @@
 static const char *RUN_USAGE =
     "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
-    "          [--stats] [--strict] [--fill-elided]\n"
+    "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
@@ -68,6 +68,8 @@ static const char *RUN_HELP =
     "                       --stats does) to stderr\n"
     "  --strict             an instruction computed on more than its sharding gives a device is\n"
     "                       an error, not a warning\n"
+    "  --windowed-einsum-threshold-mib M  dots that all-gather an operand of at least M MiB\n"
+    "                       per device run as loops of partial dots and collective-permutes\n"
     "  --fill-elided        give constants whose values were elided ({...}) seeded random values\n"
     "                       before partitioning (the reference and the program share them)\n"
     "  --spmd               FILE is already partitioned: run it as it is on every device, each\n"
@@ -107,6 +109,7 @@ typedef struct run_args {
     double timeout;           /* --timeout */
     gs_interp_inputs inputs;  /* --input */
     gs_cli_shardings sh;      /* --mesh / --shard */
+    gs_partition_options win; /* --windowed-einsum-threshold-mib */
 } run_args;
 
 static int write_dev_outputs(const char *dir, gs_value *const *all, int n, gs_diags *d) {
@@ -289,6 +292,7 @@ static int run_spmd(const run_args *a, bool mpi) {
     int n_args = 0, rc = 1;
     int64_t n = a->n_devices;
     if (gs_module_verify(m, &d) != GS_OK) goto finish;
+    if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
     if (gs_check_collectives(m, (int)n, &d) != GS_OK) goto finish;
     if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
@@ -345,6 +349,7 @@ static int run_sharded(const run_args *a, bool mpi) {
     int64_t n = a->n_devices;
     bool rank0 = !mpi || gs_mpi_rank() == 0;
     if (gs_module_verify(m, &d) != GS_OK) goto finish;
+    if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
     if (gs_cli_apply_shardings(&a->sh, m) != 0) goto finish;
     if (a->fill_elided) {
         /* Before partitioning, so the program's copies of the constants hold the same values. */
@@ -360,6 +365,8 @@ static int run_sharded(const run_args *a, bool mpi) {
         if (gs_propagate(m, &po, &d) != GS_OK) goto finish;
     }
     gs_partition_options po = {0};
+    po.windowed_einsum = a->win.windowed_einsum;
+    po.windowed_einsum_threshold_mib = a->win.windowed_einsum_threshold_mib;
     po.num_partitions = n;
     po.no_warnings = !rank0;
     po.strict = a->strict;
@@ -451,6 +458,8 @@ int gs_cli_run(int argc, char **argv) {
             a.fill_elided = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
             a.strict = true;
+        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "run", &a.win)) != 0) {
+            if (k < 0) goto done;
         } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
             char *end;
             a.n_devices = strtol(v, &end, 10);

@@ -84,6 +84,13 @@ typedef struct gs_partition_options {
     bool strict;                           /* those warnings are errors instead */
     bool default_only;                     /* every instruction by the default action (tests
                                               compare the handlers' bytes against it) */
+    bool windowed_einsum;                  /* dots whose plan all-gathers an operand along a
+                                              free dim of at least windowed_einsum_threshold_mib
+                                              per device run as a loop over its shards, each
+                                              step a partial dot and a collective-permute of the
+                                              shard to the next device (XLA's windowed einsum;
+                                              off by default, as in XLA) */
+    double windowed_einsum_threshold_mib;  /* MiB (>= 0) */
     long fail_alloc_at;                    /* fault injection: fail the output module's k-th
                                               arena allocation (0 = never) */
 } gs_partition_options;

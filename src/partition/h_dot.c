@@ -529,6 +529,8 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         best = kbest;
     }
     if (c->failed) return false;
+    if (!scaled && gs_p_windowed_dot(c, in, &sp, &best, t, out)) return true;
+    if (c->failed) return false;
     /* Emit: operands resharded to the plan, contracting padding masked, the local dot. */
     gs_pvalue l, r;
     gs_reshard(c, lv, best.lhs, &l);

@@ -71,6 +71,21 @@ static int64_t (*neighbour_pairs(const gs_tile_assignment *t, int d, int dir, in
     return p;
 }
 
+int64_t (*gs_p_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int *n))[2] {
+    int64_t stride = 1, k = t->dims[d];
+    for (int i = d + 1; i < t->rank; i++) stride *= t->dims[i];
+    int64_t(*p)[2] = malloc(sizeof *p * (size_t)(t->n ? t->n : 1));
+    *n = 0;
+    if (!p) return NULL;
+    for (int64_t pos = 0; pos < t->n; pos++) {
+        int64_t idx = (pos / stride) % k, to = ((idx - dist) % k + k) % k;
+        p[*n][0] = gs_tile_device_at(t, pos);
+        p[*n][1] = gs_tile_device_at(t, pos + (to - idx) * stride);
+        (*n)++;
+    }
+    return p;
+}
+
 static gs_instr *slice_dim(gs_pctx *c, gs_instr *x, int d, int64_t from, int64_t to) {
     int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
     memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);

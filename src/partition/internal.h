@@ -122,6 +122,11 @@ typedef struct gs_pctx {
 void gs_p_error(gs_pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* c->failed after an allocation failure (reported once). */
 void gs_p_oom(gs_pctx *c);
+/* Emitting into another output computation (a loop body the handler builds): enter switches
+ * the builder, partition id and constants to dst; leave returns to the caller's. */
+typedef struct gs_p_scope gs_p_scope;
+gs_p_scope *gs_p_enter_computation(gs_pctx *c, gs_computation *dst);
+void gs_p_leave_computation(gs_pctx *c, gs_p_scope *saved);
 /* The builder of the current output. */
 gs_builder *gs_p_b(gs_pctx *c);
 /* The arena for shardings and scratch. */
@@ -228,6 +233,9 @@ bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_
  * when no plan. */
 gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                          int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill);
+/* Source-target pairs of a ring along tile dim d of t: each device sends to the one `dist`
+ * tiles below it (wrapping). *n gets the count; malloc'ed (free it), NULL on failure. */
+int64_t (*gs_p_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int *n))[2];
 /* Can an op whose output position j (of n_out) reads input position j + start (of n) keep data
  * dim d tiled as s tiles it? *left and *right get the halo sizes. */
 bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
@@ -336,6 +344,10 @@ bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *
 bool gs_h_batched_matrix(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+/* h_windowed.c: the windowed form of a dot's plan (see gs_partition_options); false when it
+ * does not apply (nothing emitted). */
+bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                       const gs_space_plan *best, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 /* h_batch_norm.c */
 bool gs_h_batch_norm_inference(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
@@ -362,6 +374,10 @@ bool gs_p_partial_manual(const gs_sharding *s);
 const gs_sharding *gs_p_manual_whole(gs_pctx *c, const gs_sharding *m, int rank);
 /* s (plain) with data dims `dims` (n entries) replicated. */
 const gs_sharding *gs_p_replicate_dims(gs_pctx *c, const gs_sharding *s, int n, const int *dims);
+/* The partial sharding s (of a rank-`rank` value) with its unreduced tiles moved onto data dim
+ * j (minor to j's own; {unreduced}: every device along j): what one reduce-scatter along j
+ * reaches. NULL when s is not partial. */
+const gs_sharding *gs_p_scatter_target(gs_pctx *c, const gs_sharding *s, int rank, int j);
 /* s with the tiles of data dim `from` moved onto data dim `to` (minor to its own tiles): what
  * one all-to-all reaches (reshard rung 7). s itself when `from` is not split. */
 const gs_sharding *gs_p_move_tiles(gs_pctx *c, const gs_sharding *s, int from, int to);

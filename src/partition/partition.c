@@ -751,6 +751,27 @@ static void scope_restore(gs_pctx *c, const scope *s) {
     c->keep_names = s->keep_names;
 }
 
+gs_p_scope *gs_p_enter_computation(gs_pctx *c, gs_computation *dst) {
+    scope *s = malloc(sizeof *s);
+    if (!s) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    scope_save(c, s);
+    gs_emit *e = c->e;
+    gs_builder_init(&e->b, e->m, dst, &e->names);
+    e->pid = NULL;
+    memset(e->s32, 0, sizeof e->s32);
+    e->offsets = NULL;
+    return (gs_p_scope *)s;
+}
+
+void gs_p_leave_computation(gs_pctx *c, gs_p_scope *saved) {
+    if (!saved) return;
+    scope_restore(c, (const scope *)saved);
+    free(saved);
+}
+
 /* Partitions source computation src into the empty output computation dst: its parameters with
  * the per-device shapes of param_sh, every instruction operands first, its root resharded to
  * root_sh (NULL: left as the root's own sharding made it). The caller's scope is kept. */

@@ -287,6 +287,31 @@ const gs_sharding *gs_p_move_tiles(gs_pctx *c, const gs_sharding *s, int from, i
     return out ? out : s;
 }
 
+const gs_sharding *gs_p_scatter_target(gs_pctx *c, const gs_sharding *s, int rank, int j) {
+    int ud = gs_unreduced_dim(s);
+    if (ud == -2 && j >= 0 && j < rank) { /* {unreduced}: all devices along j */
+        int64_t dims[GS_MAX_RANK];
+        for (int i = 0; i < rank; i++) dims[i] = i == j ? c->n : 1;
+        gs_tile_assignment t;
+        if (gs_tile_iota(gs_p_a(c), rank, dims, 0, NULL, NULL, &t) != GS_OK) {
+            gs_p_oom(c);
+            return NULL;
+        }
+        return make(c, &t, 0, NULL);
+    }
+    if (ud < 0 || j < 0 || j >= s->data_rank) return NULL;
+    gs_tile_assignment t;
+    if (!merge_into(c, &s->tiles, s->data_rank, ud, j, &t)) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    gs_subgroup_kind types[4];
+    int nt = 0;
+    for (int k = 0; k < s->n_subgroups; k++)
+        if (s->subgroups[k] != GS_SUBGROUP_UNREDUCED) types[nt++] = s->subgroups[k];
+    return make(c, &t, nt, types);
+}
+
 static bool same_counts(const gs_sharding *a, const gs_sharding *b) {
     if (a->kind != GS_SHARDING_TILED || b->kind != GS_SHARDING_TILED) return false;
     if (a->data_rank != b->data_rank || a->n_subgroups != b->n_subgroups ||

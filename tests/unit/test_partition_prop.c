@@ -8,7 +8,9 @@
  * (JAX-style: each axis of a random mesh of 1-3 axes goes to a tensor dim or to replication, in
  * a random order; the mesh's device order iota, transposed, or an explicit permutation; so iota,
  * transposed-iota and explicit tile assignments, partial replication and uneven dims all occur)
- * on every instruction or none. Each module is partitioned, the program verified, run on the
+ * on every instruction or none. Each module is partitioned (every third case with windowed
+ * einsum on at threshold 0, so dots that gather or reduce-scatter run as loops), the program
+ * verified, run on the
  * mesh's devices (threads) through gs_run_partitioned, the path `gspmd run` takes, and compared
  * with the reference interpreter by gs_verify_outputs, the check `gspmd run --verify` makes: f32
  * within GS_VERIFY_MARGIN rounding-error bounds of each element, s32 exactly.
@@ -172,6 +174,7 @@ typedef struct graph {
     char comps[16384]; /* called computations (bodies, branches, callees) */
     size_t clen;
     int n_comps;
+    bool dots; /* favour dots (half the ops) */
 } graph;
 
 static void emit(graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -278,7 +281,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (rnd(23)) {
+    switch (g->dots && rnd(2) ? 6 : rnd(23)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -800,8 +803,9 @@ static void op(graph *g) {
 }
 
 /* Builds a random module; returns its text (static storage) and the device count. */
-static const char *random_module(graph *g, mesh *m) {
+static const char *random_module(graph *g, mesh *m, bool dots) {
     memset(g, 0, sizeof *g);
+    g->dots = dots;
     random_mesh(m);
     g->m = m;
     g->ty = rnd(5) == 0 ? "s32" : "f32";
@@ -880,7 +884,8 @@ static void test_random_graphs(void **state) {
     for (int it = 0; it < cases; it++) {
         rng_state = seed * 0x9E3779B97F4A7C15ull + (uint64_t)it * 0x2545F4914F6CDD1Dull + 1;
         mesh m;
-        const char *hlo = random_module(g, &m);
+        bool windowed = it % 3 == 0; /* a third of the cases: windowed dots, dots favoured */
+        const char *hlo = random_module(g, &m, windowed);
         by_devices[m.n]++;
         if (getenv("GSPMD_PARTITION_PRINT"))
             fprintf(stderr, "case %d (%d devices)\n%s\n", it, m.n, hlo);
@@ -897,6 +902,7 @@ static void test_random_graphs(void **state) {
             gs_partition_options o = {0};
             o.num_partitions = m.n;
             o.no_warnings = true;
+            o.windowed_einsum = windowed;
             if (gs_partition(mod, &o, &p, NULL, &d) != GS_OK) what = "partition failed";
             else if (gs_module_verify(p, &d) != GS_OK)
                 what = "the partitioned program does not verify";

@@ -1,0 +1,317 @@
+/*
+ * h_windowed.c — windowed einsum (XLA's loops that overlap a dot with collective-permutes).
+ *
+ * Two forms, each a `while` loop of k steps over the k devices of a ring (the devices that split
+ * one dim), whose body is one partial dot and one collective-permute: the program does not grow
+ * with the device count, and a runtime that runs the permute asynchronously overlaps it with the
+ * next step's dot.
+ *
+ *   all-gather form   the plan h_dot.c chose all-gathers operand X along one of its free dims
+ *                     (the output holds that dim whole). Instead each device starts with its own
+ *                     shard; at step i it multiplies the shard it holds — tile (j + i) mod k, j
+ *                     its own — with the other operand, writes the product into that block of
+ *                     the output, and passes the shard one tile down the ring. Only one shard of
+ *                     X is ever resident.
+ *   reduce-scatter    the plan leaves partial sums (a split contracting dim) that the result
+ *   form              scatters along an output dim made by X's free dim. Instead the partial sum
+ *                     of one output block travels up the ring: device j at step i adds its
+ *                     product for block (j + k - 1 - i) mod k (a dynamic-slice of X) to the sum it
+ *                     received, so after k steps it holds block j whole. The whole partial
+ *                     output is never materialised.
+ *
+ * Chosen when gs_partition_options.windowed_einsum is set and the gathered operand (or the
+ * partial output) is at least windowed_einsum_threshold_mib per device (XLA's
+ * threshold_for_windowed_einsum_mib), for dots (not convolutions) outside manual regions; an
+ * uneven dim is padded to k whole blocks and the padding sliced off. Bidirectional loops (half
+ * the steps in each direction) are not built.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Bytes of a per-device shape. */
+static double bytes_of(const gs_shape *s) {
+    double n = gs_type_size(s->type);
+    for (int i = 0; i < s->rank; i++) n *= (double)s->dims[i];
+    return n;
+}
+
+/* Is plan sharding `want` (for operand value v, free tensor dim xd) v's sharding with dim xd
+ * gathered, and does the rest fit the loop? */
+static bool gathers_dim(gs_pctx *c, const gs_pvalue *v, const gs_sharding *want, int xd) {
+    const gs_sharding *s = v->sharding;
+    if (!v->hlo || !gs_p_plain(s) || s->kind != GS_SHARDING_TILED || gs_p_partial_manual(s))
+        return false;
+    int64_t k = gs_p_tiles(s, xd);
+    if (k < 2 || gs_unreduced_dim(s) != -1) return false;
+    return gs_sharding_equal(gs_p_replicate_dims(c, s, 1, &xd), want);
+}
+
+/* What a step needs. State: (step, own tile index, X, Y, output). */
+typedef struct window_step {
+    const gs_instr *in;       /* the dot */
+    int xi;                   /* which operand X is (0 lhs, 1 rhs) */
+    int xd, od;               /* X's dim and the output's dim that the loop walks */
+    int64_t k, chunk;         /* shards in the ring, and their length along xd / od */
+    const gs_shape *cs;       /* one step's product */
+    int n_pairs;              /* the ring's collective-permute */
+    const int64_t (*pairs)[2];
+} window_step;
+
+/* One step of a windowed loop: next[1..n-1] from the state g[0..n-1] (g[0] the step number;
+ * next[0] is made by the loop). Built in the loop body's computation. */
+typedef void (*step_fn)(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next);
+
+static gs_instr *build_loop(gs_pctx *c, int n, gs_instr **init, int64_t k, step_fn f, void *ctx);
+
+/* The loop over ring tile dim `dim` of `ring` (w->k devices; each step's permute sends `dist`
+ * tiles down): while (step < k) state = f(state), from (0, own tile index, x0, y0, zeros of
+ * shape acc). The final output (element 4), or NULL. */
+static gs_instr *ring_loop(gs_pctx *c, window_step *w, const gs_tile_assignment *ring, int dim,
+                           int64_t dist, gs_instr *x0, gs_instr *y0, const gs_shape *acc,
+                           step_fn f) {
+    gs_builder *b = gs_p_b(c);
+    int64_t(*pairs)[2] = gs_p_ring_pairs(ring, dim, dist, &w->n_pairs);
+    if (!pairs) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    w->pairs = (const int64_t(*)[2])pairs;
+    gs_instr *zero = gs_build_broadcast(b, gs_build_scalar(b, acc->type, 0), acc->rank,
+                                        acc->dims, 0, NULL);
+    gs_instr *init[5] = {gs_p_s32(c, 0), gs_p_tile_index(c, ring, dim), x0, y0, zero};
+    gs_instr *loop = build_loop(c, 5, init, w->k, f, w);
+    free(pairs);
+    return loop ? gs_build_gte(gs_p_b(c), loop, 4) : NULL;
+}
+
+/* while (step < k) state = f(state), from init (n values, the counter first); the loop, or
+ * NULL. */
+static gs_instr *build_loop(gs_pctx *c, int n, gs_instr **init, int64_t k, step_fn f, void *ctx) {
+    gs_builder *b = gs_p_b(c);
+    gs_arena *ma = &b->m->arena;
+    gs_shape *leaf[8];
+    for (int i = 0; i < n; i++) {
+        if (!init[i]) return NULL;
+        leaf[i] = init[i]->shape;
+    }
+    gs_shape *ts = gs_shape_tuple(ma, n, leaf);
+    gs_instr *state = gs_build_tuple(b, n, init);
+    const char *bn = gs_names_fresh(&c->e->names, ma, "windowed_dot_body");
+    const char *cn = gs_names_fresh(&c->e->names, ma, "windowed_dot_cond");
+    gs_computation *body = bn ? gs_computation_new(b->m, bn) : NULL;
+    gs_computation *cond = cn ? gs_computation_new(b->m, cn) : NULL;
+    if (!ts || !state || !body || !cond) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    gs_p_scope *sc = gs_p_enter_computation(c, body);
+    if (sc) {
+        gs_builder *bb = gs_p_b(c);
+        gs_instr *p = gs_build_parameter(bb, 0, ts, gs_names_fresh(&c->e->names, ma, "state"));
+        gs_instr *g[8], *next[8] = {0};
+        for (int i = 0; i < n; i++) g[i] = gs_build_gte(bb, p, i);
+        f(c, ctx, g, next);
+        next[0] = gs_p_add(c, g[0], gs_p_s32(c, 1));
+        gs_instr *root = gs_build_tuple(bb, n, next);
+        if (root) {
+            root->is_root = true;
+            body->root = root;
+        }
+        gs_p_leave_computation(c, sc);
+    }
+    sc = gs_p_enter_computation(c, cond);
+    if (sc) {
+        gs_builder *cb = gs_p_b(c);
+        gs_instr *p = gs_build_parameter(cb, 0, ts, gs_names_fresh(&c->e->names, ma, "state"));
+        gs_instr *lt = gs_build_compare(cb, gs_build_gte(cb, p, 0), gs_p_s32(c, k), "LT");
+        if (lt) {
+            lt->is_root = true;
+            cond->root = lt;
+        }
+        gs_p_leave_computation(c, sc);
+    }
+    if (c->failed || !body->root || !cond->root) return NULL;
+    b = gs_p_b(c);
+    gs_instr *loop = gs_build(b, GS_OP_WHILE, ts, 1, &state);
+    if (!loop) return NULL;
+    gs_build_set_comp(b, loop, GS_ATTR_BODY, body);
+    gs_build_set_comp(b, loop, GS_ATTR_CONDITION, cond);
+    return loop;
+}
+
+static gs_instr *step_dot(gs_pctx *c, const window_step *w, gs_instr *x, gs_instr *y) {
+    gs_instr *ops[2] = {w->xi == 0 ? x : y, w->xi == 0 ? y : x};
+    return gs_p_clone(c, w->in, w->cs, 2, ops);
+}
+
+/* All-gather form: out[block (j + i) mod k] = X shard · Y; the shard moves one tile down the
+ * ring. */
+static void gather_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+    const window_step *w = ctx;
+    gs_instr *d = step_dot(c, w, g[2], g[3]);
+    gs_instr *blk = gs_p_rem(c, gs_p_add(c, g[1], g[0]), w->k);
+    gs_instr *idx[GS_MAX_RANK];
+    for (int i = 0; i < w->cs->rank; i++)
+        idx[i] = i == w->od ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+    next[1] = g[1];
+    next[2] = gs_p_permute(c, g[2], w->n_pairs, w->pairs);
+    next[3] = g[3];
+    next[4] = gs_build_dynamic_update_slice(gs_p_b(c), g[4], d, idx);
+}
+
+/* Reduce-scatter form: the partial sum of one output block travels up the ring, each device
+ * adding its part: device j at step i adds block (j + k - 1 - i) mod k, so after k steps it
+ * holds the whole sum of its own block j. */
+static void scatter_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+    const window_step *w = ctx;
+    gs_instr *acc = gs_p_permute(c, g[4], w->n_pairs, w->pairs);
+    gs_instr *blk = gs_p_rem(c, gs_p_add(c, g[1], gs_p_add(c, gs_p_s32(c, w->k - 1),
+                                                        gs_p_mul(c, g[0], -1))), w->k);
+    gs_instr *idx[GS_MAX_RANK];
+    int64_t sizes[GS_MAX_RANK];
+    for (int i = 0; i < g[2]->shape->rank; i++) {
+        idx[i] = i == w->xd ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+        sizes[i] = i == w->xd ? w->chunk : g[2]->shape->dims[i];
+    }
+    gs_instr *xs = gs_build_dynamic_slice(gs_p_b(c), g[2], idx, sizes);
+    next[1] = g[1];
+    next[2] = g[2];
+    next[3] = g[3];
+    next[4] = gs_build_binary(gs_p_b(c), GS_OP_ADD, acc, step_dot(c, w, xs, g[3]));
+}
+
+/* The operands as plan `best` wants them, contracting padding masked: X (operand xi) from
+ * sharding sx, Y from the plan. */
+static bool operands(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                     const gs_space_plan *best, int xi, const gs_sharding *sx, gs_instr **x,
+                     gs_instr **y) {
+    const gs_pvalue *xv = gs_p_operand(c, in, xi), *yv = gs_p_operand(c, in, 1 - xi);
+    gs_pvalue xr, yr;
+    gs_reshard(c, xv, sx, &xr);
+    gs_reshard(c, yv, xi == 0 ? best->rhs : best->lhs, &yr);
+    if (!xr.hlo || !yr.hlo) return false;
+    const int *xk = xi == 0 ? sp->lk : sp->rk, *yk = xi == 0 ? sp->rk : sp->lk;
+    *x = gs_p_mask(c, xr.hlo, sx, xv->base->dims, sp->n_lk, xk, NULL);
+    *y = gs_p_mask(c, yr.hlo, yr.sharding, yv->base->dims, sp->n_lk, yk, NULL);
+    return *x && *y;
+}
+
+/* The all-gather form for X = operand xi gathered along its tensor dim xd (output dim od). */
+static bool emit_gather(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                        const gs_space_plan *best, int xi, int xd, int od, gs_pvalue *out) {
+    gs_builder *b = gs_p_b(c);
+    gs_arena *ma = &b->m->arena;
+    const gs_sharding *sx = gs_p_operand(c, in, xi)->sharding;
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = gs_p_tiles(sx, xd)};
+    gs_instr *x0, *y0;
+    if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
+    const gs_shape *ol = gs_p_local_shape(c, in->shape, best->out);
+    if (!ol) return false;
+    /* The output holds k blocks of X's shard length (the last padded when the dim is uneven:
+     * sliced off after the loop). */
+    w.chunk = x0->shape->dims[xd];
+    int64_t whole = ol->dims[od];
+    gs_shape *cs = gs_shape_with_type(ma, ol, ol->type);
+    gs_shape *as = gs_shape_with_type(ma, ol, ol->type);
+    if (!cs || !as) {
+        gs_p_oom(c);
+        return false;
+    }
+    cs->dims[od] = w.chunk;
+    as->dims[od] = w.chunk * w.k;
+    w.cs = cs;
+    gs_instr *r = ring_loop(c, &w, &sx->tiles, xd, 1, x0, y0, as, gather_step);
+    b = gs_p_b(c);
+    if (r && as->dims[od] != whole) {
+        int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
+        for (int i = 0; i < as->rank; i++) lim[i] = i == od ? whole : as->dims[i];
+        r = gs_build_slice(b, r, st, lim, NULL);
+    }
+    out->hlo = r;
+    out->base = in->shape;
+    out->sharding = best->out;
+    out->red = GS_OP_ADD;
+    return r != NULL;
+}
+
+/* The reduce-scatter form: the plan leaves partial sums over a ring of k devices that the
+ * target scatters along output dim od, which operand xi's free dim xd makes. */
+static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                         const gs_space_plan *best, const gs_sharding *t, int xi, int xd,
+                         int od, gs_pvalue *out) {
+    gs_builder *b = gs_p_b(c);
+    gs_arena *ma = &b->m->arena;
+    /* The ring: the devices of one unreduced group, along their tile dim. */
+    const gs_sharding *po = best->out;
+    int ud = gs_unreduced_dim(po);
+    gs_tile_assignment ring = po->tiles;
+    if (ud == -2) {
+        int64_t n = c->n;
+        ud = 0;
+        if (gs_tile_iota(gs_p_a(c), 1, &n, 0, NULL, NULL, &ring) != GS_OK) {
+            gs_p_oom(c);
+            return false;
+        }
+    }
+    if (ud < 0) return false;
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = ring.dims[ud]};
+    gs_instr *x0, *y0;
+    if (!operands(c, in, sp, best, xi, xi == 0 ? best->lhs : best->rhs, &x0, &y0)) return false;
+    const gs_shape *tl = gs_p_local_shape(c, in->shape, t);
+    if (!tl) return false;
+    w.chunk = tl->dims[od];
+    /* X padded to k whole blocks along xd, so that every block's slice is in range. */
+    int64_t pd[GS_MAX_RANK];
+    for (int i = 0; i < x0->shape->rank; i++)
+        pd[i] = i == xd ? w.chunk * w.k : x0->shape->dims[i];
+    if (pd[xd] < x0->shape->dims[xd]) return false;
+    x0 = gs_p_pad_to(c, x0, pd, NULL);
+    gs_shape *cs = gs_shape_with_type(ma, tl, tl->type);
+    if (!cs || !x0) {
+        gs_p_oom(c);
+        return false;
+    }
+    w.cs = cs;
+    out->hlo = ring_loop(c, &w, &ring, ud, -1, x0, y0, cs, scatter_step);
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return out->hlo != NULL;
+}
+
+bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                       const gs_space_plan *best, const gs_sharding *t, gs_pvalue *out) {
+    const gs_partition_options *o = c->opts;
+    if (!o || !o->windowed_einsum || c->e->dry || c->manual || in->op != GS_OP_DOT) return false;
+    gs_type ty = in->shape->type;
+    bool partial = gs_unreduced_dim(best->out) != -1;
+    if (partial && !(ty == GS_F32 || ty == GS_F64)) return false;
+    double limit = o->windowed_einsum_threshold_mib * 1048576.0;
+    for (int xi = 0; xi < 2; xi++) {
+        const gs_pvalue *xv = gs_p_operand(c, in, xi);
+        const gs_sharding *want = xi == 0 ? best->lhs : best->rhs;
+        const gs_space_map *m = xi == 0 ? &sp->lhs : &sp->rhs;
+        int lo = xi == 0 ? sp->nb : sp->nb + sp->nm, hi = lo + (xi == 0 ? sp->nm : sp->nn);
+        for (int xd = 0; xd < m->rank; xd++) {
+            int64_t s = m->to[xd];
+            if (s < lo || s >= hi) continue; /* a free dim of X */
+            int od = -1;
+            for (int i = 0; i < sp->out.rank; i++)
+                if (sp->out.to[i] == s) od = i;
+            if (od < 0 || gs_p_tiles(best->out, od) != 1) continue;
+            /* X gathered along xd for the dot: loop over its shards instead. */
+            const gs_shape *gl = gs_p_local_shape(c, xv->base, want);
+            if (gathers_dim(c, xv, want, xd) && gl && bytes_of(gl) >= limit)
+                return emit_gather(c, in, sp, best, xi, xd, od, out);
+            /* Partial sums reduce-scattered along od: loop over its blocks instead. */
+            const gs_sharding *rs =
+                partial ? gs_p_scatter_target(c, best->out, sp->out.rank, od) : NULL;
+            const gs_shape *ol = gs_p_local_shape(c, in->shape, best->out);
+            if (rs && gs_p_plain(t) && gs_sharding_equal(rs, t) && ol && bytes_of(ol) >= limit)
+                return emit_scatter(c, in, sp, best, t, xi, xd, od, out);
+        }
+    }
+    return false;
+}
