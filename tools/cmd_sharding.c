@@ -291,8 +291,63 @@ int gs_cli_sharding_option(int argc, char **argv, int *i, gs_cli_shardings *o) {
     return 1;
 }
 
+/* Entry parameters a --shard set are pinned: the header's
+ * allow_spmd_sharding_propagation_to_parameters (which JAX writes as all true when in_shardings
+ * were left to the compiler) is made false for them, so that propagation keeps what the user
+ * asked for. `before` holds each parameter's sharding attribute before the requests. */
+static int pin_parameters(gs_module *m, const gs_attr *const *before) {
+    gs_computation *e = m->entry;
+    const char *key = "allow_spmd_sharding_propagation_to_parameters";
+    gs_module_attr *a = NULL;
+    for (int i = 0; e && i < m->n_attrs; i++)
+        if (strcmp(m->attrs[i].name, key) == 0) a = &m->attrs[i];
+    if (!a) return 0;
+    int np = e->n_params, n = 0;
+    bool *allow = calloc((size_t)np + 1, sizeof *allow);
+    if (!allow) return 1;
+    for (const char *p = a->text; *p && n <= np;) {
+        if (strncmp(p, "true", 4) == 0) {
+            if (n < np) allow[n] = true;
+            n++;
+            p += 4;
+        } else if (strncmp(p, "false", 5) == 0) {
+            n++;
+            p += 5;
+        } else {
+            p++;
+        }
+    }
+    if (n == 1)
+        for (int i = 1; i < np; i++) allow[i] = allow[0];
+    else if (n != np) {
+        free(allow);
+        return 0; /* a malformed vector: propagation reports it */
+    }
+    gs_sb sb = {0};
+    gs_sb_puts(&sb, "{");
+    for (int i = 0; i < np; i++) {
+        bool set = gs_instr_attr(e->params[i], GS_ATTR_SHARDING) != before[i];
+        gs_sb_puts(&sb, i ? "," : "");
+        gs_sb_puts(&sb, allow[i] && !set ? "true" : "false");
+    }
+    gs_sb_puts(&sb, "}");
+    free(allow);
+    const char *text = sb.failed ? NULL : gs_arena_strdup(&m->arena, gs_sb_str(&sb));
+    gs_sb_free(&sb);
+    if (!text) return 1;
+    a->text = text;
+    return 0;
+}
+
 int gs_cli_apply_shardings(const gs_cli_shardings *o, gs_module *m) {
     if (o->n == 0) return 0;
+    int np = m->entry ? m->entry->n_params : 0;
+    const gs_attr **before = calloc((size_t)np + 1, sizeof *before);
+    if (!before) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < np; i++) before[i] = gs_instr_attr(m->entry->params[i], GS_ATTR_SHARDING);
     gs_mesh mesh;
     if (o->mesh && gs_cli_parse_mesh(&m->arena, o->mesh, &mesh) != 0) return 1;
     gs_shard_request *reqs = calloc((size_t)o->n, sizeof *reqs);
@@ -316,9 +371,14 @@ int gs_cli_apply_shardings(const gs_cli_shardings *o, gs_module *m) {
     } else {
         fprintf(stderr, "error: out of memory\n");
     }
+    if (rc == 0 && pin_parameters(m, before) != 0) {
+        fprintf(stderr, "error: out of memory\n");
+        rc = 1;
+    }
     for (int i = 0; names && i < o->n; i++) free(names[i]);
     free(names);
     free(reqs);
+    free(before);
     return rc;
 }
 
