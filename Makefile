@@ -12,7 +12,7 @@ TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast demo soak clean
+.PHONY: all deps build test test-fast demo soak fuzz clean
 
 all: build
 
@@ -56,6 +56,16 @@ SOAK_CASES ?= 20000
 SOAK_FIRST ?=
 soak: deps build
 	@./tests/soak.sh $(BUILD) $(SOAK_SEEDS) $(SOAK_CASES) $(SOAK_FIRST)
+
+# The libFuzzer targets in tests/fuzz (not part of `make test`): built with clang, ASan and UBSan
+# in $(FUZZ_BUILD), each run for FUZZ_SECONDS in one process; fails on any finding.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@command -v clang >/dev/null || { echo "gspmd: make fuzz needs clang (libFuzzer)"; exit 1; }
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DGSPMD_FUZZ=ON -DGSPMD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_parse fuzz_sharding
+	@./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 demo: deps build
 	@./examples/demo.sh $(BUILD)/gspmd

@@ -196,6 +196,7 @@ static int cmd_eval(int argc, char **argv) {
     rc = 1;
     int filled = 0;
     if (gs_module_verify(m, &d) == GS_OK &&
+        gs_module_check_bounded(m, "evaluation", &d) == GS_OK &&
         (!fill || gs_module_fill_elided(m, seed, &filled, &d) == GS_OK)) {
         if (filled)
             fprintf(stderr, "note: %d elided constant%s ({...}) filled with seeded random values\n",

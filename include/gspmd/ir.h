@@ -60,8 +60,8 @@ typedef struct gs_shape gs_shape;
 struct gs_shape {
     gs_type type;          /* element type, GS_TUPLE or GS_TOKEN */
     int rank;              /* number of dims (arrays) */
-    int64_t *dims;         /* rank sizes (the bound, for dynamic dims) */
-    bool *dynamic;         /* rank flags: dim written `<=N`; NULL when no dim is dynamic */
+    int64_t *dims;         /* rank sizes (the bound, for dynamic dims; -1: unbounded, `?`) */
+    bool *dynamic;         /* rank flags: dim written `<=N` or `?`; NULL when none is dynamic */
     bool has_layout;       /* a layout was written */
     int64_t *minor_to_major; /* rank entries when has_layout and n_minor_to_major == rank */
     int n_minor_to_major;  /* entries written in the layout (rank, or 0 in `{:T(256)}`) */
@@ -378,6 +378,11 @@ void gs_module_free(gs_module *m);
 /* Checks every instruction's operand count, operand and result shapes and attributes against
  * its op's rules (XLA's shape inference). Appends a located error per problem found. */
 gs_status gs_module_verify(const gs_module *m, gs_diags *d);
+
+/* Checks that no instruction's shape has an unbounded dynamic dim (`?`): the verifier and
+ * propagation accept them, but partitioning and running need every size. `what` names the
+ * stage for the message ("partitioning"). Appends a located error for the first one found. */
+gs_status gs_module_check_bounded(const gs_module *m, const char *what, gs_diags *d);
 
 /* XLA's shape inference for `in` from its opcode, operands' shapes, attributes and called
  * computations (in->shape is not read). On success *out is the inferred shape (allocated in a),

@@ -16,9 +16,14 @@
 extern "C" {
 #endif
 
+/* The default limit on one constant's data: 1 GiB. */
+#define GS_PARSE_MAX_LITERAL_BYTES ((int64_t)1 << 30)
+
 /* Knobs for gs_parse_module_ex. Zero-initialise for the defaults. */
 typedef struct gs_parse_options {
     long fail_alloc_at; /* fault injection: fail the module arena's k-th allocation (0 = never) */
+    int64_t max_literal_bytes; /* a constant whose data would take more is an error (0 = the
+                                  default, GS_PARSE_MAX_LITERAL_BYTES) */
 } gs_parse_options;
 
 /* Parses src into a new module. On error returns NULL and appends located diagnostics

@@ -43,6 +43,10 @@ void *gs_arena_alloc(gs_arena *a, size_t size) {
         a->failed = true;
         return NULL;
     }
+    if (size > SIZE_MAX / 2) { /* rounding up (and the chunk header) would wrap around */
+        a->failed = true;
+        return NULL;
+    }
     size = (size + 15) & ~(size_t)15;
     if (size == 0) size = 16;
     if (!a->head || a->used + size > a->head->size) {

@@ -31,7 +31,7 @@ static tclass class_of(gs_type t) {
 static double complex get_c(const void *p, gs_type t, int64_t i) {
     double re, im;
     gs_elem_get_c(p, t, i, &re, &im);
-    return CMPLX(re, im);
+    return gs_cmplx(re, im);
 }
 
 static void set_c(void *p, gs_type t, int64_t i, double complex z) {

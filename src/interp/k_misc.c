@@ -25,7 +25,7 @@ static void dft_line(double complex *buf, int64_t n, int64_t stride, int sign, d
         double complex s = 0;
         for (int64_t j = 0; j < n; j++) {
             double ang = sign * 2.0 * M_PI * (double)((k * j) % n) / (double)n;
-            s += buf[j * stride] * CMPLX(cos(ang), sin(ang));
+            s += buf[j * stride] * gs_cmplx(cos(ang), sin(ang));
         }
         tmp[k] = s;
     }
@@ -92,7 +92,7 @@ static gs_status k_fft(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
             if (inside) {
                 double re, im;
                 gs_elem_get_c(x->data, x->type, xi, &re, &im);
-                w[wi] = CMPLX(re, real_in ? 0 : im);
+                w[wi] = gs_cmplx(re, real_in ? 0 : im);
             }
         } while (gs_index_next(rank, x->dims, idx));
     }

@@ -14,6 +14,19 @@
 #include "gspmd/interp.h"
 #include "gspmd/numeric.h"
 
+#include <complex.h>
+#include <string.h>
+
+/* The complex number re + im*i, exactly (an inf or NaN part stays in its place, unlike
+ * `re + im * I`). Stands in for C11's CMPLX, which glibc defines only for GCC; C11 lays out a
+ * complex as an array of its two parts (6.2.5p13). */
+static inline double complex gs_cmplx(double re, double im) {
+    const double parts[2] = {re, im};
+    double complex z;
+    memcpy(&z, parts, sizeof z);
+    return z;
+}
+
 typedef struct gs_scalar_prog gs_scalar_prog;
 
 /* State of one evaluation (one device, one run). */

@@ -144,8 +144,12 @@ void gs_shape_print(gs_sb *sb, const gs_shape *s, bool with_layout) {
     gs_sb_putc(sb, '[');
     for (int i = 0; i < s->rank; i++) {
         if (i) gs_sb_putc(sb, ',');
-        if (s->dynamic && s->dynamic[i]) gs_sb_puts(sb, "<=");
-        gs_sb_printf(sb, "%lld", (long long)s->dims[i]);
+        if (s->dynamic && s->dynamic[i] && s->dims[i] < 0)
+            gs_sb_putc(sb, '?'); /* unbounded */
+        else if (s->dynamic && s->dynamic[i])
+            gs_sb_printf(sb, "<=%lld", (long long)s->dims[i]);
+        else
+            gs_sb_printf(sb, "%lld", (long long)s->dims[i]);
     }
     gs_sb_putc(sb, ']');
     if (with_layout && s->has_layout) {

@@ -2192,6 +2192,35 @@ gs_status gs_module_verify(const gs_module *m, gs_diags *d) {
     return bad ? GS_ERR : GS_OK;
 }
 
+static bool has_unbounded(const gs_shape *s) {
+    if (!s) return false;
+    for (int i = 0; i < s->n_tuple; i++)
+        if (has_unbounded(s->tuple[i])) return true;
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] < 0) return true;
+    return false;
+}
+
+gs_status gs_module_check_bounded(const gs_module *m, const char *what, gs_diags *d) {
+    for (int i = 0; i < m->n_comps; i++) {
+        const gs_computation *comp = m->comps[i];
+        for (int j = 0; j < comp->n_instrs; j++) {
+            const gs_instr *in = comp->instrs[j];
+            if (!has_unbounded(in->shape)) continue;
+            gs_arena a;
+            gs_arena_init(&a);
+            const char *text = gs_shape_to_string(&a, in->shape);
+            gs_error(d, in->span,
+                     "%s needs every dimension's size, but %s has shape %s with an unbounded "
+                     "dynamic dimension ('?')",
+                     what, in->name, text ? text : "?");
+            gs_arena_free(&a);
+            return GS_ERR;
+        }
+    }
+    return GS_OK;
+}
+
 gs_status gs_infer_shape(gs_arena *a, const gs_instr *in, gs_shape **out, gs_diags *d) {
     const gs_module *m = in->parent ? in->parent->module : NULL;
     gs_arena scratch;

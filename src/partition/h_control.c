@@ -170,3 +170,109 @@ bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
     out->red = GS_OP_ADD;
     return true;
 }
+
+/* ------------------------------------------------------------------ one device's work */
+
+/* Zeros of shape s (arrays, or tuples of them); NULL for tokens. Built in the current output
+ * computation. */
+static gs_instr *zeros_of(gs_pctx *c, const gs_shape *s) {
+    gs_builder *b = gs_p_b(c);
+    if (s->type == GS_TUPLE) {
+        gs_instr *leaf[64];
+        if (s->n_tuple > 64) return NULL;
+        for (int i = 0; i < s->n_tuple; i++)
+            if (!(leaf[i] = zeros_of(c, s->tuple[i]))) return NULL;
+        return gs_build_tuple(b, s->n_tuple, leaf);
+    }
+    if (!gs_type_is_array(s->type)) return NULL;
+    return gs_build_broadcast(b, gs_build_scalar(b, s->type, 0), s->rank, s->dims, 0, NULL);
+}
+
+static bool has_token(const gs_shape *s) {
+    if (s->type == GS_TUPLE) {
+        for (int i = 0; i < s->n_tuple; i++)
+            if (has_token(s->tuple[i])) return true;
+        return false;
+    }
+    return !gs_type_is_array(s->type);
+}
+
+/* A branch of the single-device conditional: the operands' tuple as its parameter, and either
+ * `in` on them or zeros. */
+static gs_computation *single_branch(gs_pctx *c, const gs_instr *in, const gs_shape *ps,
+                                     bool run) {
+    gs_emit *e = c->e;
+    const char *name = gs_names_fresh(&e->names, &e->m->arena, run ? "on_device" : "elsewhere");
+    gs_computation *comp = name ? gs_computation_new(e->m, name) : NULL;
+    gs_p_scope *sc = comp ? gs_p_enter_computation(c, comp) : NULL;
+    if (!sc) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    gs_builder *b = gs_p_b(c);
+    gs_instr *p = gs_build_parameter(b, 0, ps, gs_names_fresh(&e->names, &e->m->arena, "args"));
+    gs_instr *r = NULL;
+    if (run) {
+        gs_instr *ops[64];
+        for (int i = 0; i < in->n_operands; i++) ops[i] = gs_build_gte(b, p, i);
+        r = gs_p_clone(c, in, in->shape, in->n_operands, ops);
+    } else {
+        r = zeros_of(c, in->shape);
+    }
+    if (r) {
+        r->is_root = true;
+        comp->root = r;
+    }
+    gs_p_leave_computation(c, sc);
+    return r ? comp : NULL;
+}
+
+bool gs_p_single_device(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    if (t->kind != GS_SHARDING_MAXIMAL || in->n_operands > 64 || has_token(in->shape) ||
+        c->e->dry)
+        return false;
+    gs_instr *ops[64];
+    gs_shape *shapes[64];
+    for (int i = 0; i < in->n_operands; i++) {
+        gs_pvalue v;
+        gs_reshard(c, gs_p_operand(c, in, i), t, &v);
+        if (!v.hlo || has_token(v.hlo->shape)) return false;
+        ops[i] = v.hlo;
+        shapes[i] = v.hlo->shape;
+    }
+    gs_builder *b = gs_p_b(c);
+    gs_shape *ps = gs_shape_tuple(&b->m->arena, in->n_operands, shapes);
+    gs_instr *args = ps ? gs_build_tuple(b, in->n_operands, ops) : NULL;
+    gs_computation *yes = args ? single_branch(c, in, ps, true) : NULL;
+    gs_computation *no = yes ? single_branch(c, in, ps, false) : NULL;
+    if (!no) return false;
+    b = gs_p_b(c);
+    gs_instr *mine = gs_build_compare(b, gs_p_pid(c), gs_p_s32(c, t->device), "EQ");
+    gs_instr *cops[3] = {mine, args, args};
+    gs_instr *cond = gs_build(b, GS_OP_CONDITIONAL, in->shape, 3, cops);
+    if (!cond) return false;
+    gs_build_set_comp(b, cond, GS_ATTR_TRUE_COMPUTATION, yes);
+    gs_build_set_comp(b, cond, GS_ATTR_FALSE_COMPUTATION, no);
+    out->hlo = cond;
+    out->base = in->shape;
+    out->sharding = t;
+    out->red = GS_OP_ADD;
+    return true;
+}
+
+bool gs_h_rng(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+    /* Drawn by one device (its own when maximal, else device 0) and broadcast from it (the
+     * driver's reshard of the maximal value: an all-reduce of it and the others' zeros, then
+     * each device's shard cut), so every device holds the same bits even where devices draw
+     * different ones (XLA draws a replicated rng this way), and the bits do not depend on N:
+     * all draws happen on one device in program order, as the reference makes them. */
+    if (c->manual || t->kind == GS_SHARDING_MANUAL || !gs_type_is_array(in->shape->type))
+        return false;
+    if (t->kind == GS_SHARDING_MAXIMAL) return gs_p_single_device(c, in, t, out);
+    const gs_sharding *one = gs_sharding_maximal(gs_p_a(c), 0);
+    if (!one) {
+        gs_p_oom(c);
+        return false;
+    }
+    return gs_p_single_device(c, in, one, out);
+}

@@ -116,7 +116,8 @@ static bool identity_target(const char *t) {
 bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (target && strcmp(target, "__op$block_scaled_dot") == 0) return gs_h_dot(c, in, t, out);
-    if (!target || in->n_operands != 1) return false;
+    if (!target) return false;
+    if (in->n_operands != 1) return gs_p_single_device(c, in, t, out);
     if (strcmp(target, "TopK") == 0) return gs_h_topk(c, in, t, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0) return gs_h_rotate_right(c, in, t, out);
     const gs_pvalue *v = gs_p_operand(c, in, 0);
@@ -151,7 +152,8 @@ bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
         out->red = GS_OP_ADD;
         return true;
     }
-    return false;
+    /* Any other target (a host callback, say) runs once, on its device, when it has one. */
+    return gs_p_single_device(c, in, t, out);
 }
 
 bool gs_h_collective(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {

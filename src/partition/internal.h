@@ -362,6 +362,10 @@ bool gs_h_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalu
 bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_h_rng(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+/* An instruction with a maximal sharding whose work or effects must happen on that device only
+ * (custom-calls, rng): a conditional on partition-id runs it there, the others hold zeros. */
+bool gs_p_single_device(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 
 /* Sharding helpers for handlers. */
 /* Is s usable by the handlers (replicated, or tiled with only replication and manual

@@ -471,6 +471,7 @@ static gs_handler handler_of(const gs_instr *in) {
     case GS_OP_WHILE: return gs_h_while;
     case GS_OP_CALL: return gs_h_call;
     case GS_OP_CONDITIONAL: return gs_h_conditional;
+    case GS_OP_RNG: return gs_h_rng;
     default: break;
     }
     const gs_op_info *info = gs_op_info_of(in->op);

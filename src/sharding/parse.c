@@ -884,6 +884,13 @@ gs_status gs_sharding_parse(gs_arena *a, const char *text, size_t len, gs_shardi
                             gs_diags *d, gs_span span) {
     cursor c = {text, len, 0, a, d, span, false};
     *out = NULL;
+    /* Names and metadata are stored as C strings: a NUL would cut them short, and what prints
+     * would no longer parse (found by tests/fuzz/fuzz_sharding). HLO text never holds one. */
+    const char *nul = memchr(text, 0, len);
+    if (nul) {
+        fail_at(&c, (size_t)(nul - text), "unexpected NUL byte in the sharding text");
+        return GS_ERR;
+    }
     gs_sharding *s = parse_sharding(&c, 0);
     if (s && peek(&c) != 0) {
         fail_at(&c, c.i, "unexpected text after the sharding");

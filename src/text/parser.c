@@ -57,6 +57,7 @@ typedef struct parser {
     gs_vec fixups;      /* comp_fixup, resolved at the end of the module */
     gs_vec pending;     /* comp_fixup of the instruction being parsed */
     int attr_index;     /* index of the attribute being parsed */
+    int64_t max_lit;    /* the most bytes a constant's data may take (gs_parse_options) */
 } parser;
 
 /* ------------------------------------------------------------------ errors and positions */
@@ -170,16 +171,17 @@ static bool is_name_char(char c) {
     return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-';
 }
 
-/* NAME := '%'? [A-Za-z_][A-Za-z0-9_.-]*  (a '%' also allows a leading digit). The name is
- * returned in the arena. */
+/* NAME := '%'? [A-Za-z_][A-Za-z0-9_.-]*  (XLA's lexer rule, with or without the '%': `%0` is
+ * not a name, so that what the printer writes without a '%' reads back). The name is returned in
+ * the arena. */
 static bool parse_name(parser *p, const char **out, gs_span *sp, const char *what) {
     if (p->failed) return false;
     skip_ws(p);
     if (sp) *sp = here(p);
     bool pct = cur(p) == '%';
-    if (pct) adv(p);
-    if (!(is_name_start(cur(p)) || (pct && isdigit((unsigned char)cur(p)))))
+    if (!is_name_start(pct ? ahead(p, 1) : cur(p)))
         return FAIL(p, "expected %s, found %s", what, found(p));
+    if (pct) adv(p);
     size_t start = p->pos;
     while (is_name_char(cur(p)) && !(cur(p) == '-' && ahead(p, 1) == '>')) adv(p);
     *out = gs_arena_strndup(p->a, p->s + start, p->pos - start);
@@ -411,6 +413,14 @@ static bool parse_array_shape(parser *p, gs_type type, gs_shape **out) {
     }
     if (!gs_type_is_array(type) && rank > 0)
         return fail_at(p, sp, "%s cannot have dimensions", gs_type_name(type));
+    /* XLA's ValidateShape: the byte size (bounds for dynamic dims) must fit in int64, so that
+     * element counts and sizes computed from the shape never overflow. */
+    int64_t bytes = gs_type_is_array(type) ? gs_type_size(type) : 0;
+    for (int i = 0; i < rank; i++)
+        if (dims[i] > 0 && bytes > INT64_MAX / dims[i])
+            return fail_at(p, sp, "shape is too large: its size in bytes overflows 64 bits");
+        else if (dims[i] >= 0)
+            bytes *= dims[i];
     gs_shape *s = type == GS_TOKEN ? gs_shape_token(p->a) : gs_shape_array(p->a, type, rank, dims);
     if (!s) return oom(p);
     if (any_dyn) {
@@ -490,6 +500,24 @@ typedef struct lit_ctx {
     int64_t total; /* elements expected */
 } lit_ctx;
 
+/* The range of integer type t as doubles, [*lo, *hi) (hi exclusive: 2^63 and 2^64 are exact
+ * doubles, INT64_MAX and UINT64_MAX are not). A pred takes any integer (nonzero is true). */
+static void int_range(gs_type t, double *lo, double *hi) {
+    int bits = t == GS_PRED ? 64 : gs_type_bits(t);
+    bool is_signed = t == GS_PRED || gs_type_is_signed_int(t);
+    *lo = is_signed ? -ldexp(1.0, bits - 1) : 0.0;
+    *hi = ldexp(1.0, is_signed ? bits - 1 : bits);
+}
+
+/* Does integer v fit integer type t (XLA rejects a literal value out of its type's range)? */
+static bool int_fits(gs_type t, long long v) {
+    double lo, hi;
+    int_range(t, &lo, &hi);
+    int bits = t == GS_PRED ? 64 : gs_type_bits(t);
+    if (bits >= 64) return gs_type_is_unsigned_int(t) ? v >= 0 : true;
+    return (double)v >= lo && (double)v < hi; /* exact: |v| < 2^63 and the bounds are small */
+}
+
 static bool parse_scalar_into(parser *p, lit_ctx *lc) {
     skip_ws(p);
     gs_span sp = here(p);
@@ -538,6 +566,8 @@ static bool parse_scalar_into(parser *p, lit_ctx *lc) {
             long long v = strtoll(start, &end, 10);
             if (end != start && !strchr(".eE", *end) && !isalpha((unsigned char)*end)) {
                 if (errno == ERANGE) return fail_at(p, sp, "integer out of range");
+                if (!int_fits(t, v))
+                    return fail_at(p, sp, "value %lld is out of range for %s", v, gs_type_name(t));
                 advn(p, (size_t)(end - start));
                 gs_elem_set_i(lc->data, t, lc->n++, v);
                 return true;
@@ -554,7 +584,13 @@ static bool parse_scalar_into(parser *p, lit_ctx *lc) {
     }
     if (gs_type_is_int(t) || t == GS_PRED) {
         if (v != floor(v) || isinf(v)) return fail_at(p, sp, "%s literal is not an integer", gs_type_name(t));
-        gs_elem_set_i(lc->data, t, lc->n++, (int64_t)v);
+        double lo, hi;
+        int_range(t, &lo, &hi);
+        if (v < lo || v >= hi)
+            return fail_at(p, sp, "value %.*s is out of range for %s", (int)(end - start), start,
+                           gs_type_name(t));
+        /* In range, so the conversion is defined; a u64 above INT64_MAX keeps its bits. */
+        gs_elem_set_i(lc->data, t, lc->n++, t == GS_U64 ? (int64_t)(uint64_t)v : (int64_t)v);
     } else {
         gs_elem_set_f(lc->data, t, lc->n++, v);
     }
@@ -596,12 +632,30 @@ static bool parse_literal(parser *p, const gs_shape *s, gs_literal_ir **out) {
         lit->elided = true;
         return true;
     }
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] < 0)
+            return fail_at(p, sp,
+                           "a constant of shape %s needs every dimension's size: "
+                           "dimension %d is unbounded dynamic ('?')",
+                           gs_shape_to_string(p->a, s), i);
+    /* The shape's byte size fits in int64 (parse_array_shape checks it). */
     int64_t total = gs_shape_elements(s);
-    lit->n_bytes = (size_t)total * (size_t)gs_type_size(s->type);
-    lit->data = gs_arena_alloc(p->a, lit->n_bytes ? lit->n_bytes : 1);
+    int64_t n_bytes = total * gs_type_size(s->type);
+    if (n_bytes > p->max_lit)
+        return fail_at(p, sp,
+                       "constant of shape %s would take %lld bytes, more than the limit of %lld",
+                       gs_shape_to_string(p->a, s), (long long)n_bytes, (long long)p->max_lit);
+    /* Written out, each value takes at least one character: never allocate for more values
+     * than the rest of the text could hold (a short literal for a huge shape is reported by
+     * the count check below). */
+    bool braced = cur(p) == '{';
+    int64_t room = (int64_t)(p->len - p->pos);
+    int64_t cap = braced && room < total ? room : total;
+    lit->n_bytes = (size_t)n_bytes;
+    lit->data = gs_arena_alloc(p->a, cap ? (size_t)cap * (size_t)gs_type_size(s->type) : 1);
     if (!lit->data) return oom(p);
     lit_ctx lc = {s->type, lit->data, 0, total};
-    if (cur(p) != '{') {
+    if (!braced) {
         /* A scalar; for an array, XLA's parser fills every element with it. */
         uint64_t scratch[2];
         lit_ctx one = {s->type, total > 0 ? lit->data : (void *)scratch, 0, 1};
@@ -1077,7 +1131,12 @@ static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_ins
     gs_vec refs;
     gs_vec_init(&refs, sizeof(operand_ref));
     bool ok = true;
-    if (in->op == GS_OP_CONSTANT) {
+    if (in->op == GS_OP_CONSTANT && !in->shape) {
+        ok = fail_at(p, op_span,
+                     "constant '%s' has no shape: its literal needs one, as in "
+                     "`f32[2] constant({1, 2})`",
+                     in->name);
+    } else if (in->op == GS_OP_CONSTANT) {
         ok = parse_literal(p, in->shape, &in->literal) && expect(p, ')', "after the constant");
     } else if (in->op == GS_OP_PARAMETER) {
         ok = parse_int(p, &in->parameter_number, "a parameter number") &&
@@ -1480,6 +1539,8 @@ gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts
     p.m = m;
     p.a = &m->arena;
     p.d = d;
+    p.max_lit =
+        opts && opts->max_literal_bytes > 0 ? opts->max_literal_bytes : GS_PARSE_MAX_LITERAL_BYTES;
     gs_vec_init(&p.fixups, sizeof(comp_fixup));
     gs_vec_init(&p.pending, sizeof(comp_fixup));
     bool ok = parse_module_body(&p);

@@ -439,12 +439,15 @@ static void test_elementwise_and_default(void **state) {
         "start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}, "
         "sharding={devices=[1,4]<=[4]}\n"
         "  %m = f32[6] parameter(2)\n  %one = f32[] constant(1)\n  %m0 = f32[] constant(0)\n"
-        "  %bn = f32[5,6] rng(%m0, %one), distribution=rng_uniform, "
-        "sharding={devices=[2,2]<=[4]}\n"
+        "  %st = u64[2] constant({1, 2})\n"
+        "  %rbg = (u64[2], u32[5,6]) rng-bit-generator(%st), algorithm=rng_default, "
+        "sharding={{replicated}, {devices=[2,2]<=[4]}}\n"
+        "  %bits = u32[5,6] get-tuple-element(%rbg), index=1, sharding={devices=[2,2]<=[4]}\n"
+        "  %bn = f32[5,6] convert(%bits), sharding={devices=[2,2]<=[4]}\n"
         "  ROOT %t = (f32[5,6], pred[5,6], f32[5,3], f32[3,6], f32[5,6]) tuple(%e, %c, %w, %g, "
         "%bn)\n}\n";
     run_case(hlo, 4, false, &r);
-    assert_int_equal(r.stats.n_default, 1); /* rng: the default action */
+    assert_int_equal(r.stats.n_default, 1); /* rng-bit-generator: the default action */
     assert_int_equal(r.stats.n_replicated, 1); /* and it is reported */
 }
 

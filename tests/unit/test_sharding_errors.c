@@ -44,6 +44,34 @@ static void check_bad(const bad_case *c) {
     gs_arena_free(&a);
 }
 
+/* Found by tests/fuzz/fuzz_sharding: a NUL inside metadata or a quoted axis name was kept, and
+ * the stored C string (cut at the NUL) printed as `metadata={op_name="a}` or as a mesh naming
+ * an axis twice, neither of which parses back. A NUL is now an error wherever it is. */
+static void check_nul(const char *text, size_t len, uint32_t col) {
+    gs_arena a;
+    gs_arena_init(&a);
+    gs_source *src = gs_source_from_string("s", "");
+    gs_diags d = {0};
+    gs_sharding *s = NULL;
+    gs_span sp = {src, 1, 1};
+    assert_int_equal(gs_sharding_parse(&a, text, len, &s, &d, sp), GS_ERR);
+    assert_null(s);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.items[0].message, "unexpected NUL byte in the sharding text");
+    assert_int_equal(d.items[0].span.col, col);
+    gs_diags_free(&d);
+    gs_source_free(src);
+    gs_arena_free(&a);
+}
+
+static void test_nul_bytes(void **state) {
+    (void)state;
+    static const char meta[] = "{devices=[2]0,1 metadata={op_name=\"a\0b\"}}";
+    check_nul(meta, sizeof meta - 1, 37);
+    static const char axis[] = "{mesh['x'=2,'M\0z'=2,'M'=3] []}";
+    check_nul(axis, sizeof axis - 1, 15);
+}
+
 static void test_bad_sharding_text(void **state) {
     (void)state;
     static const bad_case cases[] = {
@@ -272,6 +300,7 @@ static void test_fault_injection(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_sharding_text),
+        cmocka_unit_test(test_nul_bytes),
         cmocka_unit_test(test_bad_mesh),
         cmocka_unit_test(test_bad_partition_spec),
         cmocka_unit_test(test_bad_attribute),

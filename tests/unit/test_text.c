@@ -212,6 +212,27 @@ static void test_shapes_and_header(void **state) {
         "}\n");
 }
 
+/* An unbounded dynamic dim prints back as `?` (it was once `<=-1`, which did not re-parse), and
+ * a name is [A-Za-z_]... with or without '%' (XLA's lexer), so the printed header's parameter
+ * names always read back. */
+static void test_unbounded_dims_and_names(void **state) {
+    (void)state;
+    check_canonical("HloModule m\nENTRY e {\n  p = f32[?,<=3,2] parameter(0)\n"
+                    "  ROOT n = f32[?,<=3,2] negate(p)\n}\n",
+                    "HloModule m\n\n"
+                    "ENTRY %e (p: f32[?,<=3,2]) -> f32[?,<=3,2] {\n"
+                    "  %p = f32[?,<=3,2] parameter(0)\n"
+                    "  ROOT %n = f32[?,<=3,2] negate(%p)\n"
+                    "}\n");
+    uint32_t line, col;
+    char *msg = parse_err("HloModule m\nENTRY e {\n  ROOT %1a = f32[] parameter(0)\n}\n", &line,
+                          &col);
+    assert_string_equal(msg, "expected an instruction name, found '%1a'");
+    assert_int_equal(line, 3);
+    assert_int_equal(col, 8);
+    free(msg);
+}
+
 static void test_forward_references_and_async(void **state) {
     (void)state;
     check_canonical(
@@ -300,7 +321,7 @@ static void test_fault_injection(void **state) {
     bool succeeded = false;
     long k;
     for (k = 1; k < 10000 && !succeeded; k++) {
-        gs_parse_options opts = {k};
+        gs_parse_options opts = {.fail_alloc_at = k};
         gs_diags d = {0};
         gs_module *m = gs_parse_module_ex(src, &opts, &d);
         if (m) {
@@ -349,6 +370,7 @@ int main(void) {
         cmocka_unit_test(test_conv_dot_gather_attrs),
         cmocka_unit_test(test_literals),
         cmocka_unit_test(test_shapes_and_header),
+        cmocka_unit_test(test_unbounded_dims_and_names),
         cmocka_unit_test(test_forward_references_and_async),
         cmocka_unit_test(test_replica_groups_iota),
         cmocka_unit_test(test_errors_are_located),

@@ -569,6 +569,33 @@ static void test_infer_shape_api(void **state) {
     gs_source_free(src);
 }
 
+/* `?` dims verify (shape inference treats them as matching any size), but partitioning and
+ * running need sizes: gs_module_check_bounded names the first instruction that has one. */
+static void test_check_bounded(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse_or_die("HloModule m\nENTRY e {\n p = f32[<=4,2] parameter(0)\n"
+                                " q = f32[?,2] parameter(1)\n ROOT t = (f32[<=4,2], f32[?,2]) "
+                                "tuple(p, q)\n}\n",
+                                &src);
+    gs_diags d = {0};
+    assert_int_equal(gs_module_verify(m, &d), GS_OK);
+    assert_int_equal(gs_module_check_bounded(m, "partitioning", &d), GS_ERR);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.items[0].message,
+                        "partitioning needs every dimension's size, but q has shape f32[?,2] with "
+                        "an unbounded dynamic dimension ('?')");
+    assert_int_equal(d.items[0].span.line, 4);
+    gs_diags_free(&d);
+    gs_module_free(m);
+    gs_source_free(src);
+    m = parse_or_die("HloModule m\nENTRY e {\n ROOT p = f32[<=4,2] parameter(0)\n}\n", &src);
+    assert_int_equal(gs_module_check_bounded(m, "running", &d), GS_OK);
+    assert_int_equal(d.n, 0);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elementwise),
@@ -587,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_verify_collectives),
         cmocka_unit_test(test_reports_every_problem),
         cmocka_unit_test(test_infer_shape_api),
+        cmocka_unit_test(test_check_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
