@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { TAG_ABORT = 7001, TAG_PERMUTE = 7002 };
+enum { TAG_ABORT = 7001, TAG_PERMUTE = 7002, TAG_QUERY = 7003, TAG_REPLY = 7004 };
 
 typedef struct cached_comm {
     uint64_t key;
@@ -44,7 +44,11 @@ typedef struct mpi_comm {
     int n_cache, cap_cache;
     bool aborted;
     int abort_from;        /* the rank whose notice arrived */
-    int abort_payload;     /* kept alive for the nonblocking abort sends */
+    int abort_payload;     /* kept alive for the nonblocking abort sends: the failed device,
+                              or -(r + 1) when rank r did not arrive at a collective */
+    int reply_payload;     /* kept alive for the nonblocking replies to roll calls */
+    int missing;           /* a rank that did not answer the roll call of a timed-out wait, or
+                              -1 */
     /* Several devices per rank (k = base.local_devices > 1): */
     pthread_mutex_t mu;    /* guards the fields below */
     pthread_cond_t cv;
@@ -71,6 +75,85 @@ static double now_s(void) {
 
 static mpi_comm *mc(gs_comm *c) { return (mpi_comm *)c; }
 
+/* The error of a device stopped by an abort notice: `who` failed, or (negative) rank -who-1 did
+ * not arrive at a collective. */
+static gs_status stopped(gs_diags *d, int dev, int rank, int who, double limit) {
+    if (who < 0 && -who - 1 == rank)
+        return gs_error(d, gs_span_none(),
+                        "device %d: stopped because the other ranks found this rank missing at a "
+                        "collective (stopped or too slow: their waits timed out after %g s)",
+                        dev, limit);
+    if (who < 0)
+        return gs_error(d, gs_span_none(),
+                        "device %d: stopped because rank %d did not arrive at a collective (a "
+                        "wait timed out after %g s on another rank)",
+                        dev, -who - 1, limit);
+    return gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, who);
+}
+
+/* Answers the roll calls of ranks whose waits timed out: "here" (any rank that polls is alive
+ * and inside a collective). */
+static void answer_roll_calls(mpi_comm *m) {
+    for (;;) {
+        int flag = 0, who;
+        MPI_Status status;
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_QUERY, m->world, &flag, &status);
+        if (!flag) return;
+        MPI_Recv(&who, 1, MPI_INT, status.MPI_SOURCE, TAG_QUERY, m->world, MPI_STATUS_IGNORE);
+        MPI_Request req;
+        m->reply_payload = m->rank;
+        MPI_Isend(&m->reply_payload, 1, MPI_INT, status.MPI_SOURCE, TAG_REPLY, m->world, &req);
+        MPI_Request_free(&req);
+    }
+}
+
+/* After a wait timed out: asks every rank whether it is there and waits `grace` seconds for the
+ * answers (answering the others' roll calls meanwhile). Writes into `text` the ranks that did not
+ * answer — stopped, killed, or still computing outside any collective — as devices, and sets
+ * m->missing to the first; "" and -1 when all answered. */
+static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
+    int size;
+    MPI_Comm_size(m->world, &size);
+    bool *here = calloc((size_t)size, sizeof *here);
+    text[0] = 0;
+    m->missing = -1;
+    if (!here) return;
+    here[m->rank] = true;
+    for (int r = 0; r < size; r++) {
+        if (r == m->rank) continue;
+        MPI_Request req;
+        MPI_Isend(&m->rank, 1, MPI_INT, r, TAG_QUERY, m->world, &req);
+        MPI_Request_free(&req);
+    }
+    int answered = 1;
+    for (double t0 = now_s(); answered < size && now_s() - t0 < grace;) {
+        answer_roll_calls(m);
+        int flag = 0, who;
+        MPI_Status status;
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_REPLY, m->world, &flag, &status);
+        if (!flag) {
+            usleep(1000);
+            continue;
+        }
+        MPI_Recv(&who, 1, MPI_INT, status.MPI_SOURCE, TAG_REPLY, m->world, MPI_STATUS_IGNORE);
+        if (!here[status.MPI_SOURCE]) answered++;
+        here[status.MPI_SOURCE] = true;
+    }
+    int k = m->base.local_devices, n = 0;
+    size_t len = 0;
+    for (int r = 0; r < size && len + 40 < cap; r++) {
+        if (here[r]) continue;
+        if (m->missing < 0) m->missing = r;
+        if (k > 1)
+            len += (size_t)snprintf(text + len, cap - len, "%s%d..%d (rank %d)", n ? ", " : "",
+                                    r * k, r * k + k - 1, r);
+        else
+            len += (size_t)snprintf(text + len, cap - len, "%s%d", n ? ", " : "", r);
+        n++;
+    }
+    free(here);
+}
+
 /* Waits for req, polling for abort notices and the timeout. */
 static gs_status wait_req(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d) {
     double t0 = now_s(), limit = m->base.timeout_s > 0 ? m->base.timeout_s : 60.0;
@@ -87,12 +170,23 @@ static gs_status wait_req(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d) {
             MPI_Recv(&who, 1, MPI_INT, status.MPI_SOURCE, TAG_ABORT, m->world, MPI_STATUS_IGNORE);
             m->aborted = true;
             m->abort_from = who;
-            return gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, who);
+            return stopped(d, dev, m->rank, who, limit);
         }
-        if (now_s() - t0 > limit)
+        answer_roll_calls(m);
+        if (now_s() - t0 > limit) {
+            char missing[512];
+            roll_call(m, limit < 2 ? limit / 2 : 1, missing, sizeof missing);
+            if (missing[0])
+                return gs_error(d, gs_span_none(),
+                                "device %d: a collective timed out after %g s: device%s %s did not "
+                                "arrive (stopped, killed, or still computing)",
+                                dev, limit, strchr(missing, ',') || strchr(missing, '.') ? "s" : "",
+                                missing);
             return gs_error(d, gs_span_none(),
-                            "device %d: a collective timed out after %g s (some device did not arrive)",
+                            "device %d: a collective timed out after %g s (every rank answered: "
+                            "the devices are waiting in different collectives)",
                             dev, limit);
+        }
         /* Nonblocking collectives progress only inside MPI calls: test often, but yield the
          * core (ranks may outnumber cores), and sleep only once a wait has lasted a while. */
         if (++spins < 200000)
@@ -284,7 +378,7 @@ static void mpi_abort(gs_comm *c, int dev) {
     mpi_comm *m = mc(c);
     if (m->aborted) return;
     m->aborted = true;
-    m->abort_payload = dev;
+    m->abort_payload = m->missing >= 0 ? -(m->missing + 1) : dev;
     int size;
     MPI_Comm_size(m->world, &size);
     for (int r = 0; r < size; r++) {
@@ -355,6 +449,7 @@ gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d) {
     m->base.local_devices = k;
     m->base.timeout_s = timeout_s;
     m->abort_from = -1;
+    m->missing = -1;
     m->local_failed = -1;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);
@@ -380,7 +475,7 @@ static gs_status exchange(mpi_comm *m, int dev, const void *in, int64_t bytes, g
     if (m->local_aborted || m->aborted) {
         int who = m->local_aborted ? m->local_failed : m->abort_from;
         pthread_mutex_unlock(&m->mu);
-        return gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, who);
+        return stopped(d, dev, m->rank, who, m->base.timeout_s > 0 ? m->base.timeout_s : 60);
     }
     uint64_t gen = m->generation;
     m->ins[li] = in;
@@ -400,7 +495,7 @@ static gs_status exchange(mpi_comm *m, int dev, const void *in, int64_t bytes, g
             st = gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, m->local_failed);
         if (st == GS_OK && m->exch_status != GS_OK) {
             if (m->aborted)
-                st = gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, m->abort_from);
+                st = stopped(d, dev, m->rank, m->abort_from, secs);
             else
                 st = gs_error(d, gs_span_none(), "device %d: a collective of this rank failed", dev);
         }
@@ -555,6 +650,8 @@ bool gs_mpi_agree(gs_comm *c, bool ok, bool *all_ok) {
     MPI_Request req;
     MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, m->fail, &req);
     double t0 = now_s(), limit = c->timeout_s > 0 ? c->timeout_s : 60;
+    /* After a failure the other ranks are ending too (or one is gone): do not wait long. */
+    if (!ok && limit > 1) limit = 1;
     int done = 0;
     while (!done && now_s() - t0 < limit) {
         MPI_Test(&req, &done, MPI_STATUS_IGNORE);

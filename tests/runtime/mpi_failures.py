@@ -2,7 +2,9 @@
 """MPI failure paths that need a process launcher:
   1. a rank killed (SIGKILL) in the middle of a run makes mpirun and every other rank end,
      non-zero, within seconds;
-  2. --num-partitions that does not match the number of ranks is a clear error on every rank.
+  2. --num-partitions that does not match the number of ranks is a clear error on every rank;
+  3. a rank stopped (SIGSTOP) in the middle of a run: every other rank's wait times out, names
+     the missing device, and the job ends non-zero within seconds of the timeout.
 Usage: mpi_failures.py GSPMD MPIRUN DIR"""
 import os
 import signal
@@ -69,4 +71,38 @@ if q.returncode == 0 or q.stderr.count(want) != 2:
     fails += 1
 else:
     print("ok   world size: both ranks report: %s" % want)
+# 3. stop (SIGSTOP) one rank of the long-running job: the others name it when their waits time out
+p = subprocess.Popen(base + ["-np", "4", gspmd, "run", "--spmd", prog, "--num-partitions", "4",
+                             "--output-dir", tmp, "--backend", "mpi", "--timeout", "5"],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     start_new_session=True)
+time.sleep(3)
+ranks = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "gspmd run"], capture_output=True, text=True).stdout.split()
+if len(ranks) != 4:
+    print("FAIL stop: expected 4 rank processes, found %s" % ranks)
+    fails += 1
+    os.killpg(p.pid, signal.SIGKILL)
+else:
+    os.kill(int(ranks[1]), signal.SIGSTOP)
+    t0 = time.time()
+    try:
+        out, err = p.communicate(timeout=30)
+        took = time.time() - t0
+        named = err.count("device 1 did not arrive")
+        if p.returncode == 0 or named < 3:
+            print("FAIL stop: mpirun exit %d, %d ranks named device 1; stderr: %s"
+                  % (p.returncode, named, err[:800]))
+            fails += 1
+        else:
+            print("ok   stop: one rank stopped; %d ranks named it, the job ended with status %d "
+                  "after %.1f s (timeout 5 s)" % (named, p.returncode, took))
+    except subprocess.TimeoutExpired:
+        print("FAIL stop: the job did not end within 30 s of a rank being stopped")
+        fails += 1
+        os.killpg(p.pid, signal.SIGKILL)
+    for r in ranks:
+        try:
+            os.kill(int(r), signal.SIGKILL)
+        except OSError:
+            pass
 sys.exit(1 if fails else 0)
