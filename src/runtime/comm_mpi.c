@@ -91,9 +91,10 @@ static gs_status stopped(gs_diags *d, int dev, int rank, int who, double limit) 
     return gs_error(d, gs_span_none(), "device %d: stopped because device %d failed", dev, who);
 }
 
-/* Answers the roll calls of ranks whose waits timed out: "here" (any rank that polls is alive
- * and inside a collective). */
-static void answer_roll_calls(mpi_comm *m) {
+/* Answers the roll calls of ranks whose waits timed out: where this rank is (ROLL_WAITING in a
+ * collective, ROLL_ENDING past the program's end). */
+enum { ROLL_WAITING = 1, ROLL_ENDING = 2 };
+static void answer_roll_calls(mpi_comm *m, int where) {
     for (;;) {
         int flag = 0, who;
         MPI_Status status;
@@ -101,24 +102,25 @@ static void answer_roll_calls(mpi_comm *m) {
         if (!flag) return;
         MPI_Recv(&who, 1, MPI_INT, status.MPI_SOURCE, TAG_QUERY, m->world, MPI_STATUS_IGNORE);
         MPI_Request req;
-        m->reply_payload = m->rank;
+        m->reply_payload = where;
         MPI_Isend(&m->reply_payload, 1, MPI_INT, status.MPI_SOURCE, TAG_REPLY, m->world, &req);
         MPI_Request_free(&req);
     }
 }
 
 /* After a wait timed out: asks every rank whether it is there and waits `grace` seconds for the
- * answers (answering the others' roll calls meanwhile). Writes into `text` the ranks that did not
- * answer — stopped, killed, or still computing outside any collective — as devices, and sets
- * m->missing to the first; "" and -1 when all answered. */
+ * answers (answering the others' roll calls meanwhile). Writes into `text` which devices did not
+ * arrive — the ranks that did not answer (stopped, killed, or still computing outside any
+ * collective) or answered from past the program's end — and sets m->missing to the first of
+ * them; "" and -1 when every rank is waiting in a collective. */
 static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
     int size;
     MPI_Comm_size(m->world, &size);
-    bool *here = calloc((size_t)size, sizeof *here);
+    int *here = calloc((size_t)size, sizeof *here); /* 0: no answer, else ROLL_* */
     text[0] = 0;
     m->missing = -1;
     if (!here) return;
-    here[m->rank] = true;
+    here[m->rank] = ROLL_WAITING;
     for (int r = 0; r < size; r++) {
         if (r == m->rank) continue;
         MPI_Request req;
@@ -127,7 +129,7 @@ static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
     }
     int answered = 1;
     for (double t0 = now_s(); answered < size && now_s() - t0 < grace;) {
-        answer_roll_calls(m);
+        answer_roll_calls(m, ROLL_WAITING);
         int flag = 0, who;
         MPI_Status status;
         MPI_Iprobe(MPI_ANY_SOURCE, TAG_REPLY, m->world, &flag, &status);
@@ -137,12 +139,13 @@ static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
         }
         MPI_Recv(&who, 1, MPI_INT, status.MPI_SOURCE, TAG_REPLY, m->world, MPI_STATUS_IGNORE);
         if (!here[status.MPI_SOURCE]) answered++;
-        here[status.MPI_SOURCE] = true;
+        here[status.MPI_SOURCE] = who == ROLL_ENDING ? ROLL_ENDING : ROLL_WAITING;
     }
-    int k = m->base.local_devices, n = 0;
+    int k = m->base.local_devices, n = 0, silent = 0;
     size_t len = 0;
-    for (int r = 0; r < size && len + 40 < cap; r++) {
-        if (here[r]) continue;
+    for (int r = 0; r < size && len + 60 < cap; r++) {
+        if (here[r] == ROLL_WAITING) continue;
+        silent += here[r] == 0;
         if (m->missing < 0) m->missing = r;
         if (k > 1)
             len += (size_t)snprintf(text + len, cap - len, "%s%d..%d (rank %d)", n ? ", " : "",
@@ -150,6 +153,15 @@ static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
         else
             len += (size_t)snprintf(text + len, cap - len, "%s%d", n ? ", " : "", r);
         n++;
+    }
+    if (n) {
+        char *list = strdup(text);
+        if (list)
+            snprintf(text, cap, "device%s %s did not arrive (%s)", n > 1 ? "s" : "", list,
+                     silent == n ? "stopped, killed, or still computing"
+                     : silent    ? "stopped, killed, still computing, or past the program's end"
+                                 : "past the program's end without it");
+        free(list);
     }
     free(here);
 }
@@ -172,15 +184,13 @@ static gs_status wait_req(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d) {
             m->abort_from = who;
             return stopped(d, dev, m->rank, who, limit);
         }
-        answer_roll_calls(m);
+        answer_roll_calls(m, ROLL_WAITING);
         if (now_s() - t0 > limit) {
             char missing[512];
             roll_call(m, limit < 2 ? limit / 2 : 1, missing, sizeof missing);
             if (missing[0])
                 return gs_error(d, gs_span_none(),
-                                "device %d: a collective timed out after %g s: device%s %s did not "
-                                "arrive (stopped, killed, or still computing)",
-                                dev, limit, strchr(missing, ',') || strchr(missing, '.') ? "s" : "",
+                                "device %d: a collective timed out after %g s: %s", dev, limit,
                                 missing);
             return gs_error(d, gs_span_none(),
                             "device %d: a collective timed out after %g s (every rank answered: "
@@ -650,11 +660,14 @@ bool gs_mpi_agree(gs_comm *c, bool ok, bool *all_ok) {
     MPI_Request req;
     MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, m->fail, &req);
     double t0 = now_s(), limit = c->timeout_s > 0 ? c->timeout_s : 60;
-    /* After a failure the other ranks are ending too (or one is gone): do not wait long. */
-    if (!ok && limit > 1) limit = 1;
+    /* After a failure the other ranks are ending too (or one is gone): do not wait long. A
+     * rank that succeeded waits for the others to end, or to time out and take their roll call
+     * (which it answers). */
+    limit = ok ? limit + 3 : limit > 1 ? 1 : limit;
     int done = 0;
     while (!done && now_s() - t0 < limit) {
         MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        answer_roll_calls(m, ROLL_ENDING);
         if (!done) usleep(200);
     }
     if (!done) return false;
