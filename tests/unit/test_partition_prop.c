@@ -2,6 +2,7 @@
  * test_partition_prop.c — property test of the partitioner: random small graphs (elementwise,
  * broadcast, reshape, transpose, dot, reduce, argmax (variadic reduce), slice, pad, concatenate,
  * sort (keys, or keys and indices), 1-D convolution, reduce-window, select-and-scatter, gather,
+ * batch-norm training and inference,
  * scatter, dynamic-slice and dynamic-update-slice with clamped indices, calls, while loops,
  * conditionals)
  * with random shardings
@@ -281,7 +282,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (g->dots && rnd(2) ? 6 : rnd(23)) {
+    switch (g->dots && rnd(2) ? 6 : rnd(24)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -696,6 +697,36 @@ static void op(graph *g) {
         emit(g, " pad=");
         for (int i = 0; i < k; i++) emit(g, "%s%d_%d", i ? "x" : "", lo[i], hi[i]);
         emit(g, "}, select=%%ge, scatter=%%sum");
+        finish(g, v);
+        break;
+    }
+    case 23: { /* batch-norm-training (or -inference) over a random feature dim; the output
+                * plus the batch mean broadcast back, so both statistics paths reach it */
+        if (k < 2 || !f32) return;
+        int fi = rnd(k), c = a->dims[fi];
+        int cd[1] = {c};
+        val *sc = param(g, 1, cd), *of = param(g, 1, cd);
+        val *v = new_val(g, k, a->dims);
+        shape_text(g, v, so, sizeof so);
+        char sh[320];
+        if (rnd(3) == 0) {
+            val *mu = param(g, 1, cd), *var = param(g, 1, cd);
+            emit(g, "  %%%s.vp = f32[%d] multiply(%%%s, %%%s)\n", v->name, c, var->name,
+                 var->name);
+            emit(g, "  %%%s = %s batch-norm-inference(%%%s, %%%s, %%%s, %%%s, %%%s.vp), "
+                    "epsilon=0.5, feature_index=%d", v->name, so, a->name, sc->name, of->name,
+                 mu->name, v->name, fi);
+            finish(g, v);
+            break;
+        }
+        emit(g, "  %%%s.bn = (%s, f32[%d], f32[%d]) batch-norm-training(%%%s, %%%s, %%%s), "
+                "epsilon=0.001, feature_index=%d\n", v->name, so, c, c, a->name, sc->name,
+             of->name, fi);
+        emit(g, "  %%%s.y = %s get-tuple-element(%%%s.bn), index=0%s\n", v->name, so, v->name,
+             sharding_attr(g, k, sh, sizeof sh));
+        emit(g, "  %%%s.m = f32[%d] get-tuple-element(%%%s.bn), index=1\n", v->name, c, v->name);
+        emit(g, "  %%%s.mb = %s broadcast(%%%s.m), dimensions={%d}\n", v->name, so, v->name, fi);
+        emit(g, "  %%%s = %s add(%%%s.y, %%%s.mb)", v->name, so, v->name, v->name);
         finish(g, v);
         break;
     }
