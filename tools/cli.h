@@ -54,8 +54,9 @@ void gs_cli_shardings_free(gs_cli_shardings *o);
 
 /* If argv[*i] is `NAME V` or `NAME=V`, sets *value, advances *i past V and returns true. */
 bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
-/* If argv[*i] is --windowed-einsum-threshold-mib M: sets o's windowed einsum options (1 on
- * success, -1 with a message for a bad M); 0 when argv[*i] is another option. */
+/* If argv[*i] is --windowed-einsum-threshold-mib M or --bidirectional-windowed-einsum: sets
+ * o's windowed einsum options (1 on success, -1 with a message for a bad M); 0 when argv[*i] is
+ * another option. */
 int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o);
 /* mkdir -p; 0 on success, -1 with errno set. */

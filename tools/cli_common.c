@@ -30,6 +30,10 @@ bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const cha
 int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o) {
     const char *v;
+    if (strcmp(argv[*i], "--bidirectional-windowed-einsum") == 0) {
+        o->bidirectional_windowed_einsum = true;
+        return 1;
+    }
     if (!gs_cli_opt_value(argc, argv, i, "--windowed-einsum-threshold-mib", &v)) return 0;
     char *end;
     double mib = strtod(v, &end);

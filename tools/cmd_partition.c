@@ -21,7 +21,8 @@
 
 static const char *PART_USAGE =
     "gspmd partition FILE --num-partitions N [--propagate] [--stats] [--strict] "
-    "[--windowed-einsum-threshold-mib M] [--mesh M --shard NAME=SPEC]...";
+    "[--windowed-einsum-threshold-mib M [--bidirectional-windowed-einsum]] "
+    "[--mesh M --shard NAME=SPEC]...";
 
 static const char *PART_HELP =
     "Rewrites a sharded module into ONE SPMD program that every device runs with its own\n"
@@ -42,6 +43,9 @@ static const char *PART_HELP =
     "                       device along a free dim runs as a loop over its shards instead: a\n"
     "                       partial dot and a collective-permute per step (XLA's windowed\n"
     "                       einsum; off unless given)\n"
+    "  --bidirectional-windowed-einsum\n"
+    "                       those loops pass shards both ways round the ring: about half the\n"
+    "                       steps, two partial dots each\n"
     "%s"
     "\n"
     "Example:\n"

@@ -91,6 +91,8 @@ typedef struct gs_partition_options {
                                               shard to the next device (XLA's windowed einsum;
                                               off by default, as in XLA) */
     double windowed_einsum_threshold_mib;  /* MiB (>= 0) */
+    bool bidirectional_windowed_einsum;    /* the all-gather loops pass shards both ways round
+                                              the ring (about k/2 steps of two dots) */
     long fail_alloc_at;                    /* fault injection: fail the output module's k-th
                                               arena allocation (0 = never) */
 } gs_partition_options;

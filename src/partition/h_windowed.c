@@ -57,6 +57,8 @@ typedef struct window_step {
     const gs_shape *cs;       /* one step's product */
     int n_pairs;              /* the ring's collective-permute */
     const int64_t (*pairs)[2];
+    int n_back;               /* bidirectional: the permute the other way round */
+    const int64_t (*back)[2];
 } window_step;
 
 /* One step of a windowed loop: next[1..n-1] from the state g[0..n-1] (g[0] the step number;
@@ -161,25 +163,113 @@ static void gather_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **ne
     next[4] = gs_build_dynamic_update_slice(gs_p_b(c), g[4], d, idx);
 }
 
+/* out with the product of shard x and y written at block `blk` along the output dim. */
+static gs_instr *put_block(gs_pctx *c, const window_step *w, gs_instr *out, gs_instr *x,
+                           gs_instr *y, gs_instr *blk) {
+    gs_instr *idx[GS_MAX_RANK];
+    for (int i = 0; i < w->cs->rank; i++)
+        idx[i] = i == w->od ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+    return gs_build_dynamic_update_slice(gs_p_b(c), out, step_dot(c, w, x, y), idx);
+}
+
+/* Bidirectional all-gather form, state (step i, own tile j, shard a, shard b, Y, output): a
+ * holds tile (j + i) mod k and moves down the ring, b holds tile (j - i) mod k and moves up, so
+ * each step fills two blocks and the loop takes about k/2 steps. */
+static void gather2_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+    const window_step *w = ctx;
+    gs_instr *up = gs_p_rem(c, gs_p_add(c, g[1], g[0]), w->k);
+    gs_instr *down = gs_p_rem(c, gs_p_add(c, gs_p_s32(c, w->k), gs_p_add(c, g[1],
+                                                                         gs_p_mul(c, g[0], -1))),
+                              w->k);
+    gs_instr *o = put_block(c, w, g[5], g[2], g[4], up);
+    next[1] = g[1];
+    next[2] = gs_p_permute(c, g[2], w->n_pairs, w->pairs);
+    next[3] = gs_p_permute(c, g[3], w->n_back, w->back);
+    next[4] = g[4];
+    next[5] = put_block(c, w, o, g[3], g[4], down);
+}
+
 /* Reduce-scatter form: the partial sum of one output block travels up the ring, each device
  * adding its part: device j at step i adds block (j + k - 1 - i) mod k, so after k steps it
  * holds the whole sum of its own block j. */
+/* This device's product for output block (my + off - i) mod k (off a constant, i the step). */
+static gs_instr *block_product(gs_pctx *c, const window_step *w, gs_instr *x, gs_instr *y,
+                               gs_instr *my, int64_t off, gs_instr *i, int64_t sign) {
+    gs_instr *at = gs_p_add(c, my, gs_p_s32(c, off + w->k));
+    if (i) at = gs_p_add(c, at, gs_p_mul(c, i, -sign));
+    gs_instr *blk = gs_p_rem(c, at, w->k);
+    gs_instr *idx[GS_MAX_RANK];
+    int64_t sizes[GS_MAX_RANK];
+    for (int d = 0; d < x->shape->rank; d++) {
+        idx[d] = d == w->xd ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+        sizes[d] = d == w->xd ? w->chunk : x->shape->dims[d];
+    }
+    return step_dot(c, w, gs_build_dynamic_slice(gs_p_b(c), x, idx, sizes), y);
+}
+
 static void scatter_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
     const window_step *w = ctx;
     gs_instr *acc = gs_p_permute(c, g[4], w->n_pairs, w->pairs);
-    gs_instr *blk = gs_p_rem(c, gs_p_add(c, g[1], gs_p_add(c, gs_p_s32(c, w->k - 1),
-                                                        gs_p_mul(c, g[0], -1))), w->k);
-    gs_instr *idx[GS_MAX_RANK];
-    int64_t sizes[GS_MAX_RANK];
-    for (int i = 0; i < g[2]->shape->rank; i++) {
-        idx[i] = i == w->xd ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
-        sizes[i] = i == w->xd ? w->chunk : g[2]->shape->dims[i];
-    }
-    gs_instr *xs = gs_build_dynamic_slice(gs_p_b(c), g[2], idx, sizes);
     next[1] = g[1];
     next[2] = g[2];
     next[3] = g[3];
-    next[4] = gs_build_binary(gs_p_b(c), GS_OP_ADD, acc, step_dot(c, w, xs, g[3]));
+    next[4] = gs_build_binary(gs_p_b(c), GS_OP_ADD, acc,
+                              block_product(c, w, g[2], g[3], g[1], -1, g[0], 1));
+}
+
+/* Bidirectional reduce-scatter form, state (step i, own tile j, X, Y, A, B): the sum A bound
+ * for tile t passes up through tiles t - ma .. t - 1, each adding its product for block t,
+ * and B down through t + mb .. t + 1 (ma + mb = k - 1, ma = mb or mb + 1); device j at step i
+ * adds block j + mb - i to B and, ma being mb + 1 with one A step taken before the loop, block
+ * j + ma - 1 - i to A. */
+static void scatter2_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+    const window_step *w = ctx;
+    gs_builder *b = gs_p_b(c);
+    int64_t mb = (w->k - 1) / 2, ma = w->k - 1 - mb, sa = ma > mb ? 1 : 0;
+    gs_instr *a = gs_build_binary(b, GS_OP_ADD, g[4],
+                                  block_product(c, w, g[2], g[3], g[1], ma - sa, g[0], 1));
+    gs_instr *bb = gs_build_binary(b, GS_OP_ADD, g[5],
+                                   block_product(c, w, g[2], g[3], g[1], -mb, g[0], -1));
+    next[1] = g[1];
+    next[2] = g[2];
+    next[3] = g[3];
+    next[4] = gs_p_permute(c, a, w->n_pairs, w->pairs);
+    next[5] = gs_p_permute(c, bb, w->n_back, w->back);
+}
+
+/* The bidirectional reduce-scatter loop over ring tile dim `dim`: the own block's product plus
+ * the two sums that arrive from either side. */
+static gs_instr *scatter_both_ways(gs_pctx *c, window_step *w, const gs_tile_assignment *ring,
+                                   int dim, gs_instr *x0, gs_instr *y0, const gs_shape *acc) {
+    int64_t(*upw)[2] = gs_p_ring_pairs(ring, dim, -1, &w->n_pairs);
+    int64_t(*dnw)[2] = gs_p_ring_pairs(ring, dim, 1, &w->n_back);
+    gs_instr *r = NULL;
+    if (upw && dnw) {
+        w->pairs = (const int64_t(*)[2])upw;
+        w->back = (const int64_t(*)[2])dnw;
+        gs_builder *b = gs_p_b(c);
+        int64_t mb = (w->k - 1) / 2, ma = w->k - 1 - mb;
+        gs_instr *my = gs_p_tile_index(c, ring, dim);
+        gs_instr *zero = gs_build_broadcast(b, gs_build_scalar(b, acc->type, 0), acc->rank,
+                                            acc->dims, 0, NULL);
+        gs_instr *a0 = zero;
+        if (ma > mb) /* A's first step, which B does not take */
+            a0 = gs_p_permute(c, block_product(c, w, x0, y0, my, ma, NULL, 1), w->n_pairs,
+                              w->pairs);
+        gs_instr *init[6] = {gs_p_s32(c, 0), my, x0, y0, a0, zero};
+        gs_instr *loop = build_loop(c, 6, init, mb, scatter2_step, w);
+        if (loop) {
+            b = gs_p_b(c);
+            gs_instr *own = block_product(c, w, x0, y0, my, 0, NULL, 1);
+            r = gs_build_binary(b, GS_OP_ADD, gs_build_gte(b, loop, 4), gs_build_gte(b, loop, 5));
+            r = gs_build_binary(b, GS_OP_ADD, r, own);
+        }
+    } else {
+        gs_p_oom(c);
+    }
+    free(upw);
+    free(dnw);
+    return r;
 }
 
 /* The operands as plan `best` wants them, contracting padding masked: X (operand xi) from
@@ -196,6 +286,42 @@ static bool operands(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     *x = gs_p_mask(c, xr.hlo, sx, xv->base->dims, sp->n_lk, xk, NULL);
     *y = gs_p_mask(c, yr.hlo, yr.sharding, yv->base->dims, sp->n_lk, yk, NULL);
     return *x && *y;
+}
+
+/* The bidirectional all-gather loop: the own block first, then m = (k-1)/2 steps of two
+ * blocks (the shard passed down the ring and the one passed up), then, for even k, the block
+ * opposite on the ring. The output, or NULL. */
+static gs_instr *gather_both_ways(gs_pctx *c, window_step *w, const gs_tile_assignment *ring,
+                                  gs_instr *x0, gs_instr *y0, const gs_shape *acc) {
+    int xd = w->xd;
+    int64_t(*down)[2] = gs_p_ring_pairs(ring, xd, 1, &w->n_pairs);
+    int64_t(*up)[2] = gs_p_ring_pairs(ring, xd, -1, &w->n_back);
+    gs_instr *r = NULL;
+    if (down && up) {
+        w->pairs = (const int64_t(*)[2])down;
+        w->back = (const int64_t(*)[2])up;
+        gs_builder *b = gs_p_b(c);
+        gs_instr *my = gs_p_tile_index(c, ring, xd);
+        gs_instr *zero = gs_build_broadcast(b, gs_build_scalar(b, acc->type, 0), acc->rank,
+                                            acc->dims, 0, NULL);
+        gs_instr *o = put_block(c, w, zero, x0, y0, my);
+        gs_instr *init[6] = {gs_p_s32(c, 1), my, gs_p_permute(c, x0, w->n_pairs, w->pairs),
+                             gs_p_permute(c, x0, w->n_back, w->back), y0, o};
+        int64_t m = (w->k - 1) / 2;
+        gs_instr *loop = build_loop(c, 6, init, m + 1, gather2_step, w);
+        if (loop) {
+            b = gs_p_b(c);
+            r = gs_build_gte(b, loop, 5);
+            if (w->k % 2 == 0 && r) /* a now holds tile j + k/2 */
+                r = put_block(c, w, r, gs_build_gte(b, loop, 2), y0,
+                              gs_p_rem(c, gs_p_add(c, my, gs_p_s32(c, w->k / 2)), w->k));
+        }
+    } else {
+        gs_p_oom(c);
+    }
+    free(down);
+    free(up);
+    return r;
 }
 
 /* The all-gather form for X = operand xi gathered along its tensor dim xd (output dim od). */
@@ -222,7 +348,9 @@ static bool emit_gather(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     cs->dims[od] = w.chunk;
     as->dims[od] = w.chunk * w.k;
     w.cs = cs;
-    gs_instr *r = ring_loop(c, &w, &sx->tiles, xd, 1, x0, y0, as, gather_step);
+    gs_instr *r = c->opts->bidirectional_windowed_einsum && w.k > 2
+                      ? gather_both_ways(c, &w, &sx->tiles, x0, y0, as)
+                      : ring_loop(c, &w, &sx->tiles, xd, 1, x0, y0, as, gather_step);
     b = gs_p_b(c);
     if (r && as->dims[od] != whole) {
         int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
@@ -274,7 +402,9 @@ static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
         return false;
     }
     w.cs = cs;
-    out->hlo = ring_loop(c, &w, &ring, ud, -1, x0, y0, cs, scatter_step);
+    out->hlo = c->opts->bidirectional_windowed_einsum && w.k > 2
+                   ? scatter_both_ways(c, &w, &ring, ud, x0, y0, cs)
+                   : ring_loop(c, &w, &ring, ud, -1, x0, y0, cs, scatter_step);
     out->base = in->shape;
     out->sharding = t;
     out->red = GS_OP_ADD;

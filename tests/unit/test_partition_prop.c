@@ -10,7 +10,8 @@
  * a random order; the mesh's device order iota, transposed, or an explicit permutation; so iota,
  * transposed-iota and explicit tile assignments, partial replication and uneven dims all occur)
  * on every instruction or none. Each module is partitioned (every third case with windowed
- * einsum on at threshold 0, so dots that gather or reduce-scatter run as loops), the program
+ * einsum on at threshold 0, half of those bidirectional, so dots that gather or reduce-scatter
+ * run as loops), the program
  * verified, run on the
  * mesh's devices (threads) through gs_run_partitioned, the path `gspmd run` takes, and compared
  * with the reference interpreter by gs_verify_outputs, the check `gspmd run --verify` makes: f32
@@ -934,6 +935,7 @@ static void test_random_graphs(void **state) {
             o.num_partitions = m.n;
             o.no_warnings = true;
             o.windowed_einsum = windowed;
+            o.bidirectional_windowed_einsum = it % 2 == 0; /* half of those both ways */
             if (gs_partition(mod, &o, &p, NULL, &d) != GS_OK) what = "partition failed";
             else if (gs_module_verify(p, &d) != GS_OK)
                 what = "the partitioned program does not verify";
