@@ -539,45 +539,106 @@ static void rung_refine(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     v->sharding = to;
 }
 
-/* 7. The tiles of data dim i move to data dim j (which then holds them minor to its own): an
- * all-to-all within the groups along i, with dim j split into chunks for the members. */
+/* Tile assignment t (data rank dr) with tile dim i split into (t->dims[i] / f, f), the factor
+ * f minor: rank + 1 tile dims, the new one at i + 1. */
+static bool split_tile_dim(gs_pctx *c, const gs_tile_assignment *t, int i, int64_t f,
+                           gs_tile_assignment *out) {
+    int64_t dims[GS_MAX_TILE_RANK + 1];
+    int n = 0;
+    for (int k = 0; k < t->rank; k++) {
+        if (k == i) {
+            dims[n++] = t->dims[k] / f;
+            dims[n++] = f;
+        } else {
+            dims[n++] = t->dims[k];
+        }
+    }
+    return n <= GS_MAX_TILE_RANK && gs_tile_reshape(gs_p_a(c), t, n, dims, out) == GS_OK;
+}
+
+/* s with the minor factor f of data dim i's tiles moved onto data dim j (minor to j's own);
+ * *groups (when not NULL) gets the groups of devices that differ only in that factor. */
+static const gs_sharding *move_factor(gs_pctx *c, const gs_sharding *s, int i, int j, int64_t f,
+                                      gs_replica_groups **groups) {
+    int dr = s->data_rank;
+    if (f == s->tiles.dims[i]) {
+        gs_tile_assignment t;
+        if (!merge_into(c, &s->tiles, dr, i, j, &t)) {
+            gs_p_oom(c);
+            return NULL;
+        }
+        if (groups) *groups = groups_along(c, s, 1, &i);
+        return make(c, &t, s->n_subgroups, s->subgroups);
+    }
+    gs_tile_assignment u, m, t;
+    if (!split_tile_dim(c, &s->tiles, i, f, &u)) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    if (groups) {
+        const gs_sharding *view = make(c, &u, s->n_subgroups, s->subgroups);
+        int fi = i + 1;
+        *groups = view ? groups_along(c, view, 1, &fi) : NULL;
+    }
+    /* Merge the factor (tile dim i + 1 of u, a data dim there) into j, then drop its 1. */
+    if (!merge_into(c, &u, dr + 1, i + 1, j < i + 1 ? j : j + 1, &m)) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    int64_t dims[GS_MAX_TILE_RANK];
+    int n = 0;
+    for (int k = 0; k < m.rank; k++)
+        if (k != i + 1) dims[n++] = m.dims[k];
+    if (gs_tile_reshape(gs_p_a(c), &m, n, dims, &t) != GS_OK) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    return make(c, &t, s->n_subgroups, s->subgroups);
+}
+
+/* 7. Tiles of data dim i (all of them, or a minor factor f of them) move to data dim j (which
+ * then holds them minor to its own): an all-to-all within the groups along those tiles, with
+ * dim j split into chunks for the members. */
 static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
     const gs_shape *base = v->base;
     int r = base->rank;
     if (s->kind != GS_SHARDING_TILED || to->kind != GS_SHARDING_TILED) return false;
     int bi = -1, bj = -1;
+    int64_t bf = 0;
     const gs_sharding *best = NULL;
     for (int i = 0; i < r && !(best && gs_sharding_equal(best, to)); i++) {
-        int64_t a = gs_p_tiles(s, i);
-        if (a == 1 || gs_p_tiles(to, i) != 1) continue;
+        int64_t a = gs_p_tiles(s, i), ti = gs_p_tiles(to, i);
+        if (a == 1 || a % ti != 0) continue;
+        int64_t f = a / ti; /* the factor that leaves i with the target's count */
+        if (f == 1) continue;
+        /* Dim i keeps a / f tiles: its shards must stay whole tiles of the source's. */
+        if (f < a && base->dims[i] % a != 0) continue;
         for (int j = 0; j < r; j++) {
             if (j == i) continue;
             int64_t ks = gs_p_tiles(s, j), n = base->dims[j];
-            /* Dim j gets i's tiles minor to its own: all of them (the target's count) or a
-             * step towards it (several moves by steps). */
-            if (gs_p_tiles(to, j) % (ks * a) != 0) continue;
-            if (ks > 1 && (n + ks - 1) / ks != a * ((n + ks * a - 1) / (ks * a))) continue;
-            gs_tile_assignment t;
-            if (!merge_into(c, &s->tiles, s->data_rank, i, j, &t)) {
-                gs_p_oom(c);
-                return false;
-            }
-            const gs_sharding *cand = make(c, &t, s->n_subgroups, s->subgroups);
+            /* Dim j gets the factor minor to its own: all of the target's count or a step
+             * towards it (several moves by steps). */
+            if (gs_p_tiles(to, j) % (ks * f) != 0) continue;
+            if (ks > 1 && (n + ks - 1) / ks != f * ((n + ks * f - 1) / (ks * f))) continue;
+            const gs_sharding *cand = move_factor(c, s, i, j, f, NULL);
             if (!cand) return false;
+            /* A move whose device order differs from the target's is fixed by a permute. */
             if (!best || gs_sharding_equal(cand, to)) {
                 best = cand;
                 bi = i;
                 bj = j;
+                bf = f;
             }
             if (gs_sharding_equal(cand, to)) break;
         }
     }
     if (!best) return false;
     int i = bi, j = bj;
-    int64_t a = gs_p_tiles(s, i), ks = gs_p_tiles(s, j), nj = base->dims[j];
+    int64_t a = bf, ks = gs_p_tiles(s, j), nj = base->dims[j];
     int64_t t = (nj + ks * a - 1) / (ks * a);
-    gs_replica_groups *g = groups_along(c, s, 1, &i);
+    gs_replica_groups *g = NULL;
+    if (!move_factor(c, s, i, j, a, &g) || !g) return false;
     gs_instr *x = v->hlo;
     if (x) {
         gs_builder *b = gs_p_b(c);
