@@ -259,6 +259,33 @@ static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *
     if (s->kind == GS_SHARDING_MANUAL || subgroup_dim(s, GS_SUBGROUP_MANUAL) >= 0)
         return unshard_manual(parts, n, s, shape, leaf, out, d);
     int r = shape->rank;
+    for (int k = 0; k < n; k++)
+        if (parts[k]->type != shape->type)
+            return gs_error(d, gs_span_none(), "output %d of device %d has type %s, not %s", leaf,
+                            k, gs_type_name(parts[k]->type), gs_type_name(shape->type));
+    if (shape->dynamic && s->kind != GS_SHARDING_TILED) {
+        /* Dynamic dims (the bound in the shape, the valid size in the value): every device
+         * holds the whole value, the same size on all. */
+        int64_t src = s->kind == GS_SHARDING_MAXIMAL ? s->device : 0;
+        if (src < 0 || src >= n)
+            return gs_error(d, gs_span_none(), "output %d lives on device %lld of %d", leaf,
+                            (long long)src, n);
+        for (int k = 0; k < n; k++) {
+            const gs_value *p = parts[k];
+            bool ok = p->rank == r;
+            for (int i = 0; i < r && ok; i++)
+                ok = p->dims[i] == parts[src]->dims[i] &&
+                     (shape->dynamic[i] ? p->dims[i] <= shape->dims[i] : p->dims[i] == shape->dims[i]);
+            if (!ok)
+                return gs_error(d, gs_span_none(), "output %d of device %d has the wrong shape",
+                                leaf, k);
+        }
+        if (s->kind == GS_SHARDING_UNREDUCED)
+            return gs_error(d, gs_span_none(), "output %d: partial values with dynamic dims",
+                            leaf);
+        *out = gs_value_copy(parts[src]);
+        return *out ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
+    }
     gs_value *g = gs_value_new_array(shape->type, r, shape->dims);
     if (!g) return gs_error(d, gs_span_none(), "out of memory");
     int64_t zero[GS_MAX_RANK] = {0};

@@ -121,14 +121,27 @@ bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
     if (strcmp(target, "TopK") == 0) return gs_h_topk(c, in, t, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0) return gs_h_rotate_right(c, in, t, out);
     const gs_pvalue *v = gs_p_operand(c, in, 0);
-    if (identity_target(target) && gs_shape_equal(in->shape, v->base)) {
+    bool region = strcmp(target, "SPMDFullToShardShape") == 0 ||
+                  strcmp(target, "SPMDShardToFullShape") == 0;
+    if (strcmp(target, "Sharding") == 0 || identity_target(target)) {
+        /* A sharding constraint (the driver reshards the operand's value to it) or an
+         * annotation: an identity, so it cannot change the value's shape. */
+        if (!gs_shape_equal(in->shape, v->base)) {
+            gs_p_error(c, "%%%s: a %s custom-call passes its operand through, so its shape must "
+                          "be the operand's (%s), not %s",
+                       in->name, target, gs_shape_to_string(gs_p_a(c), v->base),
+                       gs_shape_to_string(gs_p_a(c), in->shape));
+            return false;
+        }
         *out = *v;
         return true;
     }
-    if (strcmp(target, "Sharding") == 0) {
-        /* A sharding constraint: the driver reshards the operand's value to it. */
-        *out = *v;
-        return true;
+    if (region && t->kind != GS_SHARDING_MANUAL && !gs_p_partial_manual(t) &&
+        v->sharding->kind != GS_SHARDING_MANUAL && !gs_p_partial_manual(v->sharding)) {
+        gs_p_error(c, "%%%s: %s marks a manual region's edge, but neither it nor its operand has "
+                      "a manual sharding",
+                   in->name, target);
+        return false;
     }
     if (strcmp(target, "SPMDFullToShardShape") == 0 && t->kind == GS_SHARDING_MANUAL) {
         /* Into a manual region: each device's shard of the operand becomes its whole value. */

@@ -607,6 +607,35 @@ static void report_whole(gs_pctx *c, const gs_instr *in, bool took_default,
         gs_warning(c->d, in->span, "%%%s%s: %s (%s)", in->name, origin(c, in), what, detail);
 }
 
+/* Does `in`, an op whose result has its operands' element type, mix float types (as XLA's
+ * verifier allows for mixed precision)? The handlers build such ops from their operands'
+ * types, so they take the default action, which keeps the instruction as written. */
+static bool mixed_precision(const gs_instr *in) {
+    switch (gs_op_info_of(in->op)->family) {
+    case GS_FAM_UNARY:
+    case GS_FAM_BINARY:
+    case GS_FAM_TERNARY:
+    case GS_FAM_BROADCAST:
+    case GS_FAM_RESHAPE:
+    case GS_FAM_TRANSPOSE:
+    case GS_FAM_REVERSE:
+    case GS_FAM_SLICE:
+    case GS_FAM_DYNAMIC_SLICE:
+    case GS_FAM_DYNAMIC_UPDATE_SLICE:
+    case GS_FAM_CONCATENATE:
+    case GS_FAM_PAD:
+    case GS_FAM_COPY: break;
+    default: return false;
+    }
+    gs_type rt = in->shape->type;
+    if (!gs_type_is_float(rt)) return false;
+    for (int k = 0; k < in->n_operands; k++) {
+        gs_type t = in->operands[k]->shape->type;
+        if (gs_type_is_float(t) && t != rt) return true;
+    }
+    return false;
+}
+
 static void partition_instr(gs_pctx *c, const gs_instr *in) {
     gs_emit *e = c->e;
     c->cur = in;
@@ -629,6 +658,7 @@ static void partition_instr(gs_pctx *c, const gs_instr *in) {
     if (all_manual(target) && !plumbing && fam != GS_FAM_WHILE && fam != GS_FAM_CALL &&
         fam != GS_FAM_CONDITIONAL && in->op != GS_OP_CUSTOM_CALL)
         h = NULL;
+    if (mixed_precision(in)) h = NULL; /* computed as written, so the op's own checks apply */
     bool took_default = false;
     if (!h || !h(c, in, target, &r)) {
         if (c->failed) return;
@@ -967,6 +997,9 @@ finish:
     for (int i = 0; c->main.m && i < c->main.m->n_comps; i++)
         c->main.stats.n_instrs += c->main.m->comps[i]->n_instrs;
     if (stats) *stats = c->main.stats;
+    /* The program must verify as a module for n devices: collectives written in the input (in
+     * manual regions, say) may name devices it does not have. Their spans are the input's. */
+    if (!c->failed && c->main.m && gs_module_verify(c->main.m, d) != GS_OK) c->failed = true;
     gs_status st = c->failed ? GS_ERR : GS_OK;
     if (st == GS_OK)
         *out = c->main.m;
