@@ -163,30 +163,77 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
         results[i] = gs_value_from_shape(m->entry->root->shape);
         if (!results[i]) st = gs_error(d, gs_span_none(), "out of memory");
     }
+    /* Every leaf travels at its shape's size (a value with dynamic dims holds fewer elements:
+     * padded), with its dims, so that rank 0 rebuilds each device's value as it was. */
+    gs_value *tmpl = st == GS_OK ? gs_value_from_shape(m->entry->root->shape) : NULL;
+    gs_value **tl = NULL;
+    int ntl = 0;
+    if (st == GS_OK && (!tmpl || gs_value_leaves(tmpl, &tl, &ntl) != GS_OK))
+        st = gs_error(d, gs_span_none(), "out of memory");
+    if (st == GS_OK && ntl != n_leaves)
+        st = gs_error(d, gs_span_none(), "the outputs do not have the program's root shape");
     const void **ins = calloc((size_t)k, sizeof *ins);
-    if (st == GS_OK && !ins) st = gs_error(d, gs_span_none(), "out of memory");
+    const void **dins = calloc((size_t)k, sizeof *dins);
+    char **pad = calloc((size_t)k, sizeof *pad);
+    if (st == GS_OK && (!ins || !dins || !pad)) st = gs_error(d, gs_span_none(), "out of memory");
     for (int l = 0; st == GS_OK && l < n_leaves; l++) {
-        size_t bytes = gs_value_bytes(mine[0][l]);
-        for (int i = 0; i < k; i++) ins[i] = mine[i][l]->data;
-        char *buf = root ? malloc(bytes * (size_t)n + 1) : NULL;
-        if (root && !buf) {
-            st = gs_error(d, gs_span_none(), "out of memory");
-            break;
+        size_t bytes = gs_value_bytes(tl[l]), db = sizeof(int64_t) * GS_MAX_RANK;
+        for (int i = 0; st == GS_OK && i < k; i++) {
+            const gs_value *v = mine[i][l];
+            if (v->type != tl[l]->type || v->rank != tl[l]->rank || gs_value_bytes(v) > bytes) {
+                st = gs_error(d, gs_span_none(), "output leaf %d of device %d is not of its "
+                              "shape", l, comm->first_device + i);
+                break;
+            }
+            ins[i] = v->data;
+            dins[i] = v->dims;
+            if (gs_value_bytes(v) < bytes) {
+                if (!(pad[i] = calloc(1, bytes + 1))) {
+                    st = gs_error(d, gs_span_none(), "out of memory");
+                    break;
+                }
+                memcpy(pad[i], v->data, gs_value_bytes(v));
+                ins[i] = pad[i];
+            }
         }
-        st = comm->ops->gather_root(comm, ins, (int64_t)bytes, buf, d);
+        char *buf = root && st == GS_OK ? malloc(bytes * (size_t)n + 1) : NULL;
+        int64_t *dbuf = root && st == GS_OK ? malloc(db * (size_t)n) : NULL;
+        if (st == GS_OK && root && (!buf || !dbuf)) st = gs_error(d, gs_span_none(), "out of memory");
+        if (st == GS_OK) st = comm->ops->gather_root(comm, ins, (int64_t)bytes, buf, d);
+        if (st == GS_OK) st = comm->ops->gather_root(comm, dins, (int64_t)db, (char *)dbuf, d);
         for (int i = 0; st == GS_OK && root && i < n; i++) {
             gs_value **leaves = NULL;
             int nl = 0;
             if (gs_value_leaves(results[i], &leaves, &nl) != GS_OK || nl != n_leaves) {
                 st = gs_error(d, gs_span_none(), "internal: result leaves differ");
             } else {
-                memcpy(leaves[l]->data, buf + (size_t)i * bytes, bytes);
+                gs_value *lv = leaves[l];
+                const int64_t *dims = dbuf + (size_t)i * GS_MAX_RANK;
+                int64_t ne = 1;
+                for (int j = 0; j < lv->rank; j++) ne *= dims[j];
+                if (ne < 0 || ne > lv->n) {
+                    st = gs_error(d, gs_span_none(), "output leaf %d of device %d is not of its "
+                                  "shape", l, i);
+                } else { /* the leaf's buffer holds the bound: keep it, with the actual dims */
+                    memcpy(lv->dims, dims, sizeof(int64_t) * (size_t)lv->rank);
+                    lv->n = ne;
+                    memcpy(lv->data, buf + (size_t)i * bytes, gs_value_bytes(lv));
+                }
             }
             free(leaves);
         }
         free(buf);
+        free(dbuf);
+        for (int i = 0; pad && i < k; i++) {
+            free(pad[i]);
+            pad[i] = NULL;
+        }
     }
     free(ins);
+    free(dins);
+    free(pad);
+    free(tl);
+    gs_value_free(tmpl);
     for (int i = 0; mine && i < k; i++) free(mine[i]);
     free(mine);
     if (st != GS_OK) {
