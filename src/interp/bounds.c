@@ -501,6 +501,32 @@ static gs_status folded(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     return GS_OK;
 }
 
+typedef struct order_ctx {
+    gs_value *const *ops, *const *bops;
+    int n;
+    bool keys_inexact; /* some operand has a nonzero bound */
+} order_ctx;
+
+static double fill_ordered(const gs_value *r, int leaf, void *vctx) {
+    const order_ctx *o = vctx;
+    int k = leaf < o->n ? leaf : 0; /* topk: values, then indices */
+    double b = is_real(o->bops[k]) ? max_abs(o->bops[k]) : 0;
+    if (o->keys_inexact && o->n > 1) b += 2 * max_finite(r);
+    return b;
+}
+
+/* Does the variadic reduce's computation pick one of its arguments per result (a tuple of
+ * selects, as argmax and argmin are written)? */
+static bool selects(const gs_instr *in) {
+    const gs_computation *c = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    if (!c || !c->root || c->root->op != GS_OP_TUPLE) return false;
+    for (int i = 0; i < c->root->n_operands; i++) {
+        const gs_instr *x = c->root->operands[i];
+        if (x->op != GS_OP_SELECT && x->op != GS_OP_PARAMETER) return false;
+    }
+    return true;
+}
+
 static gs_status reduction(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                            gs_value *const *bops, gs_value *r, gs_value **br) {
     int rop = -1, data = 0, init = 1;
@@ -526,6 +552,15 @@ static gs_status reduction(gs_eval *ev, const gs_instr *in, gs_value *const *ops
         break;
     default: one = false;
     }
+    if (in->op == GS_OP_REDUCE && in->n_operands > 2 && selects(in)) {
+        /* argmax/argmin: each result is one of the inputs' elements, and the maximum of
+         * values each off by at most b is off by at most b (which element wins may change:
+         * the index leaves are compared exactly). */
+        order_ctx o = {ops, bops, in->n_operands, false};
+        int leaf = 0;
+        *br = map_leaves(r, fill_ordered, &o, &leaf);
+        return *br ? GS_OK : gs_eval_oom(ev, in);
+    }
     if (!one || (rop != GS_OP_ADD && rop != GS_OP_MAXIMUM && rop != GS_OP_MINIMUM &&
                  !(rop == GS_OP_COPY && in->op == GS_OP_SCATTER)))
         return fallback(ev, in, ops, bops, r, br);
@@ -533,20 +568,6 @@ static gs_status reduction(gs_eval *ev, const gs_instr *in, gs_value *const *ops
 }
 
 /* ------------------------------------------------------------------ sort, topk */
-
-typedef struct order_ctx {
-    gs_value *const *ops, *const *bops;
-    int n;
-    bool keys_inexact; /* some operand has a nonzero bound */
-} order_ctx;
-
-static double fill_ordered(const gs_value *r, int leaf, void *vctx) {
-    const order_ctx *o = vctx;
-    int k = leaf < o->n ? leaf : 0; /* topk: values, then indices */
-    double b = is_real(o->bops[k]) ? max_abs(o->bops[k]) : 0;
-    if (o->keys_inexact && o->n > 1) b += 2 * max_finite(r);
-    return b;
-}
 
 static gs_status ordered(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                          gs_value *const *bops, gs_value *r, gs_value **br) {

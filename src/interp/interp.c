@@ -518,6 +518,21 @@ static gs_status eval_on_device(gs_eval *ev, const gs_instr *in, gs_value *const
     return gs_eval_instr(ev, in, ops, out);
 }
 
+/* Do the operands of an elementwise op that computes in one type (binary, compare, select's
+ * and clamp's value operands) have different element types? XLA's verifier allows mixed
+ * precision; the kernels read every operand as one type, so such ops are refused. */
+static bool mixed_operands(const gs_instr *in, gs_value *const *ops) {
+    gs_op_family f = gs_op_info_of(in->op)->family;
+    int first = 0;
+    if (f == GS_FAM_TERNARY && in->op == GS_OP_SELECT) first = 1;
+    else if (f != GS_FAM_BINARY && f != GS_FAM_COMPARE && f != GS_FAM_TERNARY) return false;
+    for (int k = first + 1; k < in->n_operands; k++)
+        if (gs_type_is_array(ops[k]->type) && gs_type_is_array(ops[first]->type) &&
+            ops[k]->type != ops[first]->type)
+            return true;
+    return false;
+}
+
 gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     gs_kernel_fn k = kernel_of(in->op);
     if (!k) return gs_eval_error(ev, in, "the interpreter does not support %s", gs_op_name(in->op));
@@ -538,6 +553,9 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
         return st;
     }
     if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, NULL, out, NULL, eval_on_device);
+    if (mixed_operands(in, ops))
+        return gs_eval_error(ev, in, "its operands' element types differ (mixed precision is "
+                                     "not run: convert first)");
     gs_status st;
     if (in->shape && in->shape->dynamic && in->n_operands <= 16) {
         gs_arena a;

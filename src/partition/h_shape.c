@@ -131,7 +131,8 @@ bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalu
         }
     }
     const gs_shape *ls = gs_p_local_shape(c, b, rs);
-    if (!ls) return false;
+    if (!ls || !x) return false;
+    if (gs_shape_elements(ls) != gs_shape_elements(x->shape)) return false; /* not a local one */
     result(out, gs_build_reshape(gs_p_b(c), x, ls->rank, ls->dims), b, rs);
     if (out->hlo && out->hlo == x) {
         /* Same per-device shape: keep a distinct instruction for the result's name. */

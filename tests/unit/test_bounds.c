@@ -124,6 +124,44 @@ static void test_sum_and_dot(void **state) {
     gs_source_free(src);
 }
 
+/* argmax picks an element: its value's bound is the largest bound among the candidates (the
+ * maximum of values each off by at most b is off by at most b), not one relative to the
+ * picked value, which may be far smaller than the others. */
+static void test_argmax_picks(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse(
+        "%am (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {\n"
+        "  %a = f32[] parameter(0)\n  %ai = s32[] parameter(1)\n"
+        "  %b = f32[] parameter(2)\n  %bi = s32[] parameter(3)\n"
+        "  %gt = pred[] compare(%a, %b), direction=GT\n"
+        "  %v = f32[] select(%gt, %a, %b)\n  %i = s32[] select(%gt, %ai, %bi)\n"
+        "  ROOT %r = (f32[], s32[]) tuple(%v, %i)\n}\n\n"
+        "ENTRY %e (x: f32[4], y: f32[4]) -> (f32[], s32[]) {\n"
+        "  %x = f32[4] parameter(0)\n  %y = f32[4] parameter(1)\n"
+        "  %p = f32[4] multiply(%x, %y)\n"
+        "  %i = s32[4] iota(), iota_dimension=0\n"
+        "  %ninf = f32[] constant(-inf)\n  %zero = s32[] constant(0)\n"
+        "  ROOT %r = (f32[], s32[]) reduce(%p, %i, %ninf, %zero), dimensions={0}, "
+        "to_apply=%am\n}\n",
+        false, &src);
+    float x[4] = {1, -1, 2, -2}, y[4] = {3, 1, 0.5f, 4};
+    gs_value *args[2] = {f32_array(4, x), f32_array(4, y)}, *r;
+    gs_value *b = bounded(m, args, 2, &r);
+    /* p = [3, -1, 1, -8], each rounded once: bounds [3u, u, u, 8u]; the maximum 3 is picked,
+     * and its bound is 8u (the normwise rule gave 3u, too tight when the picked value is the
+     * small one). The index is exact. */
+    assert_true(el(r->tuple[0], 0) == 3);
+    assert_bound(el(b->tuple[0], 0), 8 * U);
+    assert_bound(el(b->tuple[1], 0), 0);
+    gs_value_free(r);
+    gs_value_free(b);
+    gs_value_free(args[0]);
+    gs_value_free(args[1]);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
 /* A while loop carries the bound of its state: three times s = s * 0.5 + x. */
 static void test_while_carries_bounds(void **state) {
     (void)state;
@@ -292,6 +330,7 @@ static void test_manual_values(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_and_moves),        cmocka_unit_test(test_sum_and_dot),
+        cmocka_unit_test(test_argmax_picks),
         cmocka_unit_test(test_while_carries_bounds), cmocka_unit_test(test_check_leaf),
         cmocka_unit_test(test_cancelling_square),    cmocka_unit_test(test_manual_values),
     };
