@@ -519,18 +519,19 @@ static gs_status eval_on_device(gs_eval *ev, const gs_instr *in, gs_value *const
 }
 
 /* Do the operands of an elementwise op that computes in one type (binary, compare, select's
- * and clamp's value operands) have different element types? XLA's verifier allows mixed
- * precision; the kernels read every operand as one type, so such ops are refused. */
-static bool mixed_operands(const gs_instr *in, gs_value *const *ops) {
+ * and clamp's value operands) have different element types? k when operands k - 1 and k
+ * differ, else 0. XLA's verifier allows mixed precision; the kernels read every operand as one
+ * type, so such ops are refused. */
+static int mixed_operands(const gs_instr *in, gs_value *const *ops) {
     gs_op_family f = gs_op_info_of(in->op)->family;
     int first = 0;
     if (f == GS_FAM_TERNARY && in->op == GS_OP_SELECT) first = 1;
-    else if (f != GS_FAM_BINARY && f != GS_FAM_COMPARE && f != GS_FAM_TERNARY) return false;
+    else if (f != GS_FAM_BINARY && f != GS_FAM_COMPARE && f != GS_FAM_TERNARY) return 0;
     for (int k = first + 1; k < in->n_operands; k++)
-        if (gs_type_is_array(ops[k]->type) && gs_type_is_array(ops[first]->type) &&
-            ops[k]->type != ops[first]->type)
-            return true;
-    return false;
+        if (gs_type_is_array(ops[k]->type) && gs_type_is_array(ops[k - 1]->type) &&
+            ops[k]->type != ops[k - 1]->type)
+            return k; /* operands k - 1 and k differ */
+    return 0;
 }
 
 gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
@@ -553,9 +554,11 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
         return st;
     }
     if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, NULL, out, NULL, eval_on_device);
-    if (mixed_operands(in, ops))
-        return gs_eval_error(ev, in, "its operands' element types differ (mixed precision is "
-                                     "not run: convert first)");
+    int mk = mixed_operands(in, ops);
+    if (mk > 0)
+        return gs_eval_error(ev, in, "the operand types %s and %s differ (mixed precision is "
+                                     "not run: convert one first)",
+                             gs_type_name(ops[mk - 1]->type), gs_type_name(ops[mk]->type));
     gs_status st;
     if (in->shape && in->shape->dynamic && in->n_operands <= 16) {
         gs_arena a;
