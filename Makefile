@@ -12,7 +12,7 @@ TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast demo soak fuzz clean
+.PHONY: all deps build test test-fast demo soak fuzz fuzz-deps clean
 
 all: build
 
@@ -58,14 +58,33 @@ soak: deps build
 	@./tests/soak.sh $(BUILD) $(SOAK_SEEDS) $(SOAK_CASES) $(SOAK_FIRST)
 
 # The libFuzzer targets in tests/fuzz (not part of `make test`): built with clang, ASan and UBSan
-# in $(FUZZ_BUILD), each run for FUZZ_SECONDS in one process; fails on any finding.
+# in $(FUZZ_BUILD), each run for FUZZ_SECONDS in one process, one after the other (FUZZ_TARGETS
+# picks some: parse sharding front npy pipeline); fails on any finding. clang and its libFuzzer
+# runtime are installed here when missing (FUZZ_PACKAGES), not by deps.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-fuzz: deps
-	@command -v clang >/dev/null || { echo "gspmd: make fuzz needs clang (libFuzzer)"; exit 1; }
+FUZZ_TARGETS ?= parse sharding front npy pipeline
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+fuzz-deps:
+	@missing=""; for p in $(FUZZ_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "gspmd: installing$$missing (for make fuzz)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	      { apt-get update >/dev/null && apt-get install -y --no-install-recommends $$missing; } || exit 1; \
+	  else \
+	    echo "gspmd: make fuzz needs Debian packages:$$missing"; \
+	    echo "gspmd: install them with: sudo apt-get install$$missing"; exit 1; \
+	  fi; \
+	fi
+
+fuzz: deps fuzz-deps
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DGSPMD_FUZZ=ON -DGSPMD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_parse fuzz_sharding
-	@./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	@./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 demo: deps build
 	@./examples/demo.sh $(BUILD)/gspmd

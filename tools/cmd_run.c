@@ -70,6 +70,7 @@ static const char *RUN_HELP =
     "                       an error, not a warning\n"
     "  --windowed-einsum-threshold-mib M  dots that all-gather an operand of at least M MiB\n"
     "                       per device run as loops of partial dots and collective-permutes\n"
+    "  --bidirectional-windowed-einsum  those loops pass shards both ways round the ring\n"
     "  --fill-elided        give constants whose values were elided ({...}) seeded random values\n"
     "                       before partitioning (the reference and the program share them)\n"
     "  --spmd               FILE is already partitioned: run it as it is on every device, each\n"
@@ -367,6 +368,7 @@ static int run_sharded(const run_args *a, bool mpi) {
     gs_partition_options po = {0};
     po.windowed_einsum = a->win.windowed_einsum;
     po.windowed_einsum_threshold_mib = a->win.windowed_einsum_threshold_mib;
+    po.bidirectional_windowed_einsum = a->win.bidirectional_windowed_einsum;
     po.num_partitions = n;
     po.no_warnings = !rank0;
     po.strict = a->strict;
@@ -377,14 +379,18 @@ static int run_sharded(const run_args *a, bool mpi) {
     if (a->save && rank0) {
         char *text = gs_module_to_string(p);
         FILE *f = text ? fopen(a->save, "w") : NULL;
-        if (!f || fputs(text, f) < 0) {
-            gs_error(&d, gs_span_none(), "cannot write '%s': %s", a->save, strerror(errno));
-            if (f) fclose(f);
-            free(text);
+        bool ok = f && fputs(text, f) >= 0 && fflush(f) == 0;
+        int err = errno;
+        if (f && fclose(f) != 0 && ok) {
+            ok = false;
+            err = errno;
+        }
+        const char *why = text ? strerror(err) : "out of memory";
+        free(text);
+        if (!ok) {
+            gs_error(&d, gs_span_none(), "cannot write '%s': %s", a->save, why);
             goto finish;
         }
-        fclose(f);
-        free(text);
     }
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
     if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, n, &args, &n_args, &d) != GS_OK)

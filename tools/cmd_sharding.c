@@ -349,7 +349,10 @@ int gs_cli_apply_shardings(const gs_cli_shardings *o, gs_module *m) {
     }
     for (int i = 0; i < np; i++) before[i] = gs_instr_attr(m->entry->params[i], GS_ATTR_SHARDING);
     gs_mesh mesh;
-    if (o->mesh && gs_cli_parse_mesh(&m->arena, o->mesh, &mesh) != 0) return 1;
+    if (o->mesh && gs_cli_parse_mesh(&m->arena, o->mesh, &mesh) != 0) {
+        free(before);
+        return 1;
+    }
     gs_shard_request *reqs = calloc((size_t)o->n, sizeof *reqs);
     char **names = calloc((size_t)o->n, sizeof *names);
     int rc = 1;

@@ -7,7 +7,8 @@
  *
  * Only this file prints and exits; the library returns errors as values (gs_diags), rendered
  * here as `FILE:LINE:COL: error: ...` with the source line and a caret. Exit status: 0 success,
- * 1 bad input or a failed check, 2 bad usage.
+ * 1 bad input or a failed check (or output that could not be written: a full disk, a closed
+ * pipe), 2 bad usage.
  */
 #include "cli.h"
 #include "gspmd/interp.h"
@@ -16,6 +17,10 @@
 #include "gspmd/text.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -294,16 +299,48 @@ static int cmd_help(int argc, char **argv) {
     return 0;
 }
 
+/* Flushes and closes standard output and reports a failed write (a full disk, a closed pipe):
+ * what a command printed is its result, so losing any of it is an error (exit 1 unless the
+ * command already failed). */
+static int finish_stdout(int rc) {
+    bool failed = ferror(stdout) != 0;
+    errno = 0;
+    if (fflush(stdout) != 0) failed = true;
+    int err = errno;
+    if (fclose(stdout) != 0 && !failed) {
+        failed = true;
+        err = errno;
+    }
+    if (!failed) return rc;
+    fprintf(stderr, "error: cannot write standard output%s%s\n", err ? ": " : "",
+            err ? strerror(err) : "");
+    return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
+#ifdef __GLIBC__
+    /* The interpreter allocates and frees a buffer per instruction; glibc's defaults serve
+     * buffers over 128 KiB by mmap and hand freed heap memory back, so every large buffer
+     * faults in fresh pages (most of a run's system time). Keeping buffers up to 32 MiB (the
+     * largest threshold glibc takes) in a heap that is not trimmed below 1 GiB reuses them:
+     * `eval` of a 4-layer 1024x4096 MLP 1.16-1.33 s -> 0.95-0.99 s, `run` on 2 devices
+     * 2.56 -> 1.83 s, page faults 125k -> 54k (measured here, one run each). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+    /* A reader that closes the pipe early (`gspmd parse big.hlo | head`) makes writes fail
+     * with EPIPE, reported by finish_stdout with exit status 1, instead of killing the process
+     * silently with SIGPIPE. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         cmd_help(1, argv);
-        return 2;
+        return finish_stdout(2);
     }
-    if (is_help(argv[1])) return cmd_help(1, argv);
+    if (is_help(argv[1])) return finish_stdout(cmd_help(1, argv));
     const command *c = find_command(argv[1]);
     if (!c) {
         fprintf(stderr, "gspmd: unknown command '%s' (try gspmd help)\n", argv[1]);
         return 2;
     }
-    return c->run(argc - 1, argv + 1);
+    return finish_stdout(c->run(argc - 1, argv + 1));
 }

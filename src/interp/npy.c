@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct npy_type {
     gs_type type;
@@ -32,7 +33,7 @@ static const char *descr_of(gs_type t) {
 
 static gs_type type_of_descr(const char *d) {
     /* Accept '=' and '<' (native little-endian here) and '|' for one-byte types. */
-    char norm[8];
+    char norm[8] = {0};
     snprintf(norm, sizeof norm, "%s", d);
     if (norm[0] == '=') norm[0] = '<';
     if (norm[0] == '<' && (norm[2] == '1' && norm[3] == 0)) norm[0] = '|';
@@ -71,8 +72,13 @@ gs_status gs_npy_write(const char *path, const gs_value *v, gs_diags *d) {
         size_t bytes = gs_value_bytes(v);
         ok = fwrite(v->data, 1, bytes, f) == bytes;
     }
-    if (fclose(f) != 0) ok = false;
-    return ok ? GS_OK : gs_error(d, gs_span_none(), "%s: write failed", path);
+    if (ok && fflush(f) != 0) ok = false;
+    int err = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    return ok ? GS_OK : gs_error(d, gs_span_none(), "%s: cannot write: %s", path, strerror(err));
 }
 
 /* Finds 'key': in the header dict and returns a pointer just past the colon (and spaces). */
@@ -156,8 +162,44 @@ gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
             goto done;
         }
         char *end;
+        errno = 0;
         dims[rank++] = strtoll(p, &end, 10);
+        if (errno == ERANGE) {
+            gs_error(d, gs_span_none(), "%s: a dim in the header's shape is too large", path);
+            goto done;
+        }
         p = end;
+    }
+    /* The data must be there before anything is allocated for it: a header may claim any
+     * shape, and the element count and byte size must not overflow. */
+    long data_at = ftell(f);
+    struct stat fs;
+    if (data_at < 0 || fstat(fileno(f), &fs) != 0) {
+        gs_error(d, gs_span_none(), "%s: cannot read: %s", path, strerror(errno));
+        goto done;
+    }
+    int64_t have = S_ISREG(fs.st_mode) ? (int64_t)fs.st_size - data_at : INT64_MAX;
+    int64_t elems = 1, size = gs_type_size(t);
+    bool fits = true;
+    for (int i = 0; i < rank && fits; i++) {
+        if (dims[i] != 0 && elems > INT64_MAX / dims[i]) fits = false;
+        else elems *= dims[i];
+    }
+    if (!fits || elems > INT64_MAX / size || elems * size > have) {
+        char shape[64];
+        int k = 0;
+        for (int i = 0; i < rank && k < (int)sizeof shape - 24; i++)
+            k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", i ? "," : "",
+                          (long long)dims[i]);
+        if (!fits || elems > INT64_MAX / size)
+            gs_error(d, gs_span_none(), "%s: the header's shape (%s) has too many elements",
+                     path, shape);
+        else
+            gs_error(d, gs_span_none(),
+                     "%s: file holds fewer bytes than its shape needs (%s of %s: %lld bytes, "
+                     "%lld there)", path, descr, shape, (long long)(elems * size),
+                     (long long)have);
+        goto done;
     }
     v = gs_value_new_array(t, rank, dims);
     if (!v) {

@@ -116,7 +116,7 @@ static gs_computation *clone(flat *f, const gs_computation *c) {
                         f->failed = true;
                         break;
                     }
-                    memcpy(p, d->params, sizeof *p * (size_t)d->n_params);
+                    if (d->n_params) memcpy(p, d->params, sizeof *p * (size_t)d->n_params);
                     d->params = p;
                     d->n_params = c->n_params;
                 }

@@ -13,6 +13,7 @@
  */
 #include "internal.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* One segment of one mesh axis. */
@@ -143,8 +144,20 @@ gs_status gs_sharding_from_named(gs_arena *a, const gs_named *nm, gs_sharding **
  * `{mesh['x'=2,'y'=2] [{'x'}, {}], replicated={'y'}}`, a space between the mesh and the body.
  * (Later XLA prints a comma there; the parser accepts both.) */
 
+/* An axis name as the parser reads it back: bare when bare_ok and it is a word (a letter or
+ * '_', then letters, digits, '_' or '.'), else quoted with ', or with " when it holds a '
+ * (the parser's quoted names hold no quote of their own kind, so one of the two fits). */
+static void print_name(gs_sb *sb, const char *name, bool bare_ok) {
+    bool word = isalpha((unsigned char)name[0]) || name[0] == '_';
+    for (const char *p = name; *p && word; p++)
+        word = isalnum((unsigned char)*p) || *p == '_' || *p == '.';
+    if (bare_ok && word) gs_sb_puts(sb, name);
+    else if (!strchr(name, '\'')) gs_sb_printf(sb, "'%s'", name);
+    else gs_sb_printf(sb, "\"%s\"", name);
+}
+
 static void print_ref(gs_sb *sb, const gs_mesh *m, const gs_axis_ref *r) {
-    gs_sb_printf(sb, "'%s'", m->names[r->axis]);
+    print_name(sb, m->names[r->axis], false);
     if (r->pre_size) gs_sb_printf(sb, ":(%lld)%lld", (long long)r->pre_size, (long long)r->size);
 }
 
@@ -186,8 +199,11 @@ void gs_named_print(gs_sb *sb, const gs_named *n, const char *metadata) {
     } else {
         const gs_mesh *m = &n->mesh;
         gs_sb_puts(sb, "{mesh[");
-        for (int i = 0; i < m->n_axes; i++)
-            gs_sb_printf(sb, "%s'%s'=%lld", i ? "," : "", m->names[i], (long long)m->sizes[i]);
+        for (int i = 0; i < m->n_axes; i++) {
+            if (i) gs_sb_putc(sb, ',');
+            print_name(sb, m->names[i], false);
+            gs_sb_printf(sb, "=%lld", (long long)m->sizes[i]);
+        }
         gs_sb_putc(sb, ']');
         if (!default_order(m)) {
             gs_sb_puts(sb, ", device_ids=(");
@@ -225,8 +241,11 @@ void gs_named_print(gs_sb *sb, const gs_named *n, const char *metadata) {
 }
 
 void gs_mesh_print(gs_sb *sb, const gs_mesh *m) {
-    for (int i = 0; i < m->n_axes; i++)
-        gs_sb_printf(sb, "%s%s=%lld", i ? "," : "", m->names[i], (long long)m->sizes[i]);
+    for (int i = 0; i < m->n_axes; i++) {
+        if (i) gs_sb_putc(sb, ',');
+        print_name(sb, m->names[i], true);
+        gs_sb_printf(sb, "=%lld", (long long)m->sizes[i]);
+    }
     if (!default_order(m)) {
         gs_sb_putc(sb, ':');
         print_order(sb, &m->devices, true);

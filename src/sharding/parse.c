@@ -333,6 +333,8 @@ static bool parse_name(cursor *c, const char **out, size_t *len) {
         *len = c->i - start;
         *out = c->s + start;
         c->i++;
+        if (*len == 0) return fail_at(c, at, "an axis name must not be empty");
+        if (memchr(*out, 0, *len)) return fail_at(c, at, "an axis name must not hold a NUL byte");
     } else if (!word(c, out, len)) {
         char buf[8];
         return fail_at(c, at, "expected a mesh axis name, found %s", found(c, buf, sizeof buf));
@@ -410,6 +412,10 @@ gs_status gs_mesh_parse(gs_arena *a, const char *text, size_t len, gs_mesh *out,
         return GS_ERR;
     }
     if (!parse_axes(&c, ':', out)) return GS_ERR;
+    if (out->n_axes == 0) {
+        fail_at(&c, 0, "the mesh has no axes: expected NAME=SIZE,... before the device order");
+        return GS_ERR;
+    }
     if (accept(&c, ':') && !parse_mesh_order(&c, out)) return GS_ERR;
     if (peek(&c) != 0) {
         char buf[8];

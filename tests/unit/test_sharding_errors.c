@@ -147,6 +147,10 @@ static void test_bad_mesh(void **state) {
         {"data=2:1,2", "the device order is not a permutation of 0..1", 8},
         {"data=4:<=[2,3]", "the mesh has 4 devices but the iota lists 6 devices", 8},
         {"data=4,model=2 extra", "unexpected 'e' in the mesh", 16},
+        /* Found by tests/fuzz/fuzz_front: an empty quoted name printed as `=2`. */
+        {"x=2,''=2", "an axis name must not be empty", 5},
+        /* ... and a device order without axes (`:0`) printed as the empty mesh. */
+        {":0", "the mesh has no axes: expected NAME=SIZE,... before the device order", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gs_arena a;
@@ -255,8 +259,8 @@ static gs_status parse_many(gs_arena *a, gs_diags *d) {
         "{devices=[2,2]3,1,2,0 last_tile_dim_replicate}",
         "{devices=[1,1,2,2]<=[4] last_tile_dims={replicated, manual}}",
         "{{replicated}, {devices=[4]0,2,1,3}, {maximal device=1 shard_as 2}}",
-        "{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'a'}], replicated={'c'}, unreduced={'d':(4)2}, "
-        "manual={'b':(2)2}, metadata={{op_name=\"foo\"}}}",
+        ("{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'a'}], replicated={'c'}, unreduced={'d':(4)2}, "
+         "manual={'b':(2)2}, metadata={{op_name=\"foo\"}}}"),
         "{mesh['x'=2,'y'=2], device_ids=(0,2,1,3), [{'x'}, {}]}",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
