@@ -519,8 +519,9 @@ static gs_status eval_on_device(gs_eval *ev, const gs_instr *in, gs_value *const
 }
 
 /* Do the operands of an elementwise op that computes in one type (binary, compare, select's
- * and clamp's value operands) have different element types? k when operands k - 1 and k
- * differ, else 0. XLA's verifier allows mixed precision; the kernels read every operand as one
+ * and clamp's value operands) have different element types, or a result type other than
+ * theirs? k when operands k - 1 and k differ, -k - 1 when the result differs from operand k,
+ * else 0. XLA's verifier allows mixed precision; the kernels read every operand as one
  * type, so such ops are refused. */
 static int mixed_operands(const gs_instr *in, gs_value *const *ops) {
     gs_op_family f = gs_op_info_of(in->op)->family;
@@ -531,6 +532,11 @@ static int mixed_operands(const gs_instr *in, gs_value *const *ops) {
         if (gs_type_is_array(ops[k]->type) && gs_type_is_array(ops[k - 1]->type) &&
             ops[k]->type != ops[k - 1]->type)
             return k; /* operands k - 1 and k differ */
+    /* The result has the operands' type, but for compare (pred) and complex (re, im). */
+    if (f != GS_FAM_COMPARE && in->op != GS_OP_COMPLEX && in->shape &&
+        gs_type_is_array(in->shape->type) && first < in->n_operands &&
+        gs_type_is_array(ops[first]->type) && in->shape->type != ops[first]->type)
+        return -first - 1;
     return 0;
 }
 
@@ -555,6 +561,10 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     }
     if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, NULL, out, NULL, eval_on_device);
     int mk = mixed_operands(in, ops);
+    if (mk < 0)
+        return gs_eval_error(ev, in, "the result type %s differs from the operand type %s "
+                                     "(mixed precision is not run: convert first)",
+                             gs_type_name(in->shape->type), gs_type_name(ops[-mk - 1]->type));
     if (mk > 0)
         return gs_eval_error(ev, in, "the operand types %s and %s differ (mixed precision is "
                                      "not run: convert one first)",
