@@ -69,6 +69,12 @@ gs_status gs_eval_block_scaled_dot(gs_eval *ev, const gs_instr *in, gs_value *co
     if (in->n_operands != 4 || !gs_scaled_dot_dims((const gs_value *const *)ops, &B, &M, &N, &K))
         return gs_eval_error(ev, in, "block-scaled dot: expects lhs [B,]M,K, rhs [B,]N,K and "
                                      "their scales with K / blocks elements per block");
+    if (!gs_type_is_array(in->shape->type) || in->shape->rank < 2 ||
+        gs_shape_elements(in->shape) != B * M * N ||
+        in->shape->dims[in->shape->rank - 1] != N)
+        return gs_eval_error(ev, in, "block-scaled dot: the result must hold [B,]M,N = %lld x "
+                                     "%lld x %lld elements",
+                             (long long)B, (long long)M, (long long)N);
     gs_value *r = gs_eval_new_result(ev, in);
     if (!r) return GS_ERR;
     double *a = gs_scaled_dot_dequant(ops[0], ops[2], false);
