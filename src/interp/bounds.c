@@ -316,7 +316,7 @@ static gs_status converted(gs_eval *ev, const gs_instr *in, gs_value *const *ops
         int64_t mb = gs_instr_int(in, GS_ATTR_MANTISSA_BITS, -1);
         if (mb >= 0 && mb < 60) u = fmax(u, ldexp(1, -(int)mb - 1));
     }
-    bool from_real = is_real(ops[0]);
+    bool from_real = is_real(ops[0]) && bops[0]->n == r->n;
     for (int64_t i = 0; i < r->n; i++)
         set_bound(b, i, (from_real ? get(bops[0], i) : 0) + u * fabs(get(r, i)));
     *br = b;
@@ -328,6 +328,16 @@ static gs_status converted(gs_eval *ev, const gs_instr *in, gs_value *const *ops
 /* The same op applied to the bounds. */
 static gs_status moved(gs_eval *ev, const gs_instr *in, gs_value *const *bops, gs_value **br) {
     return gs_eval_instr(ev, in, bops, br);
+}
+
+/* set-dimension-size and friends: the op applied to the data's bound with the real sizes (the
+ * sizes' bounds are zeros, which would resize the bound to nothing). */
+static gs_status resized(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                         gs_value *const *bops, gs_value **br) {
+    gs_value *o[16];
+    if (in->n_operands > 16) return gs_eval_error(ev, in, "too many operands");
+    for (int k = 0; k < in->n_operands; k++) o[k] = k == 0 ? bops[k] : ops[k];
+    return gs_eval_instr(ev, in, o, br);
 }
 
 /* ------------------------------------------------------------------ sums */
@@ -688,9 +698,9 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
             else
                 st = moved(ev, in, bops, &b);
             break;
+        case GS_FAM_DYNAMIC_SHAPE: st = resized(ev, in, ops, bops, &b); break;
         case GS_FAM_COPY:
         case GS_FAM_COLLECTIVE:
-        case GS_FAM_DYNAMIC_SHAPE:
         case GS_FAM_TOKEN: st = moved(ev, in, bops, &b); break;
         case GS_FAM_ASYNC:
             st = info->flags & GS_OPF_ASYNC_START ? fallback(ev, in, ops, bops, r, &b)
