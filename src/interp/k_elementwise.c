@@ -386,10 +386,6 @@ static gs_status k_unary(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
 static gs_status k_binary(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *a = ops[0], *b = ops[1];
     if (a->n != b->n) return gs_eval_error(ev, in, "operands have different element counts");
-    if (a->type != b->type)
-        return gs_eval_error(ev, in, "the operand types %s and %s differ (mixed precision is not "
-                                     "run: convert one first)",
-                             gs_type_name(a->type), gs_type_name(b->type));
     gs_value *r = gs_eval_new_result(ev, in);
     if (!r) return GS_ERR;
     if (a->type == GS_F32 && r->type == GS_F32) {

@@ -173,15 +173,13 @@ bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
 
 /* ------------------------------------------------------------------ one device's work */
 
-/* Zeros of shape s (arrays, or tuples of them); NULL for tokens. Built in the current output
- * computation. */
-static gs_instr *zeros_of(gs_pctx *c, const gs_shape *s) {
+gs_instr *gs_p_zeros(gs_pctx *c, const gs_shape *s) {
     gs_builder *b = gs_p_b(c);
     if (s->type == GS_TUPLE) {
         gs_instr *leaf[64];
         if (s->n_tuple > 64) return NULL;
         for (int i = 0; i < s->n_tuple; i++)
-            if (!(leaf[i] = zeros_of(c, s->tuple[i]))) return NULL;
+            if (!(leaf[i] = gs_p_zeros(c, s->tuple[i]))) return NULL;
         return gs_build_tuple(b, s->n_tuple, leaf);
     }
     if (!gs_type_is_array(s->type)) return NULL;
@@ -217,7 +215,7 @@ static gs_computation *single_branch(gs_pctx *c, const gs_instr *in, const gs_sh
         for (int i = 0; i < in->n_operands; i++) ops[i] = gs_build_gte(b, p, i);
         r = gs_p_clone(c, in, in->shape, in->n_operands, ops);
     } else {
-        r = zeros_of(c, in->shape);
+        r = gs_p_zeros(c, in->shape);
     }
     if (r) {
         r->is_root = true;

@@ -73,15 +73,13 @@ static gs_instr *build_loop(gs_pctx *c, int n, gs_instr **init, int64_t k, step_
 static gs_instr *ring_loop(gs_pctx *c, window_step *w, const gs_tile_assignment *ring, int dim,
                            int64_t dist, gs_instr *x0, gs_instr *y0, const gs_shape *acc,
                            step_fn f) {
-    gs_builder *b = gs_p_b(c);
     int64_t(*pairs)[2] = gs_p_ring_pairs(ring, dim, dist, &w->n_pairs);
     if (!pairs) {
         gs_p_oom(c);
         return NULL;
     }
     w->pairs = (const int64_t(*)[2])pairs;
-    gs_instr *zero = gs_build_broadcast(b, gs_build_scalar(b, acc->type, 0), acc->rank,
-                                        acc->dims, 0, NULL);
+    gs_instr *zero = gs_p_zeros(c, acc);
     gs_instr *init[5] = {gs_p_s32(c, 0), gs_p_tile_index(c, ring, dim), x0, y0, zero};
     gs_instr *loop = build_loop(c, 5, init, w->k, f, w);
     free(pairs);
@@ -250,8 +248,7 @@ static gs_instr *scatter_both_ways(gs_pctx *c, window_step *w, const gs_tile_ass
         gs_builder *b = gs_p_b(c);
         int64_t mb = (w->k - 1) / 2, ma = w->k - 1 - mb;
         gs_instr *my = gs_p_tile_index(c, ring, dim);
-        gs_instr *zero = gs_build_broadcast(b, gs_build_scalar(b, acc->type, 0), acc->rank,
-                                            acc->dims, 0, NULL);
+        gs_instr *zero = gs_p_zeros(c, acc);
         gs_instr *a0 = zero;
         if (ma > mb) /* A's first step, which B does not take */
             a0 = gs_p_permute(c, block_product(c, w, x0, y0, my, ma, NULL, 1), w->n_pairs,
@@ -302,8 +299,7 @@ static gs_instr *gather_both_ways(gs_pctx *c, window_step *w, const gs_tile_assi
         w->back = (const int64_t(*)[2])up;
         gs_builder *b = gs_p_b(c);
         gs_instr *my = gs_p_tile_index(c, ring, xd);
-        gs_instr *zero = gs_build_broadcast(b, gs_build_scalar(b, acc->type, 0), acc->rank,
-                                            acc->dims, 0, NULL);
+        gs_instr *zero = gs_p_zeros(c, acc);
         gs_instr *o = put_block(c, w, zero, x0, y0, my);
         gs_instr *init[6] = {gs_p_s32(c, 1), my, gs_p_permute(c, x0, w->n_pairs, w->pairs),
                              gs_p_permute(c, x0, w->n_back, w->back), y0, o};

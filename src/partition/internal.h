@@ -218,6 +218,9 @@ gs_instr *gs_p_identity(gs_pctx *c, gs_opcode op, gs_type t);
 bool gs_p_reducer_op(const gs_computation *comp, gs_opcode *op);
 /* Is instruction x a scalar constant equal to the identity of op? */
 bool gs_p_is_identity(const gs_instr *x, gs_opcode op);
+/* Zeros of shape s (arrays, or tuples of them; NULL for tokens), in the current output
+ * computation. */
+gs_instr *gs_p_zeros(gs_pctx *c, const gs_shape *s);
 /* x broadcast to the shape dims of `like` (x scalar). */
 gs_instr *gs_p_bcast_scalar(gs_pctx *c, gs_instr *x, const gs_shape *like);
 
