@@ -34,6 +34,10 @@ int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
         o->bidirectional_windowed_einsum = true;
         return 1;
     }
+    if (strcmp(argv[*i], "--no-windowed-einsum") == 0) {
+        o->no_windowed_einsum = true;
+        return 1;
+    }
     if (!gs_cli_opt_value(argc, argv, i, "--windowed-einsum-threshold-mib", &v)) return 0;
     char *end;
     double mib = strtod(v, &end);

@@ -21,7 +21,7 @@
 
 static const char *PART_USAGE =
     "gspmd partition FILE --num-partitions N [--propagate] [--stats] [--strict] "
-    "[--windowed-einsum-threshold-mib M [--bidirectional-windowed-einsum]] "
+    "[--windowed-einsum-threshold-mib M | --no-windowed-einsum] [--bidirectional-windowed-einsum] "
     "[--mesh M --shard NAME=SPEC]...";
 
 static const char *PART_HELP =
@@ -42,7 +42,8 @@ static const char *PART_HELP =
     "                       a dot whose plan all-gathers an operand of at least M MiB per\n"
     "                       device along a free dim runs as a loop over its shards instead: a\n"
     "                       partial dot and a collective-permute per step (XLA's windowed\n"
-    "                       einsum; off unless given)\n"
+    "                       einsum; M is 256 unless given, XLA's default)\n"
+    "  --no-windowed-einsum no windowed einsum loops, whatever the operands' sizes\n"
     "  --bidirectional-windowed-einsum\n"
     "                       those loops pass shards both ways round the ring: about half the\n"
     "                       steps, two partial dots each\n"

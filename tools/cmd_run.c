@@ -37,6 +37,7 @@ static const char *RUN_USAGE =
     "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
     "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
+    "          [--no-windowed-einsum]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
@@ -70,6 +71,8 @@ static const char *RUN_HELP =
     "                       an error, not a warning\n"
     "  --windowed-einsum-threshold-mib M  dots that all-gather an operand of at least M MiB\n"
     "                       per device run as loops of partial dots and collective-permutes\n"
+    "                       (M is 256 unless given, XLA's default)\n"
+    "  --no-windowed-einsum  never those loops\n"
     "  --bidirectional-windowed-einsum  those loops pass shards both ways round the ring\n"
     "  --fill-elided        give constants whose values were elided ({...}) seeded random values\n"
     "                       before partitioning (the reference and the program share them)\n"
@@ -367,6 +370,7 @@ static int run_sharded(const run_args *a, bool mpi) {
     }
     gs_partition_options po = {0};
     po.windowed_einsum = a->win.windowed_einsum;
+    po.no_windowed_einsum = a->win.no_windowed_einsum;
     po.windowed_einsum_threshold_mib = a->win.windowed_einsum_threshold_mib;
     po.bidirectional_windowed_einsum = a->win.bidirectional_windowed_einsum;
     po.num_partitions = n;

@@ -74,6 +74,9 @@ typedef struct gs_partition_stats {
 /* Total bytes over all kinds. */
 int64_t gs_partition_stats_bytes(const gs_partition_stats *s);
 
+/* XLA's threshold_for_windowed_einsum_mib default. */
+#define GS_WINDOWED_EINSUM_DEFAULT_MIB 256.0
+
 /* Options. Zero-initialise, then set num_partitions. */
 typedef struct gs_partition_options {
     int64_t num_partitions;                /* devices N (>= 1) */
@@ -84,12 +87,16 @@ typedef struct gs_partition_options {
     bool strict;                           /* those warnings are errors instead */
     bool default_only;                     /* every instruction by the default action (tests
                                               compare the handlers' bytes against it) */
-    bool windowed_einsum;                  /* dots whose plan all-gathers an operand along a
-                                              free dim of at least windowed_einsum_threshold_mib
-                                              per device run as a loop over its shards, each
-                                              step a partial dot and a collective-permute of the
-                                              shard to the next device (XLA's windowed einsum;
-                                              off by default, as in XLA) */
+    bool no_windowed_einsum;               /* never build windowed einsum loops (below) */
+    bool windowed_einsum;                  /* windowed_einsum_threshold_mib is set (else
+                                              GS_WINDOWED_EINSUM_DEFAULT_MIB, XLA's default).
+                                              A dot whose plan all-gathers an operand along a
+                                              free dim to at least the threshold per device (or
+                                              reduce-scatters a partial result that large) runs
+                                              as a loop over the shards, each step a partial
+                                              dot and a collective-permute to the next device
+                                              (XLA's windowed einsum, preferred as XLA prefers
+                                              it to any plan that moves data) */
     double windowed_einsum_threshold_mib;  /* MiB (>= 0) */
     bool bidirectional_windowed_einsum;    /* the all-gather loops pass shards both ways round
                                               the ring (about k/2 steps of two dots) */

@@ -473,8 +473,8 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
                             : gs_sharding_replicated(gs_p_a(c)),
                   cands, &nc);
     if (c->failed || nc == 0) return false;
-    gs_space_plan best = {0};
-    int best_i = -1;
+    gs_space_plan best = {0}, windowed = {0};
+    int best_i = -1, windowed_i = -1;
     for (int i = 0; i < nc; i++) {
         gs_space_plan p = {cands[i], NULL, NULL, NULL, 0, 1};
         p.lhs = project(c, &sp, &sp.lhs, p.f);
@@ -495,9 +495,15 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
             best = p;
             best_i = i;
         }
+        if (p.bytes > 0 && gs_p_windowed_applies(c, in, &sp, &p, t) &&
+            (windowed_i < 0 || p.bytes < windowed.bytes ||
+             (p.bytes == windowed.bytes && p.flops < windowed.flops))) {
+            windowed = p;
+            windowed_i = i;
+        }
     }
     if (c->failed || best_i < 0) return false;
-    *out_plan = best;
+    *out_plan = windowed_i >= 0 && best.bytes > 0 ? windowed : best;
     return true;
 }
 

@@ -1,7 +1,7 @@
 /*
  * h_windowed.c — windowed einsum (XLA's loops that overlap a dot with collective-permutes).
  *
- * Two forms, each a `while` loop of k steps over the k devices of a ring (the devices that split
+ * Three forms, each a `while` loop of k steps over the k devices of a ring (the devices that split
  * one dim), whose body is one partial dot and one collective-permute: the program does not grow
  * with the device count, and a runtime that runs the permute asynchronously overlaps it with the
  * next step's dot.
@@ -18,12 +18,19 @@
  *                     product for block (j + k - 1 - i) mod k (a dynamic-slice of X) to the sum it
  *                     received, so after k steps it holds block j whole. The whole partial
  *                     output is never materialised.
+ *   contracting form  the plan all-gathers X along a contracting dim (the other operand Y holds
+ *                     it whole). Instead the shard travels as in the all-gather form and each
+ *                     step adds the product of the shard with the matching block of Y (a
+ *                     dynamic-slice of Y padded to k blocks). Only where the output has no
+ *                     replicas: each device sums in its own order round the ring, and two
+ *                     devices holding the same tile must agree bit for bit. f32/f64 only.
  *
- * Chosen when gs_partition_options.windowed_einsum is set and the gathered operand (or the
- * partial output) is at least windowed_einsum_threshold_mib per device (XLA's
- * threshold_for_windowed_einsum_mib), for dots (not convolutions) outside manual regions; an
- * uneven dim is padded to k whole blocks and the padding sliced off. Bidirectional loops (half
- * the steps in each direction) are not built.
+ * Chosen, as XLA does, over any plan that moves data (h_dot.c asks gs_p_windowed_applies of
+ * each candidate) when the gathered operand (or the partial output) is at least the threshold
+ * per device (gs_partition_options: XLA's threshold_for_windowed_einsum_mib, 256 MiB unless
+ * set), for dots (not convolutions) outside manual regions; an uneven dim is padded to k
+ * whole blocks and the padding sliced off. With bidirectional_windowed_einsum the shards (or
+ * sums) travel both ways round the ring, about k/2 steps of two dots each.
  */
 #include "internal.h"
 
@@ -360,6 +367,49 @@ static bool emit_gather(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     return r != NULL;
 }
 
+/* Contracting form: out += X shard · Y's block (j + i) mod k along Y's contracting dim w->od
+ * (the block the shard multiplies); the shard moves one tile down the ring. */
+static void contract_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+    const window_step *w = ctx;
+    gs_instr *blk = gs_p_rem(c, gs_p_add(c, g[1], g[0]), w->k);
+    gs_instr *y = g[3], *idx[GS_MAX_RANK];
+    int64_t sizes[GS_MAX_RANK];
+    for (int d = 0; d < y->shape->rank; d++) {
+        idx[d] = d == w->od ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+        sizes[d] = d == w->od ? w->chunk : y->shape->dims[d];
+    }
+    gs_instr *part = step_dot(c, w, g[2], gs_build_dynamic_slice(gs_p_b(c), y, idx, sizes));
+    next[1] = g[1];
+    next[2] = gs_p_permute(c, g[2], w->n_pairs, w->pairs);
+    next[3] = g[3];
+    next[4] = gs_build_binary(gs_p_b(c), GS_OP_ADD, g[4], part);
+}
+
+/* The contracting form for X = operand xi gathered along its contracting dim xd, which is Y's
+ * dim yd: Y (whole along yd in the plan) is padded to k blocks of X's shard length, and the
+ * loop sums the k products of each shard with its block of Y. */
+static bool emit_contract(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                          const gs_space_plan *best, int xi, int xd, int yd, gs_pvalue *out) {
+    const gs_sharding *sx = gs_p_operand(c, in, xi)->sharding;
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = yd, .k = gs_p_tiles(sx, xd)};
+    gs_instr *x0, *y0;
+    if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
+    const gs_shape *ol = gs_p_local_shape(c, in->shape, best->out);
+    if (!ol) return false;
+    w.chunk = x0->shape->dims[xd];
+    int64_t pd[GS_MAX_RANK];
+    for (int i = 0; i < y0->shape->rank; i++)
+        pd[i] = i == yd ? w.chunk * w.k : y0->shape->dims[i];
+    if (pd[yd] < y0->shape->dims[yd]) return false;
+    y0 = gs_p_pad_to(c, y0, pd, NULL);
+    w.cs = ol;
+    out->hlo = ring_loop(c, &w, &sx->tiles, xd, 1, x0, y0, ol, contract_step);
+    out->base = in->shape;
+    out->sharding = best->out;
+    out->red = GS_OP_ADD;
+    return out->hlo != NULL;
+}
+
 /* The reduce-scatter form: the plan leaves partial sums over a ring of k devices that the
  * target scatters along output dim od, which operand xi's free dim xd makes. */
 static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
@@ -407,14 +457,29 @@ static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     return out->hlo != NULL;
 }
 
-bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                       const gs_space_plan *best, const gs_sharding *t, gs_pvalue *out) {
+/* Which windowed loop, if any, would carry out plan `best` of dot `in` (result wanted as t). */
+typedef enum { WINDOW_GATHER, WINDOW_SCATTER, WINDOW_CONTRACT } window_form;
+typedef struct window_choice {
+    window_form form;
+    int xi, xd, od; /* the operand looped over, its dim, and the output dim it makes (the
+                       contracting form: the other operand's dim it contracts with) */
+} window_choice;
+
+static double threshold_bytes(const gs_partition_options *o) {
+    return (o->windowed_einsum ? o->windowed_einsum_threshold_mib
+                               : GS_WINDOWED_EINSUM_DEFAULT_MIB) * 1048576.0;
+}
+
+static bool choose(gs_pctx *c, const gs_instr *in, const gs_space *sp, const gs_space_plan *best,
+                   const gs_sharding *t, window_choice *wc) {
     const gs_partition_options *o = c->opts;
-    if (!o || !o->windowed_einsum || c->e->dry || c->manual || in->op != GS_OP_DOT) return false;
+    if (!o || o->no_windowed_einsum || c->manual || in->op != GS_OP_DOT) return false;
     gs_type ty = in->shape->type;
+    bool wide = ty == GS_F32 || ty == GS_F64; /* sums in the loop round as the dot's would */
     bool partial = gs_unreduced_dim(best->out) != -1;
-    if (partial && !(ty == GS_F32 || ty == GS_F64)) return false;
-    double limit = o->windowed_einsum_threshold_mib * 1048576.0;
+    if (partial && !wide) return false;
+    double limit = threshold_bytes(o);
+    int k0 = sp->nb + sp->nm + sp->nn;
     for (int xi = 0; xi < 2; xi++) {
         const gs_pvalue *xv = gs_p_operand(c, in, xi);
         const gs_sharding *want = xi == 0 ? best->lhs : best->rhs;
@@ -422,22 +487,55 @@ bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
         int lo = xi == 0 ? sp->nb : sp->nb + sp->nm, hi = lo + (xi == 0 ? sp->nm : sp->nn);
         for (int xd = 0; xd < m->rank; xd++) {
             int64_t s = m->to[xd];
+            if (s >= k0 && s < k0 + sp->nk && wide &&
+                gs_sharding_num_tiles(best->out) == c->n) {
+                /* X gathered along a contracting dim: sum its shards' products instead. Each
+                 * device sums them in its own order round the ring, so only where no two
+                 * devices hold the same output tile (replicas must agree bit for bit). */
+                const gs_space_map *ym = xi == 0 ? &sp->rhs : &sp->lhs;
+                const gs_shape *gl = gs_p_local_shape(c, xv->base, want);
+                for (int yd = 0; yd < ym->rank; yd++)
+                    if (ym->to[yd] == s && gathers_dim(c, xv, want, xd) && gl &&
+                        bytes_of(gl) >= limit) {
+                        *wc = (window_choice){WINDOW_CONTRACT, xi, xd, yd};
+                        return true;
+                    }
+                continue;
+            }
             if (s < lo || s >= hi) continue; /* a free dim of X */
             int od = -1;
             for (int i = 0; i < sp->out.rank; i++)
                 if (sp->out.to[i] == s) od = i;
             if (od < 0 || gs_p_tiles(best->out, od) != 1) continue;
+            *wc = (window_choice){WINDOW_GATHER, xi, xd, od};
             /* X gathered along xd for the dot: loop over its shards instead. */
             const gs_shape *gl = gs_p_local_shape(c, xv->base, want);
-            if (gathers_dim(c, xv, want, xd) && gl && bytes_of(gl) >= limit)
-                return emit_gather(c, in, sp, best, xi, xd, od, out);
+            if (gathers_dim(c, xv, want, xd) && gl && bytes_of(gl) >= limit) return true;
             /* Partial sums reduce-scattered along od: loop over its blocks instead. */
             const gs_sharding *rs =
                 partial ? gs_p_scatter_target(c, best->out, sp->out.rank, od) : NULL;
             const gs_shape *ol = gs_p_local_shape(c, in->shape, best->out);
+            wc->form = WINDOW_SCATTER;
             if (rs && gs_p_plain(t) && gs_sharding_equal(rs, t) && ol && bytes_of(ol) >= limit)
-                return emit_scatter(c, in, sp, best, t, xi, xd, od, out);
+                return true;
         }
     }
     return false;
+}
+
+bool gs_p_windowed_applies(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                           const gs_space_plan *plan, const gs_sharding *t) {
+    window_choice wc;
+    return choose(c, in, sp, plan, t, &wc);
+}
+
+bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                       const gs_space_plan *best, const gs_sharding *t, gs_pvalue *out) {
+    window_choice wc;
+    if (c->e->dry || !choose(c, in, sp, best, t, &wc)) return false;
+    switch (wc.form) {
+    case WINDOW_SCATTER: return emit_scatter(c, in, sp, best, t, wc.xi, wc.xd, wc.od, out);
+    case WINDOW_CONTRACT: return emit_contract(c, in, sp, best, wc.xi, wc.xd, wc.od, out);
+    default: return emit_gather(c, in, sp, best, wc.xi, wc.xd, wc.od, out);
+    }
 }

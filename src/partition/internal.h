@@ -288,7 +288,8 @@ typedef struct gs_space_plan {
 /* The cheapest plan for `in` over space sp (operand values lv, rv as the space's lhs and rhs,
  * result sharding t wanted): candidates from the result, the operands, their merges and full
  * replication, costed by the bytes their reshards (and a convolution's halos) move, ties broken
- * by local FLOPs. False when none applies. */
+ * by local FLOPs; but a plan a windowed einsum loop carries out (gs_p_windowed_applies) is
+ * preferred to any plan that moves data, as XLA prefers it. False when none applies. */
 bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *sp, const gs_pvalue *lv,
                      const gs_pvalue *rv, const gs_sharding *t, gs_space_plan *best);
 /* Space sharding f projected onto a tensor mapped by m (absent dims replicated and dropped). */
@@ -347,8 +348,10 @@ bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *
 bool gs_h_batched_matrix(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-/* h_windowed.c: the windowed form of a dot's plan (see gs_partition_options); false when it
- * does not apply (nothing emitted). */
+/* h_windowed.c: would a windowed loop carry out a dot's plan (see gs_partition_options)? And
+ * that loop, emitted; false when it does not apply. */
+bool gs_p_windowed_applies(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+                           const gs_space_plan *plan, const gs_sharding *t);
 bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
                        const gs_space_plan *best, const gs_sharding *t, gs_pvalue *out);
 bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);

@@ -14,6 +14,8 @@
  *      (replicated -> tiled, partial -> more tiled)     partition-id offsets  (after a permute
  *                                                                              when the devices
  *                                                                              are not aligned)
+ *      the same, shard boundaries not lined up      halo exchange, then   rung_align
+ *      (uneven dims; one neighbour's reach)         the dynamic-slice
  *   7. a dim's tiles move to another dim                all-to-all            rung_all_to_all
  *   8. anything else                                    all-gather the dims   rung_gather
  *                                                       that do not refine
@@ -441,6 +443,40 @@ static bool refinable(const gs_shape *base, const gs_sharding *from, const gs_sh
         if ((n + ks - 1) / ks != (kt / ks) * ((n + kt - 1) / kt)) return false;
     }
     return true;
+}
+
+/* Does every dim of `to` split each of `from`'s tiles into whole tiles (tile counts multiply),
+ * with shard boundaries that may not line up, each misaligned dim's window at most one shard
+ * away on either side (one collective-permute hop)? Both plain. */
+static bool halo_refinable(const gs_shape *base, const gs_sharding *from,
+                           const gs_sharding *to) {
+    for (int i = 0; i < base->rank; i++) {
+        int64_t ks = gs_p_tiles(from, i), kt = gs_p_tiles(to, i), n = base->dims[i];
+        if (kt % ks != 0) return false;
+        if (ks == kt || ks == 1) continue;
+        int64_t cs = (n + ks - 1) / ks, w = (kt / ks) * ((n + kt - 1) / kt), L, R;
+        if (cs == w) continue;
+        int64_t live = (n + w - 1) / w < ks ? (n + w - 1) / w : ks;
+        if (!gs_p_halo_extent(from, i, n, 0, w, w, live, &L, &R) || L > cs || R > cs)
+            return false;
+    }
+    return true;
+}
+
+/* 6a. Each tile of v (whose tile counts divide the target's) widened or narrowed by halo
+ * exchange along every dim whose shard boundaries do not line up with the target's, so that
+ * tile t holds [t*w, (t+1)*w) with w the target's shard times the tiles it splits into: what
+ * rung_refine then cuts from. */
+static void rung_align(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+    const gs_sharding *s = v->sharding;
+    for (int i = 0; i < v->base->rank && v->hlo; i++) {
+        int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), n = v->base->dims[i];
+        if (ks == kt || ks == 1) continue;
+        int64_t w = (kt / ks) * ((n + kt - 1) / kt);
+        if ((n + ks - 1) / ks == w) continue;
+        int64_t live = (n + w - 1) / w < ks ? (n + w - 1) / w : ks;
+        v->hlo = gs_p_halo_read(c, v->hlo, s, i, n, 0, w, w, live, NULL);
+    }
 }
 
 /* `to` coarsened to tile counts ks: each dim's tiles split [ks, m] and the m parts moved into
@@ -893,11 +929,13 @@ static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to
             rung_permute(c, &v, to);
             break;
         }
-        if (refinable(v.base, s, to)) {
+        bool aligned = refinable(v.base, s, to);
+        if (aligned || halo_refinable(v.base, s, to)) {
             int64_t ks[GS_MAX_RANK];
             for (int i = 0; i < v.base->rank; i++) ks[i] = gs_p_tiles(s, i);
             const gs_sharding *mid = coarsen(c, to, v.base->rank, ks);
             if (!gs_sharding_equal(mid, s)) rung_permute(c, &v, mid);
+            if (!aligned) rung_align(c, &v, to);
             rung_refine(c, &v, to);
             break;
         }
