@@ -100,6 +100,75 @@ static const gs_sharding *local_reshape(gs_pctx *c, const gs_shape *a, const gs_
     return to;
 }
 
+/* A reshape whose shards do not line up: the operand split k ways along dim d, which leads its
+ * group of merged or split dims (the dims before it hold as many elements as the result's dims
+ * before e, the result dim its group starts with), and the result's shards along e are not the
+ * operand's shards reshaped (an uneven dim on either side). Tile t holds the group's elements
+ * [t*ca*ma, (t+1)*ca*ma) (ca the operand's shard, ma the elements per index of d) and needs
+ * [t*cb*mb, (t+1)*cb*mb). Either the shard reshapes locally into whole rows of e (ma a
+ * multiple of mb) and a halo exchange along e moves those rows into place, or (mb a multiple of
+ * ma) a halo exchange along d first gives each device the rows of d its result shard is made
+ * of, which then reshape locally. Each halo reaches at most one neighbour. *rs gets the
+ * result's sharding; NULL when the pattern does not apply. */
+static gs_instr *realigned_reshape(gs_pctx *c, const gs_shape *a, const gs_sharding *from,
+                                   gs_instr *x, const gs_shape *b, int d,
+                                   const gs_sharding **rs) {
+    int64_t k = gs_p_tiles(from, d), na = a->dims[d], ca = (na + k - 1) / k;
+    int64_t lead = 1, ma = 1, blead = 1, mb = 1;
+    for (int i = 0; i < d; i++) lead *= a->dims[i];
+    for (int i = d + 1; i < a->rank; i++) ma *= a->dims[i];
+    int e = 0;
+    while (e < b->rank && blead < lead) blead *= b->dims[e++];
+    while (e + 1 < b->rank && b->dims[e] == 1) e++; /* unit dims join either group */
+    if (blead != lead || e >= b->rank) return NULL;
+    for (int i = e + 1; i < b->rank; i++) mb *= b->dims[i];
+    int64_t nb = b->dims[e], cb = (nb + k - 1) / k;
+    if (na * ma != nb * mb) return NULL;
+    gs_arena *ar = gs_p_a(c);
+    gs_shape *av = gs_shape_with_type(ar, a, a->type), *bv = gs_shape_with_type(ar, b, b->type);
+    if (!av || !bv) {
+        gs_p_oom(c);
+        return NULL;
+    }
+    bool rows_first = ma % mb == 0; /* reshape, then the halo along e */
+    if (!rows_first && mb % ma != 0) return NULL;
+    /* The padded shapes the local reshape maps between. */
+    av->dims[d] = rows_first ? k * ca : k * (cb * (mb / ma));
+    bv->dims[e] = rows_first ? k * ca * (ma / mb) : k * cb;
+    const gs_sharding *to = local_reshape(c, av, from, bv);
+    if (!to || gs_p_tiles(to, e) != k) return NULL;
+    for (int i = 0; i < b->rank; i++)
+        if (i != e && gs_p_uneven(to, i, b->dims[i])) return NULL;
+    /* The halo: along e of the reshaped shard, or along d of the operand's. */
+    const gs_sharding *hs = rows_first ? to : from;
+    int hd = rows_first ? e : d;
+    int64_t n = rows_first ? bv->dims[e] : na, held = rows_first ? ca * (ma / mb) : ca;
+    int64_t w = rows_first ? cb : av->dims[d] / k, span = rows_first ? nb : na;
+    int64_t live = (span + w - 1) / w < k ? (span + w - 1) / w : k, L, R;
+    if (!gs_p_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) || L > held || R > held)
+        return NULL;
+    const gs_shape *lv = gs_p_local_shape(c, bv, to);
+    if (!lv) return NULL;
+    gs_builder *bl = gs_p_b(c);
+    gs_instr *y = x;
+    if (rows_first) y = gs_build_reshape(bl, y, lv->rank, lv->dims);
+    y = gs_p_halo_read(c, y, hs, hd, n, 0, w, w, live, NULL);
+    if (!rows_first && y) y = gs_build_reshape(bl, y, lv->rank, lv->dims);
+    *rs = to;
+    return y;
+}
+
+static gs_instr *uneven_reshape(gs_pctx *c, const gs_shape *a, const gs_sharding *from,
+                                gs_instr *x, const gs_shape *b, const gs_sharding **rs) {
+    if (!gs_p_plain(from) || from->kind != GS_SHARDING_TILED || !x) return NULL;
+    for (int d = 0; d < a->rank; d++) {
+        if (gs_p_tiles(from, d) < 2) continue;
+        gs_instr *y = realigned_reshape(c, a, from, x, b, d, rs);
+        if (y || c->failed) return y;
+    }
+    return NULL;
+}
+
 bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     if (!plain_array(in, t)) return false;
     const gs_pvalue *v = gs_p_operand(c, in, 0);
@@ -127,7 +196,10 @@ bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalu
             x = v->hlo;
             rs = fwd;
         } else {
-            return false;
+            gs_instr *y = uneven_reshape(c, a, v->sharding, v->hlo, b, &rs);
+            if (!y) return false;
+            result(out, y, b, rs);
+            return true;
         }
     }
     const gs_shape *ls = gs_p_local_shape(c, b, rs);
