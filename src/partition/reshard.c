@@ -19,6 +19,10 @@
  *   7. a dim's tiles move to another dim                all-to-all            rung_all_to_all
  *   8. anything else                                    all-gather the dims   rung_gather
  *                                                       that do not refine
+ *                                                       (a dim the target
+ *                                                       coarsens only within
+ *                                                       groups of neighbours:
+ *                                                       gather_minor)
  *                                                       (all-reduce of zero-
  *                                                       padded buffers for
  *                                                       dims with more tiles
@@ -786,6 +790,31 @@ static void gather_dims(gs_pctx *c, gs_pvalue *v, int n, const int *dims) {
     if (ns > 0) reduce_dims(c, v, ns, small);
 }
 
+/* 8 (coarser dims). The minor factor f of data dim i's tiles gathered: an all-gather within the
+ * groups of f devices that hold neighbouring shards, leaving dim i with 1/f of its tiles, the
+ * rest replicated (the target coarsens dim i, its shards unions of f source shards). */
+static void gather_minor(gs_pctx *c, gs_pvalue *v, int i, int64_t f) {
+    const gs_sharding *s = v->sharding;
+    gs_tile_assignment u;
+    if (!split_tile_dim(c, &s->tiles, i, f, &u)) {
+        gs_p_oom(c);
+        return;
+    }
+    const gs_sharding *view = make(c, &u, s->n_subgroups, s->subgroups);
+    if (!view) return;
+    int fi = i + 1;
+    gs_replica_groups *g = groups_along(c, view, 1, &fi);
+    const gs_sharding *r = gs_p_replicate_dims(c, view, 1, &fi);
+    int64_t drop = fi;
+    gs_sharding *out = NULL;
+    if (gs_sharding_remove_dims(gs_p_a(c), r, 1, &drop, &out) != GS_OK || !out) {
+        gs_p_oom(c);
+        return;
+    }
+    v->hlo = gs_p_all_gather(c, v->hlo, i, f, g);
+    v->sharding = out;
+}
+
 static void warn_remat(gs_pctx *c, const gs_sharding *from, const gs_sharding *to) {
     c->e->stats.n_full_remat++;
     if (c->e->dry || (c->opts && c->opts->no_warnings)) return;
@@ -810,6 +839,31 @@ static void rung_gather(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
                                  (len + ks - 1) / ks == (kt / ks) * ((len + kt - 1) / kt));
         if (!keep || is_repl(to) || to->kind == GS_SHARDING_MAXIMAL) dims[n++] = i;
     }
+    /* A dim the target coarsens (its shards whole unions of neighbouring source shards) only
+     * gathers within those groups; the ladder continues from there. */
+    if (to->kind == GS_SHARDING_TILED && !is_repl(to))
+        for (int k = 0; k < n; k++) {
+            int i = dims[k];
+            int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), len = base->dims[i];
+            if (kt < 2 || ks % kt != 0 || ks > len) continue;
+            int64_t f = ks / kt, ct = (len + kt - 1) / kt, held = f * ((len + ks - 1) / ks);
+            if (ct == held) {
+                gather_minor(c, v, i, f);
+                return;
+            }
+            /* Unions of f shards that do not line up with the target's (uneven dims): each
+             * device then holds [t*held, (t+1)*held) and a halo exchange with one neighbour
+             * moves that to [t*ct, (t+1)*ct). */
+            int64_t live = (len + ct - 1) / ct < kt ? (len + ct - 1) / ct : kt, L, R;
+            gs_pvalue w = *v;
+            gather_minor(c, &w, i, f);
+            if (c->failed || !gs_p_halo_extent(w.sharding, i, kt * held, 0, ct, ct, live, &L,
+                                               &R) || L > held || R > held)
+                continue;
+            w.hlo = gs_p_halo_read(c, w.hlo, w.sharding, i, kt * held, 0, ct, ct, live, NULL);
+            *v = w;
+            return;
+        }
     if (n == 0) {
         /* Every dim refines: only the device order is off; rung 6 handles it. */
         return;
