@@ -348,6 +348,8 @@ static const gs_sharding *as_plain(gs_pctx *c, const gs_sharding *s) {
 typedef struct window_read {
     int dim;
     int64_t n, a0, step, len, live, pad_lo, pad_hi;
+    int64_t dil; /* > 1: the input is dilated locally first (gs_p_dilate_shard) and read in
+                    dilated positions, the local window undilated */
     bool ok;
 } window_read;
 
@@ -373,6 +375,19 @@ static window_read read_of(const gs_instr *in, const gs_space *sp, int h, int64_
     r.dim = (int)cd->in_spatial[i];
     r.n = in->operands[0]->shape->dims[r.dim];
     r.live = live;
+    r.dil = 1;
+    if (!sp->kernel_windowed && d > 1 && step % d != 0) {
+        /* The windows' starts fall on holes in a pattern that does not repeat per tile: dilate
+         * each shard locally and read the dilated positions. */
+        r.dil = d;
+        r.n = (r.n + k - 1) / k * d * k;
+        r.a0 = a;
+        r.step = step;
+        r.len = len;
+        r.pad_lo = r.pad_hi = 0;
+        r.ok = len > 0;
+        return r;
+    }
     /* A split kernel window must split evenly: padding kernel positions would meet real
      * inputs, and 0 * inf is not the nothing the reference adds. */
     bool uneven_kernel = sp->kernel_windowed && w->size % k != 0;
@@ -418,6 +433,8 @@ static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const gs_space *sp
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         gs_instr *zero = gs_build_scalar_i(gs_p_b(c), x->shape->type, 0);
+        if (r.dil > 1)
+            x = gs_p_dilate_shard(c, x, s, in->operands[0]->shape->dims, r.dim, r.dil, zero);
         x = gs_p_halo_read(c, x, s, r.dim, r.n, r.a0, r.step, r.len, r.live, zero);
     }
     return x;
@@ -440,6 +457,7 @@ static void unpad_windows(gs_pctx *c, const gs_instr *in, gs_instr *conv, const 
         gs_window_dim *wd = &w->dims[sp->spatial[h]];
         wd->pad_lo = r.pad_lo;
         wd->pad_hi = r.pad_hi;
+        if (r.dil > 1) wd->lhs_dilate = 1;
         if (sp->kernel_windowed) wd->size = (wd->size + k - 1) / k; /* this device's part */
     }
 }

@@ -494,6 +494,12 @@ bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     return out->hlo != NULL;
 }
 
+/* Positions a dim of n elements split k ways spans once each shard is dilated locally by d
+ * (gs_p_dilate_shard); n itself when d is 1. */
+static int64_t dilated_len(int64_t n, int64_t k, int64_t d) {
+    return d > 1 ? (n + k - 1) / k * d * k : n;
+}
+
 bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
     if (!plain_array(in, t) || in->n_operands != 2) return false;
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
@@ -501,8 +507,9 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
     if (!wa || wa->u.window->n != is->rank || is->rank != in->shape->rank) return false;
     /* Windowed dims the result tiles keep their tiling: each device reads its window by halo
      * exchange, positions outside the input taking the reduction's identity (which is what
-     * skipping them means); that needs a reduction with an identity and no base dilation. The
-     * other windowed dims are made whole. */
+     * skipping them means); that needs a reduction with an identity. A base-dilated dim is
+     * dilated locally first (its holes the identity too) and read undilated. The other
+     * windowed dims are made whole. */
     gs_opcode rop;
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     gs_instr *id = comp && gs_p_reducer_op(comp, &rop) ? gs_p_identity(c, rop, is->type) : NULL;
@@ -515,9 +522,10 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
         if (trivial) continue;
         int64_t k = gs_p_tiles(t, i), o = in->shape->dims[i], so = (o + k - 1) / k;
         int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0, L, R;
-        halo[i] = id && k > 1 && w->lhs_dilate == 1 &&
-                  gs_p_halo_extent(t, i, is->dims[i], -w->pad_lo, so * w->stride,
-                                   (so - 1) * w->stride + eff, so ? (o + so - 1) / so : 0, &L, &R);
+        halo[i] = id && k > 1 && w->lhs_dilate >= 1 &&
+                  gs_p_halo_extent(t, i, dilated_len(is->dims[i], k, w->lhs_dilate), -w->pad_lo,
+                                   so * w->stride, (so - 1) * w->stride + eff,
+                                   so ? (o + so - 1) / so : 0, &L, &R);
         if (!halo[i]) moved[n++] = i;
     }
     const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
@@ -530,15 +538,21 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
         const gs_window_dim *w = &wa->u.window->dims[i];
         int64_t k = gs_p_tiles(s, i), o = in->shape->dims[i], so = (o + k - 1) / k;
         int64_t eff = (w->size - 1) * w->rhs_dilate + 1;
-        ops[0] = gs_p_halo_read(c, ops[0], s, i, is->dims[i], -w->pad_lo, so * w->stride,
-                                (so - 1) * w->stride + eff, (o + so - 1) / so, id);
+        if (w->lhs_dilate > 1)
+            ops[0] = gs_p_dilate_shard(c, ops[0], s, is->dims, i, w->lhs_dilate, id);
+        ops[0] = gs_p_halo_read(c, ops[0], s, i, dilated_len(is->dims[i], k, w->lhs_dilate),
+                                -w->pad_lo, so * w->stride, (so - 1) * w->stride + eff,
+                                (o + so - 1) / so, id);
     }
     result(out, gs_p_clone(c, in, ls, 2, ops), in->shape, s);
     if (!out->hlo) return false;
-    /* The halo read filled the padding in. */
+    /* The halo read filled the padding (and the holes) in. */
     gs_window *w = gs_instr_attr(out->hlo, GS_ATTR_WINDOW)->u.window;
     for (int i = 0; i < is->rank; i++)
-        if (halo[i]) w->dims[i].pad_lo = w->dims[i].pad_hi = 0;
+        if (halo[i]) {
+            w->dims[i].pad_lo = w->dims[i].pad_hi = 0;
+            w->dims[i].lhs_dilate = 1;
+        }
     return true;
 }
 

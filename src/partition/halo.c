@@ -173,3 +173,15 @@ gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d,
     int64_t so = (n_out + k - 1) / k;
     return gs_p_halo_read(c, x, s, d, n, start, so, so, live_tiles(k, so, n_out), fill);
 }
+
+gs_instr *gs_p_dilate_shard(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,
+                            int d, int64_t dil, gs_instr *fill) {
+    if (!x) return NULL;
+    int dims[1] = {d};
+    x = gs_p_mask(c, x, s, base, 1, dims, fill);
+    int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, inr[GS_MAX_RANK] = {0};
+    hi[d] = dil - 1;
+    inr[d] = dil - 1;
+    return gs_build_pad(gs_p_b(c), x, fill ? fill : gs_build_scalar_i(gs_p_b(c), x->shape->type, 0),
+                        lo, hi, inr);
+}

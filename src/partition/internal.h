@@ -236,6 +236,14 @@ bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_
  * when no plan. */
 gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                          int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill);
+/* Base dilation dil along dim d made local: x (the device's shard along d under s, base dims
+ * base) with its padding set to `fill` (NULL: zero) and dil - 1 fill values after each
+ * element, so tile t holds dilated positions [t*c*dil, (t+1)*c*dil) (c the shard length) of a
+ * dim of c*dil*k positions: a window with base dilation over it is an undilated window over
+ * these, which gs_p_halo_read can read wherever the dilated window steps are not multiples of
+ * dil. */
+gs_instr *gs_p_dilate_shard(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,
+                            int d, int64_t dil, gs_instr *fill);
 /* Source-target pairs of a ring along tile dim d of t: each device sends to the one `dist`
  * tiles below it (wrapping). *n gets the count; malloc'ed (free it), NULL on failure. */
 int64_t (*gs_p_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int *n))[2];
