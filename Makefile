@@ -12,7 +12,7 @@ TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast demo soak fuzz fuzz-deps clean
+.PHONY: all deps build test test-fast demo soak soak-mpi fuzz fuzz-deps clean
 
 all: build
 
@@ -56,6 +56,14 @@ SOAK_CASES ?= 20000
 SOAK_FIRST ?=
 soak: deps build
 	@./tests/soak.sh $(BUILD) $(SOAK_SEEDS) $(SOAK_CASES) $(SOAK_FIRST)
+
+# The same on the MPI backend (not part of `make test`): under mpirun -np SOAK_RANKS, the cases
+# whose device count the ranks divide (default 5 seeds x 2,000 graphs, about half of them run).
+SOAK_MPI_SEEDS ?= 5
+SOAK_MPI_CASES ?= 2000
+SOAK_RANKS ?= 2
+soak-mpi: deps build
+	@./tests/soak_mpi.sh $(BUILD) $(SOAK_MPI_SEEDS) $(SOAK_MPI_CASES) "$(SOAK_FIRST)" $(SOAK_RANKS)
 
 # The libFuzzer targets in tests/fuzz (not part of `make test`): built with clang, ASan and UBSan
 # in $(FUZZ_BUILD), each run for FUZZ_SECONDS in one process, one after the other (FUZZ_TARGETS

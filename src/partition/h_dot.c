@@ -376,9 +376,11 @@ static window_read read_of(const gs_instr *in, const gs_space *sp, int h, int64_
     r.n = in->operands[0]->shape->dims[r.dim];
     r.live = live;
     r.dil = 1;
-    if (!sp->kernel_windowed && d > 1 && step % d != 0) {
+    if (!sp->kernel_windowed && d > 1 && step % d != 0 && d <= k) {
         /* The windows' starts fall on holes in a pattern that does not repeat per tile: dilate
-         * each shard locally and read the dilated positions. */
+         * each shard locally and read the dilated positions. The local window then multiplies
+         * the holes too, d times the work of a dilated window over 1/k of the output, so only
+         * while d <= k (never more work than computing the dim whole). */
         r.dil = d;
         r.n = (r.n + k - 1) / k * d * k;
         r.a0 = a;

@@ -522,7 +522,9 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
         if (trivial) continue;
         int64_t k = gs_p_tiles(t, i), o = in->shape->dims[i], so = (o + k - 1) / k;
         int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0, L, R;
-        halo[i] = id && k > 1 && w->lhs_dilate >= 1 &&
+        /* A dilated window reduces its holes too: d times the work over 1/k of the output,
+         * so base dilation d only while d <= k. */
+        halo[i] = id && k > 1 && w->lhs_dilate >= 1 && w->lhs_dilate <= k &&
                   gs_p_halo_extent(t, i, dilated_len(is->dims[i], k, w->lhs_dilate), -w->pad_lo,
                                    so * w->stride, (so - 1) * w->stride + eff,
                                    so ? (o + so - 1) / so : 0, &L, &R);

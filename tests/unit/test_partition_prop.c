@@ -17,6 +17,11 @@
  * with the reference interpreter by gs_verify_outputs, the check `gspmd run --verify` makes: f32
  * within GS_VERIFY_MARGIN rounding-error bounds of each element, s32 exactly.
  *
+ * Under mpirun with GSPMD_PARTITION_MPI=1 (tests/soak_mpi.sh) every rank generates the same
+ * cases and runs the ones whose device count is a multiple of the ranks on the MPI backend
+ * (device count / ranks devices per rank, threads within a rank), through gs_run_sharded, the
+ * path of `mpirun ... gspmd run --backend mpi`; rank 0 compares with the reference.
+ *
  * GSPMD_PARTITION_SEED=N picks the seed (under ctest the default is the commit hash, so every
  * CI run covers new graphs), GSPMD_PARTITION_CASES=N the number of cases (default 2000), GSPMD_PARTITION_KEEP_GOING=1 counts failures instead of stopping at the first. A failure prints the seed, the case number, the module and the partitioned program.
  */
@@ -896,6 +901,22 @@ static const char *random_module(graph *g, mesh *m, bool dots) {
     return out;
 }
 
+/* Runs p on the MPI backend, k devices per rank (a new communicator per case); every rank
+ * must agree that the run succeeded, or the ones that did would wait on the others. */
+static gs_status run_mpi(const gs_module *mod, const gs_module *p, int k, gs_value *const *args,
+                         int n_args, gs_value **got, gs_diags *d) {
+    gs_comm *comm = gs_comm_mpi_new(k, 30, d);
+    if (!comm) return GS_ERR;
+    gs_status st = gs_run_sharded(mod, p, comm, args, n_args, 1, got, d);
+    bool all_ok = false;
+    if (!gs_mpi_agree(comm, st == GS_OK, &all_ok)) {
+        fprintf(stderr, "rank %d: a rank never finished its case; stopping\n", gs_mpi_rank());
+        gs_mpi_exit_now();
+    }
+    comm->ops->free(comm);
+    return all_ok ? GS_OK : GS_ERR;
+}
+
 static void test_random_graphs(void **state) {
     (void)state;
     const char *es = getenv("GSPMD_PARTITION_SEED"), *ec = getenv("GSPMD_PARTITION_CASES");
@@ -912,12 +933,17 @@ static void test_random_graphs(void **state) {
      * the partitioner). */
     bool keep_going = getenv("GSPMD_PARTITION_KEEP_GOING") != NULL;
     int n_failed = 0;
+    /* Under mpirun: the MPI backend, for the cases whose devices split evenly over the ranks. */
+    bool mpi = getenv("GSPMD_PARTITION_MPI") != NULL && gs_mpi_launched();
+    int ranks = mpi ? gs_mpi_world_size() : 1, rank = mpi ? gs_mpi_rank() : 0, n_mpi = 0;
+    if (mpi) keep_going = true; /* one rank stopping would leave the others waiting */
     double worst_error = 0; /* the largest float error seen, in rounding-error bounds */
     for (int it = 0; it < cases; it++) {
         rng_state = seed * 0x9E3779B97F4A7C15ull + (uint64_t)it * 0x2545F4914F6CDD1Dull + 1;
         mesh m;
         bool windowed = it % 3 == 0; /* a third of the cases: windowed dots, dots favoured */
         const char *hlo = random_module(g, &m, windowed);
+        if (mpi && m.n % ranks != 0) continue;
         by_devices[m.n]++;
         if (getenv("GSPMD_PARTITION_PRINT"))
             fprintf(stderr, "case %d (%d devices)\n%s\n", it, m.n, hlo);
@@ -941,9 +967,13 @@ static void test_random_graphs(void **state) {
                 what = "the partitioned program does not verify";
             else if (gs_interp_make_args(mod, NULL, (uint64_t)it, &args, &n_args, &d) != GS_OK)
                 what = "no arguments";
-            else if (gs_run_partitioned(mod, p, m.n, args, n_args, 1, 30, &got, &d) != GS_OK)
+            else if (mpi ? run_mpi(mod, p, m.n / ranks, args, n_args, &got, &d) != GS_OK
+                         : gs_run_partitioned(mod, p, m.n, args, n_args, 1, 30, &got, &d) != GS_OK)
                 what = "the partitioned program failed";
-            else {
+            else if (mpi && rank != 0) {
+                n_mpi++; /* rank 0 compares */
+            } else {
+                n_mpi += mpi;
                 gs_leaf_check *checks = NULL;
                 int n_checks = 0;
                 bool all_ok = false;
@@ -970,8 +1000,13 @@ static void test_random_graphs(void **state) {
         }
         if (what && keep_going) {
             n_failed++;
-            if (getenv("GSPMD_PARTITION_PRINT_FAILED"))
+            if (mpi && rank == 0) {
+                fprintf(stderr, "FAIL (seed %llu, case %d, %d devices on %d ranks): %s\n%s\n",
+                        (unsigned long long)seed, it, m.n, ranks, what, hlo);
+                gs_diags_render(&d, stderr);
+            } else if (getenv("GSPMD_PARTITION_PRINT_FAILED")) {
                 fprintf(stderr, "case %d: %s\n", it, what);
+            }
         } else if (what) {
             fprintf(stderr, "partition property failed (seed %llu, case %d, %d devices): %s\n%s\n",
                     (unsigned long long)seed, it, m.n, what, hlo);
@@ -994,14 +1029,21 @@ static void test_random_graphs(void **state) {
         gs_source_free(src);
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
-    fprintf(stderr, "%d random graphs verified (seed %llu; by device count:", cases,
+    if (mpi) {
+        fprintf(stderr, "rank %d: %d of %d random graphs run on %d MPI ranks\n", rank, n_mpi,
+                cases, ranks);
+        free(g);
+        gs_mpi_finalize();
+        if (rank != 0) return;
+    }
+    fprintf(stderr, "%d random graphs verified (seed %llu; by device count:", mpi ? n_mpi : cases,
             (unsigned long long)seed);
     for (int n = 1; n <= 8; n++)
         if (by_devices[n]) fprintf(stderr, " %d:%d", n, by_devices[n]);
     fprintf(stderr, ") in %.1f s of CPU; largest float error %.3g rounding bounds (limit %g)\n",
             secs, worst_error, GS_VERIFY_MARGIN);
     if (keep_going) fprintf(stderr, "%d of %d cases failed\n", n_failed, cases);
-    free(g);
+    if (!mpi) free(g);
     assert_int_equal(n_failed, 0);
 }
 
