@@ -23,7 +23,9 @@
  * path of `mpirun ... gspmd run --backend mpi`; rank 0 compares with the reference.
  *
  * GSPMD_PARTITION_SEED=N picks the seed (under ctest the default is the commit hash, so every
- * CI run covers new graphs), GSPMD_PARTITION_CASES=N the number of cases (default 2000), GSPMD_PARTITION_KEEP_GOING=1 counts failures instead of stopping at the first. A failure prints the seed, the case number, the module and the partitioned program.
+ * CI run covers new graphs), GSPMD_PARTITION_CASES=N the number of cases (default 2000),
+ * GSPMD_PARTITION_SECONDS=T stops after T seconds if sooner, GSPMD_PARTITION_KEEP_GOING=1 counts failures instead of stopping at the first. A failure prints the seed, the case number, the module, the partitioned program, and the
+ * module minimised (the shortest prefix of its ops that still fails).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -182,6 +184,7 @@ typedef struct graph {
     size_t clen;
     int n_comps;
     bool dots; /* favour dots (half the ops) */
+    int n_ops; /* ops generated */
 } graph;
 
 static void emit(graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -840,7 +843,8 @@ static void op(graph *g) {
 }
 
 /* Builds a random module; returns its text (static storage) and the device count. */
-static const char *random_module(graph *g, mesh *m, bool dots) {
+/* cap: at most that many ops (a prefix of the same graph, for minimising a failure); 0: all. */
+static const char *random_module(graph *g, mesh *m, bool dots, int cap) {
     memset(g, 0, sizeof *g);
     g->dots = dots;
     random_mesh(m);
@@ -848,7 +852,9 @@ static const char *random_module(graph *g, mesh *m, bool dots) {
     g->ty = rnd(5) == 0 ? "s32" : "f32";
     random_param(g);
     int n_ops = 1 + rnd(7);
+    if (cap > 0 && cap < n_ops) n_ops = cap;
     for (int i = 0; i < n_ops && g->n < MAXV - 4; i++) op(g);
+    g->n_ops = n_ops;
     const val *last = &g->v[g->n - 1];
     char body[16384];
     memcpy(body, g->text, g->len + 1);
@@ -917,6 +923,103 @@ static gs_status run_mpi(const gs_module *mod, const gs_module *p, int k, gs_val
     return all_ok ? GS_OK : GS_ERR;
 }
 
+static void seed_case(uint64_t seed, int it) {
+    rng_state = seed * 0x9E3779B97F4A7C15ull + (uint64_t)it * 0x2545F4914F6CDD1Dull + 1;
+}
+
+/* One generated case and what checking it left behind (freed by case_free). */
+typedef struct one_case {
+    const char *hlo;
+    const mesh *m;
+    bool windowed, mpi;
+    int it, ranks, rank;
+    bool ran_mpi; /* it ran on the MPI backend */
+    gs_source *src;
+    gs_diags d;
+    gs_module *mod, *p;
+    gs_value **args, *got;
+    int n_args;
+} one_case;
+
+static void case_free(one_case *c) {
+    gs_value_free(c->got);
+    for (int i = 0; i < c->n_args; i++) gs_value_free(c->args[i]);
+    free(c->args);
+    gs_diags_free(&c->d);
+    gs_module_free(c->p);
+    gs_module_free(c->mod);
+    gs_source_free(c->src);
+}
+
+/* Parses, partitions, runs and compares one case: NULL when it passes, else what failed. */
+static const char *check_case(one_case *c, double *worst_error) {
+    const mesh *m = c->m;
+    c->src = gs_source_from_string("prop.hlo", c->hlo);
+    c->mod = gs_parse_module(c->src, &c->d);
+    const char *what = NULL;
+    if (!c->mod || gs_module_verify(c->mod, &c->d) != GS_OK)
+        return "the generated module does not parse or verify (a generator bug)";
+    gs_partition_options o = {0};
+    o.num_partitions = m->n;
+    o.no_warnings = true;
+    o.windowed_einsum = c->windowed;
+    o.bidirectional_windowed_einsum = c->it % 2 == 0; /* half of those both ways */
+    if (gs_partition(c->mod, &o, &c->p, NULL, &c->d) != GS_OK) return "partition failed";
+    if (gs_module_verify(c->p, &c->d) != GS_OK) return "the partitioned program does not verify";
+    if (gs_interp_make_args(c->mod, NULL, (uint64_t)c->it, &c->args, &c->n_args, &c->d) != GS_OK)
+        return "no arguments";
+    if (c->mpi ? run_mpi(c->mod, c->p, m->n / c->ranks, c->args, c->n_args, &c->got, &c->d) !=
+                     GS_OK
+               : gs_run_partitioned(c->mod, c->p, m->n, c->args, c->n_args, 1, 30, &c->got,
+                                    &c->d) != GS_OK)
+        return "the partitioned program failed";
+    c->ran_mpi = c->mpi;
+    if (c->mpi && c->rank != 0) return NULL; /* rank 0 compares */
+    gs_leaf_check *checks = NULL;
+    int n_checks = 0;
+    bool all_ok = false;
+    if (gs_verify_outputs(c->mod, c->args, c->n_args, 1, c->got, &checks, &n_checks, &all_ok,
+                          &c->d) != GS_OK) {
+        what = "the reference failed";
+    } else {
+        for (int i = 0; i < n_checks; i++)
+            if (!checks[i].exact && checks[i].limit > 1 && checks[i].error > *worst_error)
+                *worst_error = checks[i].error;
+    }
+    if (checks && !all_ok) {
+        what = "output differs from the reference";
+        for (int i = 0; i < n_checks; i++)
+            if (!checks[i].ok)
+                fprintf(stderr, "output %d: error %g (limit %g) at element %lld: got %.9g, want "
+                        "%.9g, bound %.3g\n", i, checks[i].error, checks[i].limit,
+                        (long long)checks[i].worst, checks[i].got, checks[i].want,
+                        checks[i].bound);
+    }
+    free(checks);
+    return what;
+}
+
+/* A failing case minimised: the shortest prefix of its ops (the same graph cut after its first
+ * k ops, the root resharded at random) that still fails, printed. */
+static void minimise(graph *g, uint64_t seed, int it, bool windowed, int n_ops) {
+    for (int cap = 1; cap < n_ops; cap++) {
+        seed_case(seed, it);
+        mesh m;
+        const char *hlo = random_module(g, &m, windowed, cap);
+        one_case c = {.hlo = hlo, .m = &m, .windowed = windowed, .it = it};
+        double worst = 0;
+        const char *what = check_case(&c, &worst);
+        if (what) {
+            fprintf(stderr, "minimised (its first %d of %d ops still fail: %s):\n%s\n", cap,
+                    n_ops, what, hlo);
+            gs_diags_render(&c.d, stderr);
+        }
+        case_free(&c);
+        if (what) return;
+    }
+    fprintf(stderr, "minimised: no shorter prefix fails\n");
+}
+
 static void test_random_graphs(void **state) {
     (void)state;
     const char *es = getenv("GSPMD_PARTITION_SEED"), *ec = getenv("GSPMD_PARTITION_CASES");
@@ -938,95 +1041,52 @@ static void test_random_graphs(void **state) {
     int ranks = mpi ? gs_mpi_world_size() : 1, rank = mpi ? gs_mpi_rank() : 0, n_mpi = 0;
     if (mpi) keep_going = true; /* one rank stopping would leave the others waiting */
     double worst_error = 0; /* the largest float error seen, in rounding-error bounds */
+    /* GSPMD_PARTITION_SECONDS=T: stop after T seconds (threads only: MPI ranks must agree). */
+    const char *et = getenv("GSPMD_PARTITION_SECONDS");
+    double limit_s = et && !mpi ? atof(et) : 0;
+    time_t started = time(NULL);
     for (int it = 0; it < cases; it++) {
-        rng_state = seed * 0x9E3779B97F4A7C15ull + (uint64_t)it * 0x2545F4914F6CDD1Dull + 1;
+        if (limit_s > 0 && difftime(time(NULL), started) >= limit_s) {
+            fprintf(stderr, "stopping after %.0f s (GSPMD_PARTITION_SECONDS)\n", limit_s);
+            cases = it;
+            break;
+        }
+        seed_case(seed, it);
         mesh m;
         bool windowed = it % 3 == 0; /* a third of the cases: windowed dots, dots favoured */
-        const char *hlo = random_module(g, &m, windowed);
+        const char *hlo = random_module(g, &m, windowed, 0);
         if (mpi && m.n % ranks != 0) continue;
         by_devices[m.n]++;
         if (getenv("GSPMD_PARTITION_PRINT"))
             fprintf(stderr, "case %d (%d devices)\n%s\n", it, m.n, hlo);
-        gs_source *src = gs_source_from_string("prop.hlo", hlo);
-        gs_diags d = {0};
-        gs_module *mod = gs_parse_module(src, &d);
-        gs_module *p = NULL;
-        gs_value **args = NULL, *got = NULL;
-        int n_args = 0;
-        const char *what = NULL;
-        if (!mod || gs_module_verify(mod, &d) != GS_OK) {
-            what = "the generated module does not parse or verify (a generator bug)";
-        } else {
-            gs_partition_options o = {0};
-            o.num_partitions = m.n;
-            o.no_warnings = true;
-            o.windowed_einsum = windowed;
-            o.bidirectional_windowed_einsum = it % 2 == 0; /* half of those both ways */
-            if (gs_partition(mod, &o, &p, NULL, &d) != GS_OK) what = "partition failed";
-            else if (gs_module_verify(p, &d) != GS_OK)
-                what = "the partitioned program does not verify";
-            else if (gs_interp_make_args(mod, NULL, (uint64_t)it, &args, &n_args, &d) != GS_OK)
-                what = "no arguments";
-            else if (mpi ? run_mpi(mod, p, m.n / ranks, args, n_args, &got, &d) != GS_OK
-                         : gs_run_partitioned(mod, p, m.n, args, n_args, 1, 30, &got, &d) != GS_OK)
-                what = "the partitioned program failed";
-            else if (mpi && rank != 0) {
-                n_mpi++; /* rank 0 compares */
-            } else {
-                n_mpi += mpi;
-                gs_leaf_check *checks = NULL;
-                int n_checks = 0;
-                bool all_ok = false;
-                if (gs_verify_outputs(mod, args, n_args, 1, got, &checks, &n_checks, &all_ok,
-                                      &d) != GS_OK) {
-                    what = "the reference failed";
-                } else {
-                    for (int i = 0; i < n_checks; i++)
-                        if (!checks[i].exact && checks[i].limit > 1 &&
-                            checks[i].error > worst_error)
-                            worst_error = checks[i].error;
-                }
-                if (checks && !all_ok) {
-                    what = "output differs from the reference";
-                    for (int i = 0; i < n_checks; i++)
-                        if (!checks[i].ok)
-                            fprintf(stderr, "output %d: error %g (limit %g) at element %lld: "
-                                    "got %.9g, want %.9g, bound %.3g\n", i, checks[i].error,
-                                    checks[i].limit, (long long)checks[i].worst, checks[i].got,
-                                    checks[i].want, checks[i].bound);
-                }
-                free(checks);
-            }
-        }
+        one_case c = {.hlo = hlo, .m = &m, .windowed = windowed, .it = it, .mpi = mpi,
+                      .ranks = ranks, .rank = rank};
+        const char *what = check_case(&c, &worst_error);
+        n_mpi += c.ran_mpi;
         if (what && keep_going) {
             n_failed++;
             if (mpi && rank == 0) {
                 fprintf(stderr, "FAIL (seed %llu, case %d, %d devices on %d ranks): %s\n%s\n",
                         (unsigned long long)seed, it, m.n, ranks, what, hlo);
-                gs_diags_render(&d, stderr);
+                gs_diags_render(&c.d, stderr);
             } else if (getenv("GSPMD_PARTITION_PRINT_FAILED")) {
                 fprintf(stderr, "case %d: %s\n", it, what);
             }
         } else if (what) {
             fprintf(stderr, "partition property failed (seed %llu, case %d, %d devices): %s\n%s\n",
                     (unsigned long long)seed, it, m.n, what, hlo);
-            gs_diags_render(&d, stderr);
-            if (p) {
-                char *t = gs_module_to_string(p);
+            gs_diags_render(&c.d, stderr);
+            if (c.p) {
+                char *t = gs_module_to_string(c.p);
                 fprintf(stderr, "partitioned program:\n%s\n", t);
                 free(t);
             }
+            minimise(g, seed, it, windowed, g->n_ops);
             fprintf(stderr, "reproduce: GSPMD_PARTITION_SEED=%llu and case %d\n",
                     (unsigned long long)seed, it);
             fail();
         }
-        gs_value_free(got);
-        for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
-        free(args);
-        gs_diags_free(&d);
-        gs_module_free(p);
-        gs_module_free(mod);
-        gs_source_free(src);
+        case_free(&c);
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     if (mpi) {
