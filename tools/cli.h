@@ -59,6 +59,14 @@ bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const cha
  * another option. */
 int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o);
+/* If argv[*i] is --max-memory BYTES (a number, optionally K/M/G/T for KiB..TiB): sets *max and
+ * returns 1; -1 with a message for a bad value; 0 for another option. */
+int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max);
+/* This machine's physical memory in bytes (INT64_MAX when unknown): --max-memory's default. */
+int64_t gs_cli_machine_memory(void);
+/* 0 when `need` bytes fit in max; else prints `FILE: error: WHAT needs about ...` naming both
+ * sizes and returns 1. */
+int gs_cli_check_memory(const char *file, const char *what, double need, int64_t max);
 /* mkdir -p; 0 on success, -1 with errno set. */
 int gs_cli_mkdirs(const char *path);
 /* Reads and parses FILE ("-" = stdin); on failure prints the diagnostics and returns NULL. *src

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value) {
     size_t n = strlen(name);
@@ -130,4 +131,49 @@ void gs_cli_print_stats(FILE *f, const gs_module *m, const gs_module *p,
     print_bytes(f, cm.peak_bytes / n);
     fprintf(f, "; ratio %.3f\n",
             cm.peak_bytes > 0 ? (double)cp.peak_bytes / ((double)cm.peak_bytes / (double)n) : 1.0);
+}
+
+int64_t gs_cli_machine_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || size <= 0) return INT64_MAX;
+    return (int64_t)pages * (int64_t)size;
+}
+
+int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max) {
+    const char *v;
+    if (!gs_cli_opt_value(argc, argv, i, "--max-memory", &v)) return 0;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    double scale = 1;
+    if (*end && !end[1]) {
+        switch (*end) {
+        case 'K': case 'k': scale = 1024.0; break;
+        case 'M': case 'm': scale = 1048576.0; break;
+        case 'G': case 'g': scale = 1073741824.0; break;
+        case 'T': case 't': scale = 1099511627776.0; break;
+        default: scale = 0;
+        }
+        end++;
+    }
+    x *= scale;
+    if (end == v || *end || errno || !(x >= 1) || x > 9.0e18) {
+        fprintf(stderr, "gspmd %s: --max-memory wants a size in bytes (K, M, G or T for KiB, "
+                        "MiB, GiB, TiB), not '%s'\n", cmd, v);
+        return -1;
+    }
+    *max = (int64_t)x;
+    return 1;
+}
+
+int gs_cli_check_memory(const char *file, const char *what, double need, int64_t max) {
+    if (need <= (double)max) return 0;
+    fprintf(stderr, "%s: error: %s needs about ", file, what);
+    if (need < 9.0e18) print_bytes(stderr, (int64_t)need);
+    else fprintf(stderr, "%.3g bytes", need);
+    fprintf(stderr, " at its peak, more than the ");
+    print_bytes(stderr, max);
+    fprintf(stderr, " allowed (--max-memory, by default this machine's memory); nothing was "
+                    "allocated\n");
+    return 1;
 }

@@ -20,6 +20,7 @@
  * writes them and verifies.
  */
 #include "cli.h"
+#include "gspmd/cost.h"
 #include "gspmd/npy.h"
 #include "gspmd/partition.h"
 #include "gspmd/propagate.h"
@@ -37,10 +38,11 @@ static const char *RUN_USAGE =
     "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
     "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
-    "          [--no-windowed-einsum]\n"
+    "          [--no-windowed-einsum] [--max-memory BYTES]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
+    "          [--max-memory BYTES]\n"
     "          --output-dir DIR";
 
 static const char *RUN_HELP =
@@ -63,6 +65,9 @@ static const char *RUN_HELP =
     "  --input NAME=F.npy   the global value of entry parameter NAME (others random)\n"
     "  --seed S             seed of the random inputs (default 0)\n"
     "  --timeout SEC        how long a collective waits for the other devices (default 60)\n"
+    "  --max-memory BYTES   refuse, before allocating anything, a run whose devices in this\n"
+    "                       process (and, with --verify, the reference) would need more at\n"
+    "                       their peak (K, M, G, T suffixes; default: this machine's memory)\n"
     "  --output-dir DIR     where the outputs go\n"
     "  --save-program FILE  also write the partitioned program (HLO text) to FILE\n"
     "  --stats              print what the partitioned program costs a device (as partition\n"
@@ -111,6 +116,7 @@ typedef struct run_args {
     long per_rank;            /* --devices-per-rank (MPI) */
     uint64_t seed;            /* --seed */
     double timeout;           /* --timeout */
+    int64_t max_memory;       /* --max-memory */
     gs_interp_inputs inputs;  /* --input */
     gs_cli_shardings sh;      /* --mesh / --shard */
     gs_partition_options win; /* --windowed-einsum-threshold-mib */
@@ -286,6 +292,24 @@ static void free_run_values(const gs_comm *comm, gs_value ***dev_args, gs_value 
     free(all);
 }
 
+/* The memory a run needs in this process, against --max-memory, before anything is allocated:
+ * each local device's peak of program p, the global arguments, and with --verify the
+ * reference's run of m. */
+static int check_memory(const run_args *a, const gs_module *m, const gs_module *p, bool mpi) {
+    gs_cost cm, cp;
+    gs_cost_module(p, &cp);
+    double need = (double)(mpi ? a->per_rank : a->n_devices) * (double)cp.run_peak_bytes;
+    if (m) {
+        gs_cost_module(m, &cm);
+        need += (double)cm.param_bytes + (a->verify ? (double)cm.run_peak_bytes : 0);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "running this program on %ld device%s%s",
+             mpi ? a->per_rank : a->n_devices, (mpi ? a->per_rank : a->n_devices) == 1 ? "" : "s",
+             mpi ? " per rank" : " in one process");
+    return gs_cli_check_memory(a->file, what, need, a->max_memory);
+}
+
 static int run_spmd(const run_args *a, bool mpi) {
     gs_source *src;
     gs_module *m = gs_cli_load_module(a->file, &src);
@@ -297,6 +321,7 @@ static int run_spmd(const run_args *a, bool mpi) {
     int64_t n = a->n_devices;
     if (gs_module_verify(m, &d) != GS_OK) goto finish;
     if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
+    if (check_memory(a, NULL, m, mpi) != 0) goto finish;
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
     if (gs_check_collectives(m, (int)n, &d) != GS_OK) goto finish;
     if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
@@ -380,6 +405,7 @@ static int run_sharded(const run_args *a, bool mpi) {
     if (gs_partition(m, &po, &p, &pst, &d) != GS_OK) goto finish;
     if (a->stats && rank0) gs_cli_print_stats(stderr, m, p, &pst);
     if (check_supported(p, &d) != GS_OK) goto finish;
+    if (check_memory(a, m, p, mpi) != 0) goto finish;
     if (a->save && rank0) {
         char *text = gs_module_to_string(p);
         FILE *f = text ? fopen(a->save, "w") : NULL;
@@ -447,6 +473,7 @@ int gs_cli_run(int argc, char **argv) {
     a.propagate = true;
     a.timeout = 60;
     a.per_rank = 1;
+    a.max_memory = gs_cli_machine_memory();
     int rc = 2;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -468,6 +495,8 @@ int gs_cli_run(int argc, char **argv) {
             a.fill_elided = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
             a.strict = true;
+        } else if ((k = gs_cli_memory_option(argc, argv, &i, "run", &a.max_memory)) != 0) {
+            if (k < 0) goto done;
         } else if ((k = gs_cli_windowed_option(argc, argv, &i, "run", &a.win)) != 0) {
             if (k < 0) goto done;
         } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {

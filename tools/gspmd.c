@@ -11,6 +11,7 @@
  * pipe), 2 bad usage.
  */
 #include "cli.h"
+#include "gspmd/cost.h"
 #include "gspmd/interp.h"
 #include "gspmd/npy.h"
 #include "gspmd/numeric.h"
@@ -151,12 +152,16 @@ static int cmd_eval(int argc, char **argv) {
     uint64_t seed = 0;
     bool print = false, fill = false;
     gs_interp_inputs inputs = {0};
+    int64_t max_memory = gs_cli_machine_memory();
     int rc = 2;
     for (int i = 1; i < argc; i++) {
         const char *v;
+        int k;
         if (is_help(argv[i])) {
             rc = print_help("eval");
             goto done;
+        } else if ((k = gs_cli_memory_option(argc, argv, &i, "eval", &max_memory)) != 0) {
+            if (k < 0) goto done;
         } else if (strcmp(argv[i], "--print") == 0) {
             print = true;
         } else if (strcmp(argv[i], "--fill-elided") == 0) {
@@ -208,7 +213,12 @@ static int cmd_eval(int argc, char **argv) {
                     filled, filled == 1 ? "" : "s");
         gs_value **outs = NULL;
         int n_outs = 0;
-        if (out_dir && gs_cli_mkdirs(out_dir) != 0) {
+        gs_cost cost;
+        gs_cost_module(m, &cost);
+        if (gs_cli_check_memory(file, "evaluating this module", (double)cost.run_peak_bytes,
+                                max_memory) != 0) {
+            /* reported */
+        } else if (out_dir && gs_cli_mkdirs(out_dir) != 0) {
             fprintf(stderr, "error: cannot create directory '%s': %s\n", out_dir, strerror(errno));
         } else if (gs_interp_run_entry(m, &inputs, seed, &outs, &n_outs, &d) == GS_OK) {
             rc = 0;
@@ -246,7 +256,7 @@ static const command COMMANDS[] = {
      "its op's rules (XLA's shape inference). Prints FILE: ok, or one located error per problem.\n"},
     {"eval", cmd_eval,
      "gspmd eval FILE [--input NAME=FILE.npy]... [--seed S] [--fill-elided] "
-     "(--output-dir DIR | --print)",
+     "[--max-memory BYTES] (--output-dir DIR | --print)",
      "Runs the reference interpreter on one device and writes one .npy per output leaf:\n"
      "DIR/out0.npy, DIR/out1.npy, ... in depth-first order (a non-tuple root is out0.npy).\n"
      "--print also prints each output's shape, min/max/mean and first values.\n"
@@ -256,7 +266,10 @@ static const command COMMANDS[] = {
      "bf16 outputs are written widened exactly to float32, and a bf16 parameter reads a\n"
      "float32 file (rounded to nearest even). f16 is numpy float16.\n"
      "--fill-elided gives constants whose values were elided ({...}) seeded random values\n"
-     "(else they are an error).\n"},
+     "(else they are an error).\n"
+     "--max-memory BYTES (K, M, G, T suffixes; default: this machine's memory): a module whose\n"
+     "peak of live values would need more is refused before anything is allocated, saying\n"
+     "how much it needs.\n"},
     {"propagate", gs_cli_propagate,
      "gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]] "
      "[--propagate-to-parameters=B[,B...]] [--cse-prevention-only] [--mesh M --shard NAME=SPEC]... "

@@ -28,6 +28,9 @@ typedef struct gs_cost {
                             written in place; elementwise values (and broadcast
                             scalars) used only by elementwise ops take no memory, as XLA's loop
                             fusion computes them inside their users */
+    int64_t run_peak_bytes; /* the same peak with every value in memory of its own (no fusion,
+                               no donated buffers): what gspmd's interpreter and executor hold
+                               at most (they free each value after its last use) */
 } gs_cost;
 
 /* FLOPs of one instruction on its own (dot: 2 x result elements x contracted size;

@@ -76,6 +76,7 @@ static bool aliases(const gs_instr *in) {
 typedef struct walk {
     const gs_module *m;
     int depth;
+    bool materialise; /* every value its own buffer (run_peak_bytes) */
 } walk;
 
 static void comp_cost(walk *w, const gs_computation *c, gs_cost *out);
@@ -113,7 +114,8 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
         w->depth--;
         return;
     }
-    for (int i = 0; i < n; i++) fused[i] = loop_fusible(c->instrs[i]) && !c->instrs[i]->is_root;
+    for (int i = 0; i < n; i++)
+        fused[i] = !w->materialise && loop_fusible(c->instrs[i]) && !c->instrs[i]->is_root;
     for (int i = 0; i < n; i++) {
         const gs_instr *u = c->instrs[i];
         bool elementwise_user = loop_fusible(u);
@@ -135,7 +137,7 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
                     only_contractions = u->op == GS_OP_DOT || u->op == GS_OP_CONVOLUTION;
                 }
         }
-        if (only_contractions && users > 0) fused[i] = 1;
+        if (only_contractions && users > 0 && !w->materialise) fused[i] = 1;
     }
     for (int i = 0; i < n; i++) last[i] = c->instrs[i]->is_root ? n : i;
     for (int i = 0; i < n; i++)
@@ -220,7 +222,7 @@ static void read_aliases(const gs_module *m, int *out_param, int n_out) {
 void gs_cost_module(const gs_module *m, gs_cost *out) {
     memset(out, 0, sizeof *out);
     if (!m->entry) return;
-    walk w = {m, 0};
+    walk w = {m, 0, false};
     const gs_instr *root = m->entry->root;
     int n_out = root && root->op == GS_OP_TUPLE ? root->n_operands : 0;
     int *out_param = calloc((size_t)n_out + 1, sizeof *out_param);
@@ -240,6 +242,10 @@ void gs_cost_module(const gs_module *m, gs_cost *out) {
     for (int i = 0; i < m->entry->n_params; i++)
         out->param_bytes += gs_shape_bytes(m->entry->params[i]->shape);
     out->peak_bytes += out->param_bytes;
+    gs_cost all;
+    walk wm = {m, 0, true};
+    comp_cost_in_place(&wm, m->entry, NULL, &all);
+    out->run_peak_bytes = all.peak_bytes + out->param_bytes;
     free(out_param);
     free(in_place);
 }

@@ -19,9 +19,17 @@ gs_value *gs_value_new_array(gs_type type, int rank, const int64_t *dims) {
             return NULL;
         }
         v->dims[i] = dims[i];
-        v->n *= dims[i];
+        if (__builtin_mul_overflow(v->n, dims[i], &v->n)) { /* no wrapped size reaches calloc */
+            free(v);
+            return NULL;
+        }
     }
-    size_t bytes = (size_t)v->n * (size_t)gs_type_size(type);
+    int64_t total;
+    if (__builtin_mul_overflow(v->n, (int64_t)gs_type_size(type), &total)) {
+        free(v);
+        return NULL;
+    }
+    size_t bytes = (size_t)total;
     v->data = calloc(bytes ? bytes : 1, 1);
     if (!v->data) {
         free(v);

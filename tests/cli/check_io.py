@@ -10,6 +10,7 @@ Writes that fail are errors with exit status != 0 and a message, never a silent 
 Unwritable places work as root too: a path under a file (/dev/null/x) and /proc.
 
 Bad .npy inputs found by tests/fuzz/fuzz_npy are errors, before anything is allocated for them.
+So are modules too large for --max-memory (default: the machine's memory).
 """
 import os
 import struct
@@ -112,6 +113,35 @@ with tempfile.TemporaryDirectory() as tmp:
             f.write(data)
         rc, err = run(["eval", one, "--print", "--input", "x=" + path])
         expect("eval --input x=" + name, rc, err, want)
+
+    # Memory limits (--max-memory, default the machine's memory): a module whose peak of live
+    # values would not fit is refused before anything is allocated, saying how much it needs.
+    big = os.path.join(tmp, "big.hlo")
+    with open(big, "w") as f:
+        f.write("HloModule big\nENTRY e {\n  a = f32[100000,100000] parameter(0)\n"
+                "  ROOT n = f32[100000,100000] negate(a)\n}\n")
+    for name, args, want in [
+            ("eval big", ["eval", big, "--print", "--max-memory", "64G"],
+             "evaluating this module needs about 74.51 GiB at its peak, more than the 64.00 GiB"),
+            ("run big", ["run", big, "--num-partitions", "2", "--max-memory", "64G"],
+             "running this program on 2 devices in one process needs about 186.26 GiB"),
+            ("run --verify big", ["run", big, "--num-partitions", "2", "--verify",
+                                  "--max-memory", "64G"], "needs about 260.77 GiB"),
+            ("run --spmd big", ["run", "--spmd", big, "--num-partitions", "4",
+                                "--max-memory", "64G", "--output-dir", os.path.join(tmp, "o")],
+             "running this program on 4 devices in one process needs about 298.02 GiB"),
+            ("eval small, tiny limit", ["eval", hlo, "--print", "--max-memory", "100"],
+             "needs about 384 B at its peak, more than the 100 B allowed")]:
+        rc, err = run(args)
+        expect(name, rc, err, want)
+    rc, err = run(["eval", hlo, "--print", "--max-memory", "1M"])
+    if rc != 0:
+        failures.append("eval --max-memory 1M: exit %d: %s" % (rc, err.strip()))
+    for bad in ["0", "-5", "1X", "", "1e30"]:
+        rc, err = run(["eval", hlo, "--print", "--max-memory", bad])
+        if rc != 2 or "--max-memory wants a size" not in err:
+            failures.append("eval --max-memory %r: want exit 2 and a usage message; got %d: %s"
+                            % (bad, rc, err.strip()))
 
 for f in failures:
     print("FAIL " + f)
