@@ -239,6 +239,59 @@ static int64_t dims_product(const gs_value *v, gs_ints l) {
     return p;
 }
 
+/* Are the dims in l the consecutive dims first, first+1, ... in that order? */
+static bool consecutive(gs_ints l, int64_t first) {
+    for (int i = 0; i < l.n; i++)
+        if (l.v[i] != first + i) return false;
+    return true;
+}
+
+/* The layout of one operand already in memory as a batch of matrices: batch dims leading in
+ * the listed order, then the contracting dims in order either after the free dims (`rows_k`:
+ * [batch, free, K]) or before them ([batch, K, free]). False when the dims are otherwise. */
+static bool matrix_layout(const gs_value *v, gs_ints batch, gs_ints contr, bool *k_last) {
+    if (!consecutive(batch, 0)) return false;
+    int64_t free_dims = v->rank - batch.n - contr.n;
+    if (consecutive(contr, batch.n + free_dims)) {
+        *k_last = true;
+        return true;
+    }
+    if (consecutive(contr, batch.n)) {
+        *k_last = false;
+        return true;
+    }
+    return false;
+}
+
+/* f32 and f64 dots whose operands are batches of matrices in memory (matrix_layout) run as one
+ * gemm per batch straight on the operands' and the result's buffers, transposed as the layout
+ * says: no copies. False (nothing done) otherwise. */
+static bool direct_gemm(const gs_value *l, const gs_value *r, gs_ints lb, gs_ints lc, gs_ints rb,
+                        gs_ints rc, int64_t B, int64_t M, int64_t N, int64_t K, gs_value *res) {
+    bool f32 = res->type == GS_F32, f64 = res->type == GS_F64;
+    if (!(f32 || f64) || l->type != res->type || r->type != res->type) return false;
+    bool lk_last, rk_last;
+    if (!matrix_layout(l, lb, lc, &lk_last) || !matrix_layout(r, rb, rc, &rk_last)) return false;
+    /* lhs [M,K] as is, or [K,M] transposed; rhs [K,N] as is, or [N,K] transposed. */
+    enum CBLAS_TRANSPOSE ta = lk_last ? CblasNoTrans : CblasTrans;
+    enum CBLAS_TRANSPOSE tb = rk_last ? CblasTrans : CblasNoTrans;
+    blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
+    blasint lda = lk_last ? k : m, ldb = rk_last ? k : n;
+    size_t es = f32 ? 4 : 8;
+    for (int64_t b = 0; b < B; b++) {
+        const char *A = (const char *)l->data + (size_t)(b * M * K) * es;
+        const char *Bm = (const char *)r->data + (size_t)(b * K * N) * es;
+        char *C = (char *)res->data + (size_t)(b * M * N) * es;
+        if (f32)
+            cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)A, lda,
+                        (const float *)Bm, ldb, 0.0f, (float *)C, n);
+        else
+            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)A, lda,
+                        (const double *)Bm, ldb, 0.0, (double *)C, n);
+    }
+    return true;
+}
+
 /* dot: operands gathered to [batch, M, K] and [batch, K, N], one gemm per batch; the result's
  * dims are (batch, lhs free, rhs free), which is the row-major [batch, M, N] product. */
 static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
@@ -280,6 +333,10 @@ static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
         return gs_eval_error(ev, in, "dot is too large for BLAS");
     }
     if (res->n == 0) {
+        *out = res;
+        return GS_OK;
+    }
+    if (K > 0 && direct_gemm(l, r, lb, lc, rb, rc, B, M, N, K, res)) {
         *out = res;
         return GS_OK;
     }

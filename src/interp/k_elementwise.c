@@ -368,14 +368,42 @@ void gs_scalar_convert(gs_type at, const void *a, int64_t ia, gs_type rt, void *
 
 /* ------------------------------------------------------------------ kernels */
 
+/* f32 unary ops as one loop each over the buffers (the same float math as float_unary, without
+ * its per-element dispatch); false for other ops. */
+static bool unary_f32(gs_opcode op, const float *x, float *y, int64_t n) {
+#define LOOP(expr)                                                                                \
+    for (int64_t i = 0; i < n; i++) {                                                             \
+        float v = x[i];                                                                           \
+        y[i] = (expr);                                                                            \
+    }                                                                                             \
+    return true
+    switch (op) {
+    case GS_OP_NEGATE: LOOP(-v);
+    case GS_OP_ABS: LOOP(fabsf(v));
+    case GS_OP_TANH: LOOP(tanhf(v));
+    case GS_OP_EXP: LOOP(expf(v));
+    case GS_OP_EXPM1: LOOP(expm1f(v));
+    case GS_OP_LOG: LOOP(logf(v));
+    case GS_OP_LOG1P: LOOP(log1pf(v));
+    case GS_OP_SQRT: LOOP(sqrtf(v));
+    case GS_OP_RSQRT: LOOP(1.0f / sqrtf(v));
+    case GS_OP_LOGISTIC: LOOP(1.0f / (1.0f + expf(-v)));
+    case GS_OP_SIN: LOOP(sinf(v));
+    case GS_OP_COS: LOOP(cosf(v));
+    case GS_OP_ERF: LOOP(erff(v));
+    case GS_OP_FLOOR: LOOP(floorf(v));
+    case GS_OP_CEIL: LOOP(ceilf(v));
+    default: return false;
+    }
+#undef LOOP
+}
+
 static gs_status k_unary(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     gs_value *r = gs_eval_new_result(ev, in);
     if (!r) return GS_ERR;
     const gs_value *a = ops[0];
-    if (a->type == GS_F32 && r->type == GS_F32 && (in->op == GS_OP_NEGATE || in->op == GS_OP_ABS)) {
-        const float *x = a->data;
-        float *y = r->data;
-        for (int64_t i = 0; i < a->n; i++) y[i] = in->op == GS_OP_NEGATE ? -x[i] : fabsf(x[i]);
+    if (a->type == GS_F32 && r->type == GS_F32 && unary_f32(in->op, a->data, r->data, a->n)) {
+        /* done */
     } else {
         for (int64_t i = 0; i < a->n; i++) gs_scalar_unary(in->op, a->type, a->data, i, r->type, r->data, i);
     }
@@ -391,6 +419,31 @@ static gs_status k_binary(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     if (a->type == GS_F32 && r->type == GS_F32) {
         const float *x = a->data, *y = b->data;
         float *z = r->data;
+        switch (in->op) {
+        case GS_OP_ADD: for (int64_t i = 0; i < a->n; i++) z[i] = x[i] + y[i]; goto done;
+        case GS_OP_SUBTRACT: for (int64_t i = 0; i < a->n; i++) z[i] = x[i] - y[i]; goto done;
+        case GS_OP_MULTIPLY: for (int64_t i = 0; i < a->n; i++) z[i] = x[i] * y[i]; goto done;
+        case GS_OP_DIVIDE: for (int64_t i = 0; i < a->n; i++) z[i] = x[i] / y[i]; goto done;
+        case GS_OP_MAXIMUM:
+            for (int64_t i = 0; i < a->n; i++) {
+                float u = x[i], v = y[i];
+                z[i] = isnan(u) || isnan(v) ? NAN
+                       : u > v ? u : (v > u ? v : (signbit(u) ? v : u));
+            }
+            goto done;
+        case GS_OP_MINIMUM:
+            for (int64_t i = 0; i < a->n; i++) {
+                float u = x[i], v = y[i];
+                z[i] = isnan(u) || isnan(v) ? NAN
+                       : u < v ? u : (v < u ? v : (signbit(u) ? u : v));
+            }
+            goto done;
+        default: break;
+        }
+    }
+    if (a->type == GS_F64 && b->type == GS_F64 && r->type == GS_F64) {
+        const double *x = a->data, *y = b->data;
+        double *z = r->data;
         switch (in->op) {
         case GS_OP_ADD: for (int64_t i = 0; i < a->n; i++) z[i] = x[i] + y[i]; goto done;
         case GS_OP_SUBTRACT: for (int64_t i = 0; i < a->n; i++) z[i] = x[i] - y[i]; goto done;

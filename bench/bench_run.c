@@ -1,0 +1,223 @@
+/*
+ * bench_run.c — how fast partitioned programs run (issue 12), against raw OpenBLAS in the same
+ * process: an MLP of L layers, each x <- x + tanh(x . w1) . w2 with x f32[1024,1024],
+ * w1 f32[1024,4096], w2 f32[4096,1024] (2 x 8.6 GFLOP per layer).
+ *
+ *   build/bench/bench_run [LAYERS_A LAYERS_B]        default 2 and 6
+ *
+ * Each figure is per layer, from the difference between an L_B-layer and an L_A-layer run (so
+ * setup, argument making and result gathering cancel), best of 3:
+ *   raw       the same layers written directly on cblas_sgemm + tanhf + add, one BLAS thread
+ *   eval      the reference interpreter (gs_interp_eval) on one device, one BLAS thread
+ *   run 2 tp  gs_run_partitioned on 2 devices (threads backend): Megatron tensor parallelism,
+ *             w1 split by columns, w2 by rows, one all-reduce per layer
+ *   run 2 dp  the same on 2 devices with x split by rows (data parallelism, weights whole)
+ * and the ratios the issue asks for: eval / raw (goal <= 1.15) and eval / run (goal >= 1.8 on
+ * two cores). User and system CPU time of the whole process are printed at the end (goal:
+ * system time < 10% of wall time). mpirun -np 2 build/gspmd run ... --backend mpi is the MPI
+ * figure (see README). Not part of `make test`.
+ */
+#include "gspmd/interp.h"
+#include "gspmd/partition.h"
+#include "gspmd/runtime.h"
+#include "gspmd/text.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+enum { B = 1024, D = 1024, H = 4096 };
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The MLP as HLO text: parameters x, then w1_l and w2_l per layer; `mode` 0 unsharded, 1 tensor
+ * parallel, 2 data parallel (over 2 devices). */
+static char *mlp_text(int layers, int mode) {
+    size_t cap = 4096 + (size_t)layers * 1024;
+    char *t = malloc(cap), *p = t;
+    const char *xs = mode == 2 ? ", sharding={devices=[2,1]<=[2]}"
+                     : mode == 1 ? ", sharding={replicated}" : "";
+    const char *w1s = mode == 1 ? ", sharding={devices=[1,2]<=[2]}"
+                      : mode == 2 ? ", sharding={replicated}" : "";
+    const char *w2s = mode == 1 ? ", sharding={devices=[2,1]<=[2]}"
+                      : mode == 2 ? ", sharding={replicated}" : "";
+    p += sprintf(p, "HloModule mlp\n\nENTRY main {\n  x0 = f32[%d,%d] parameter(0)%s\n", B, D, xs);
+    for (int l = 0; l < layers; l++) {
+        p += sprintf(p, "  w1_%d = f32[%d,%d] parameter(%d)%s\n", l, D, H, 1 + 2 * l, w1s);
+        p += sprintf(p, "  w2_%d = f32[%d,%d] parameter(%d)%s\n", l, H, D, 2 + 2 * l, w2s);
+        p += sprintf(p, "  h_%d = f32[%d,%d] dot(x%d, w1_%d), lhs_contracting_dims={1}, "
+                        "rhs_contracting_dims={0}\n", l, B, H, l, l);
+        p += sprintf(p, "  t_%d = f32[%d,%d] tanh(h_%d)\n", l, B, H, l);
+        p += sprintf(p, "  y_%d = f32[%d,%d] dot(t_%d, w2_%d), lhs_contracting_dims={1}, "
+                        "rhs_contracting_dims={0}\n", l, B, D, l, l);
+        p += sprintf(p, "  %sx%d = f32[%d,%d] add(x%d, y_%d)%s\n", l + 1 == layers ? "ROOT " : "",
+                     l + 1, B, D, l, l, l + 1 == layers ? xs : "");
+    }
+    sprintf(p, "}\n");
+    return t;
+}
+
+static gs_module *parse(const char *text, gs_source **src) {
+    gs_diags d = {0};
+    *src = gs_source_from_string("mlp.hlo", text);
+    gs_module *m = gs_parse_module(*src, &d);
+    if (!m || gs_module_verify(m, &d) != GS_OK) {
+        gs_diags_render(&d, stderr);
+        exit(1);
+    }
+    gs_diags_free(&d);
+    return m;
+}
+
+/* Seconds for the raw loop over `layers` layers (one BLAS thread). */
+static double raw(int layers, float *x, float *const *w1, float *const *w2, float *h, float *y) {
+    double t0 = now();
+    for (int l = 0; l < layers; l++) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, D, 1.0f, x, D, w1[l], H,
+                    0.0f, h, H);
+        for (size_t i = 0; i < (size_t)B * H; i++) h[i] = tanhf(h[i]);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, D, H, 1.0f, h, H, w2[l], D,
+                    0.0f, y, D);
+        for (size_t i = 0; i < (size_t)B * D; i++) x[i] += y[i];
+    }
+    return now() - t0;
+}
+
+/* Seconds for one gspmd run of the `layers`-layer MLP: devices 0 = the interpreter, else
+ * gs_run_partitioned on that many threads. */
+static double gspmd_run(int layers, int mode, int devices) {
+    gs_source *src;
+    char *text = mlp_text(layers, mode);
+    gs_module *m = parse(text, &src);
+    gs_diags d = {0};
+    gs_value **args = NULL, *out = NULL;
+    int n_args = 0;
+    if (gs_interp_make_args(m, NULL, 1, &args, &n_args, &d) != GS_OK) goto fail;
+    gs_module *p = NULL;
+    if (devices > 0) {
+        gs_partition_options o = {0};
+        o.num_partitions = devices;
+        if (gs_partition(m, &o, &p, NULL, &d) != GS_OK) goto fail;
+    }
+    double t0 = now();
+    gs_status st = devices > 0
+                       ? gs_run_partitioned(m, p, devices, args, n_args, 1, 600, &out, &d)
+                       : gs_interp_eval(m, NULL, args, n_args, &out, &d);
+    double secs = now() - t0;
+    if (st != GS_OK) goto fail;
+    gs_value_free(out);
+    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+    free(args);
+    gs_module_free(p);
+    gs_module_free(m);
+    gs_source_free(src);
+    free(text);
+    gs_diags_free(&d);
+    return secs;
+fail:
+    gs_diags_render(&d, stderr);
+    exit(1);
+}
+
+static double best_of_3(double (*f)(void *), void *ctx) {
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double s = f(ctx);
+        if (s < best) best = s;
+    }
+    return best;
+}
+
+typedef struct job {
+    int layers, mode, devices;
+    float *x, **w1, **w2, *h, *y;
+} job;
+
+static double do_raw(void *c) {
+    job *j = c;
+    return raw(j->layers, j->x, j->w1, j->w2, j->h, j->y);
+}
+
+static double do_gspmd(void *c) {
+    job *j = c;
+    return gspmd_run(j->layers, j->mode, j->devices);
+}
+
+static double cpu_seconds(bool system) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    struct timeval tv = system ? ru.ru_stime : ru.ru_utime;
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+}
+
+int main(int argc, char **argv) {
+    int la = argc > 2 ? atoi(argv[1]) : 2, lb = argc > 2 ? atoi(argv[2]) : 6;
+    if (la < 1 || lb <= la) {
+        fprintf(stderr, "usage: bench_run [LAYERS_A LAYERS_B] (1 <= A < B)\n");
+        return 2;
+    }
+    double wall0 = now();
+    openblas_set_num_threads(1);
+    float *x = malloc(sizeof(float) * B * D), *h = malloc(sizeof(float) * B * H);
+    float *y = malloc(sizeof(float) * B * D);
+    float **w1 = calloc((size_t)lb, sizeof *w1), **w2 = calloc((size_t)lb, sizeof *w2);
+    if (!x || !h || !y || !w1 || !w2) return 1;
+    srand(1);
+    for (size_t i = 0; i < (size_t)B * D; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int l = 0; l < lb; l++) {
+        w1[l] = malloc(sizeof(float) * D * H);
+        w2[l] = malloc(sizeof(float) * H * D);
+        if (!w1[l] || !w2[l]) return 1;
+        for (size_t i = 0; i < (size_t)D * H; i++) {
+            w1[l][i] = ((float)rand() / RAND_MAX - 0.5f) * 0.05f;
+            w2[l][i] = ((float)rand() / RAND_MAX - 0.5f) * 0.05f;
+        }
+    }
+    printf("MLP layer: x f32[%d,%d] . w1 f32[%d,%d], tanh, . w2 f32[%d,%d], + x; per layer from "
+           "%d- and %d-layer runs, best of 3\n", B, D, D, H, H, D, la, lb);
+    struct {
+        const char *name;
+        int mode, devices; /* devices -1: raw */
+        double per_layer;
+    } rows[] = {{"raw OpenBLAS, 1 thread", 0, -1, 0},
+                {"gspmd eval, 1 BLAS thread", 0, 0, 0},
+                {"gspmd run, 2 devices, tensor parallel", 1, 2, 0},
+                {"gspmd run, 2 devices, data parallel", 2, 2, 0}};
+    int n_rows = (int)(sizeof rows / sizeof rows[0]);
+    for (int r = 0; r < n_rows; r++) {
+        job a = {la, rows[r].mode, rows[r].devices, x, w1, w2, h, y}, b = a;
+        b.layers = lb;
+        double (*f)(void *) = rows[r].devices < 0 ? do_raw : do_gspmd;
+        double ta = best_of_3(f, &a), tb = best_of_3(f, &b);
+        rows[r].per_layer = (tb - ta) / (lb - la);
+        printf("  %-40s %8.3f s per layer  %6.1f GFLOP/s\n", rows[r].name, rows[r].per_layer,
+               4.0 * B * D * H / rows[r].per_layer * 1e-9);
+    }
+    printf("eval / raw                    %.2f  (goal <= 1.15)\n",
+           rows[1].per_layer / rows[0].per_layer);
+    printf("eval / run 2 tensor parallel  %.2f  (goal >= 1.8 on 2 cores)\n",
+           rows[1].per_layer / rows[2].per_layer);
+    printf("eval / run 2 data parallel    %.2f  (goal >= 1.8 on 2 cores)\n",
+           rows[1].per_layer / rows[3].per_layer);
+    double wall = now() - wall0;
+    printf("process: %.1f s wall, %.1f s user, %.1f s system (%.0f%% of wall; goal < 10%%)\n",
+           wall, cpu_seconds(false), cpu_seconds(true), 100 * cpu_seconds(true) / wall);
+    for (int l = 0; l < lb; l++) {
+        free(w1[l]);
+        free(w2[l]);
+    }
+    free(w1);
+    free(w2);
+    free(x);
+    free(h);
+    free(y);
+    return 0;
+}
