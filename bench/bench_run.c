@@ -23,6 +23,7 @@
 #include "gspmd/text.h"
 
 #include <cblas.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     double wall0 = now();
+    /* The heap settings the gspmd CLI runs with (tools/gspmd.c): large buffers reused, not
+     * mapped and unmapped per instruction. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     openblas_set_num_threads(1);
     float *x = malloc(sizeof(float) * B * D), *h = malloc(sizeof(float) * B * H);
     float *y = malloc(sizeof(float) * B * D);

@@ -58,6 +58,15 @@ static const gs_sharding *tuple_of(gs_arena *a, int n, const gs_sharding *leaf) 
     return gs_sharding_tuple(a, n, v);
 }
 
+/* Does tiled sharding sh fit every array leaf of tuple shape s (its rank)? */
+static bool fits_leaves(const gs_shape *s, const gs_sharding *sh) {
+    if (s->type != GS_TUPLE)
+        return !gs_type_is_array(s->type) || sh->data_rank == s->rank;
+    for (int i = 0; i < s->n_tuple; i++)
+        if (!fits_leaves(s->tuple[i], sh)) return false;
+    return true;
+}
+
 /* The sharding as the partitioner reads it for a value of shape s (NULL: replicated), or NULL
  * when it does not fit the shape (*why says how). */
 static const gs_sharding *normalize(gs_arena *a, const gs_shape *s, const gs_sharding *sh,
@@ -66,7 +75,14 @@ static const gs_sharding *normalize(gs_arena *a, const gs_shape *s, const gs_sha
     if (s->type == GS_TUPLE) {
         int n = gs_shape_n_leaves(s);
         if (!sh) return tuple_of(a, n, gs_sharding_replicated(a));
-        if (sh->kind != GS_SHARDING_TUPLE) return tuple_of(a, n, sh);
+        if (sh->kind != GS_SHARDING_TUPLE) {
+            /* One sharding for every element: each must have its rank. */
+            if (sh->kind == GS_SHARDING_TILED && !fits_leaves(s, sh)) {
+                *why = "a sharding whose rank differs from its tuple elements' shapes";
+                return NULL;
+            }
+            return tuple_of(a, n, sh);
+        }
         if (sh->n_tuple != n) {
             *why = "a tuple sharding whose number of elements differs from the shape's leaves";
             return NULL;
