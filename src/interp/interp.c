@@ -40,6 +40,13 @@ gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in) {
     return v;
 }
 
+gs_value *gs_eval_new_result_in_place(gs_eval *ev, const gs_instr *in) {
+    gs_value *d = ev->donor;
+    ev->donor = NULL;
+    if (d && gs_value_matches(d, in->shape)) return gs_value_ref(d);
+    return gs_eval_new_result(ev, in);
+}
+
 /* ------------------------------------------------------------------ index helpers */
 
 void gs_strides(int rank, const int64_t *dims, int64_t *strides) {
@@ -651,7 +658,18 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
                 ops[k] = vals[in->operands[k]->id];
                 if (bounded) bops[k] = bvals[in->operands[k]->id];
             }
+            /* An array operand used for the last time here and held by nothing else (not an
+             * argument, not the root) can take the result of an elementwise kernel. */
+            ev->donor = NULL;
+            for (int k = 0; !bounded && k < in->n_operands && !ev->donor; k++) {
+                const gs_instr *o = in->operands[k];
+                gs_value *v = ops[k];
+                if (uses[o->id] == 1 && o != c->root && v && v->refs == 1 &&
+                    v->type != GS_TUPLE && v->data)
+                    ev->donor = v;
+            }
             st = bounded ? gs_bound_instr(ev, in, ops, bops, &r, &br) : gs_eval_instr(ev, in, ops, &r);
+            ev->donor = NULL;
             if (ops != opbuf) free(ops);
             if (bops != bopbuf) free(bops);
         }
@@ -705,7 +723,7 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     gs_status st = gs_eval_call(&ev, c, args, n_args, result);
     gs_scalar_progs_free(ev.scalars);

@@ -399,7 +399,7 @@ static bool unary_f32(gs_opcode op, const float *x, float *y, int64_t n) {
 }
 
 static gs_status k_unary(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
-    gs_value *r = gs_eval_new_result(ev, in);
+    gs_value *r = gs_eval_new_result_in_place(ev, in);
     if (!r) return GS_ERR;
     const gs_value *a = ops[0];
     if (a->type == GS_F32 && r->type == GS_F32 && unary_f32(in->op, a->data, r->data, a->n)) {
@@ -414,7 +414,7 @@ static gs_status k_unary(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
 static gs_status k_binary(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *a = ops[0], *b = ops[1];
     if (a->n != b->n) return gs_eval_error(ev, in, "operands have different element counts");
-    gs_value *r = gs_eval_new_result(ev, in);
+    gs_value *r = gs_eval_new_result_in_place(ev, in);
     if (!r) return GS_ERR;
     if (a->type == GS_F32 && r->type == GS_F32) {
         const float *x = a->data, *y = b->data;

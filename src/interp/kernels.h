@@ -37,6 +37,9 @@ typedef struct gs_eval {
     uint64_t rng_state;       /* state of rng / rng-get-and-update-state */
     int depth;                /* nesting of computation calls (guards runaway recursion) */
     gs_scalar_prog *scalars;  /* compiled scalar computations (scalar.c); freed at the end */
+    gs_value *donor;          /* an operand of the instruction being run that dies there and is
+                                 held by nothing else: an elementwise kernel may write its
+                                 result into it (gs_eval_new_result_in_place) */
 } gs_eval;
 
 /* ---- scalar.c: fast calls of scalar computations */
@@ -93,6 +96,9 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
 
 /* A new array value for instruction `in`'s (array) result shape; NULL after reporting OOM. */
 gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in);
+/* The same, or ev->donor when it has the result's type and dims (a new reference to it), for
+ * kernels whose element i of the result reads only element i of each operand. */
+gs_value *gs_eval_new_result_in_place(gs_eval *ev, const gs_instr *in);
 
 /* ------------------------------------------------------------------ manual regions (manual.c) */
 
