@@ -4,6 +4,10 @@
  * w1 f32[1024,4096], w2 f32[4096,1024] (2 x 8.6 GFLOP per layer).
  *
  *   build/bench/bench_run [LAYERS_A LAYERS_B]        default 2 and 6
+ *   mpirun -np 2 build/bench/bench_run --mpi [A B]   the same on the MPI backend (one device per
+ *                                                    rank) against eval on rank 0 alone
+ *   build/bench/bench_run --hlo LAYERS MODE          the module as HLO text (MODE 0 unsharded,
+ *                                                    1 tensor parallel, 2 data parallel)
  *
  * Each figure is per layer, from the difference between an L_B-layer and an L_A-layer run (so
  * setup, argument making and result gathering cancel), best of 3:
@@ -14,11 +18,11 @@
  *   run 2 dp  the same on 2 devices with x split by rows (data parallelism, weights whole)
  * and the ratios the issue asks for: eval / raw (goal <= 1.15) and eval / run (goal >= 1.8 on
  * two cores). User and system CPU time of the whole process are printed at the end (goal:
- * system time < 10% of wall time). mpirun -np 2 build/gspmd run ... --backend mpi is the MPI
- * figure (see README). Not part of `make test`.
+ * system time < 10% of wall time). Not part of `make test`.
  */
 #include "gspmd/interp.h"
 #include "gspmd/partition.h"
+#include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
@@ -92,9 +96,15 @@ static double raw(int layers, float *x, float *const *w1, float *const *w2, floa
     return now() - t0;
 }
 
+/* The MPI communicator of `bench_run --mpi` (NULL: threads). */
+typedef struct bench_ctx {
+    gs_comm *mpi;
+} bench_ctx;
+
 /* Seconds for one gspmd run of the `layers`-layer MLP: devices 0 = the interpreter, else
- * gs_run_partitioned on that many threads. */
-static double gspmd_run(int layers, int mode, int devices) {
+ * gs_run_partitioned on that many threads (or, with an MPI communicator, gs_run_sharded on the
+ * ranks, timed from a common start). */
+static double gspmd_run_on(int layers, int mode, int devices, gs_comm *mpi) {
     gs_source *src;
     char *text = mlp_text(layers, mode);
     gs_module *m = parse(text, &src);
@@ -104,14 +114,20 @@ static double gspmd_run(int layers, int mode, int devices) {
     if (gs_interp_make_args(m, NULL, 1, &args, &n_args, &d) != GS_OK) goto fail;
     gs_module *p = NULL;
     if (devices > 0) {
+        /* As `gspmd run` does: shardings propagated to every instruction, then partitioned. */
+        gs_propagate_options po = {0};
+        po.is_spmd = true;
+        if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
         gs_partition_options o = {0};
         o.num_partitions = devices;
         if (gs_partition(m, &o, &p, NULL, &d) != GS_OK) goto fail;
     }
+    bool all_ok;
+    if (mpi) gs_mpi_agree(mpi, true, &all_ok); /* start together */
     double t0 = now();
-    gs_status st = devices > 0
-                       ? gs_run_partitioned(m, p, devices, args, n_args, 1, 600, &out, &d)
-                       : gs_interp_eval(m, NULL, args, n_args, &out, &d);
+    gs_status st = mpi           ? gs_run_sharded(m, p, mpi, args, n_args, 1, &out, &d)
+                   : devices > 0 ? gs_run_partitioned(m, p, devices, args, n_args, 1, 600, &out, &d)
+                                 : gs_interp_eval(m, NULL, args, n_args, &out, &d);
     double secs = now() - t0;
     if (st != GS_OK) goto fail;
     gs_value_free(out);
@@ -126,6 +142,10 @@ static double gspmd_run(int layers, int mode, int devices) {
 fail:
     gs_diags_render(&d, stderr);
     exit(1);
+}
+
+static double gspmd_run(int layers, int mode, int devices) {
+    return gspmd_run_on(layers, mode, devices, NULL);
 }
 
 static double best_of_3(double (*f)(void *), void *ctx) {
@@ -159,7 +179,64 @@ static double cpu_seconds(bool system) {
     return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
 }
 
+/* mpirun -np 2 bench_run --mpi [LAYERS_A LAYERS_B]: the tensor- and data-parallel MLP on the
+ * MPI backend (one device per rank), and on rank 0, alone, the interpreter, per layer. */
+static int mpi_main(int argc, char **argv) {
+    int la = argc > 3 ? atoi(argv[2]) : 2, lb = argc > 3 ? atoi(argv[3]) : 6;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    gs_diags d = {0};
+    gs_comm *comm = gs_comm_mpi_new(1, 600, &d);
+    if (!comm || comm->n_devices != 2) {
+        gs_diags_render(&d, stderr);
+        fprintf(stderr, "bench_run --mpi: run it under mpirun -np 2\n");
+        return 2;
+    }
+    openblas_set_num_threads(1);
+    bool rank0 = gs_mpi_rank() == 0, ok;
+    double per[3];
+    for (int mode = 1; mode <= 2; mode++) {
+        double ta = 1e30, tb = 1e30;
+        for (int r = 0; r < 3; r++) {
+            double a = gspmd_run_on(la, mode, 2, comm), b = gspmd_run_on(lb, mode, 2, comm);
+            ta = a < ta ? a : ta;
+            tb = b < tb ? b : tb;
+        }
+        per[mode] = (tb - ta) / (lb - la);
+    }
+    if (rank0) {
+        double ta = 1e30, tb = 1e30;
+        for (int r = 0; r < 3; r++) {
+            double a = gspmd_run(la, 0, 0), b = gspmd_run(lb, 0, 0);
+            ta = a < ta ? a : ta;
+            tb = b < tb ? b : tb;
+        }
+        per[0] = (tb - ta) / (lb - la);
+        printf("MLP per layer from %d- and %d-layer runs, best of 3, MPI backend on 2 ranks\n",
+               la, lb);
+        printf("  %-40s %8.3f s per layer\n", "gspmd eval, 1 BLAS thread (rank 0 alone)",
+               per[0]);
+        printf("  %-40s %8.3f s per layer  (eval / this %.2f; goal >= 1.8)\n",
+               "mpirun -np 2, tensor parallel", per[1], per[0] / per[1]);
+        printf("  %-40s %8.3f s per layer  (eval / this %.2f; goal >= 1.8)\n",
+               "mpirun -np 2, data parallel", per[2], per[0] / per[2]);
+    }
+    gs_mpi_agree(comm, true, &ok);
+    comm->ops->free(comm);
+    gs_mpi_finalize();
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--hlo") == 0) {
+        /* bench_run --hlo LAYERS MODE: the module (MODE 0 unsharded, 1 tensor parallel, 2 data
+         * parallel), for timing the CLI: gspmd eval, mpirun -np 2 gspmd run --backend mpi. */
+        char *t = mlp_text(atoi(argv[2]), atoi(argv[3]));
+        fputs(t, stdout);
+        free(t);
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "--mpi") == 0) return mpi_main(argc, argv);
     int la = argc > 2 ? atoi(argv[1]) : 2, lb = argc > 2 ? atoi(argv[2]) : 6;
     if (la < 1 || lb <= la) {
         fprintf(stderr, "usage: bench_run [LAYERS_A LAYERS_B] (1 <= A < B)\n");
@@ -175,15 +252,17 @@ int main(int argc, char **argv) {
     float *y = malloc(sizeof(float) * B * D);
     float **w1 = calloc((size_t)lb, sizeof *w1), **w2 = calloc((size_t)lb, sizeof *w2);
     if (!x || !h || !y || !w1 || !w2) return 1;
+    /* Values drawn as gspmd's random arguments are (uniform in [-1, 1)), so that tanhf sees the
+     * same range in every row. */
     srand(1);
-    for (size_t i = 0; i < (size_t)B * D; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < (size_t)B * D; i++) x[i] = 2.0f * (float)rand() / RAND_MAX - 1.0f;
     for (int l = 0; l < lb; l++) {
         w1[l] = malloc(sizeof(float) * D * H);
         w2[l] = malloc(sizeof(float) * H * D);
         if (!w1[l] || !w2[l]) return 1;
         for (size_t i = 0; i < (size_t)D * H; i++) {
-            w1[l][i] = ((float)rand() / RAND_MAX - 0.5f) * 0.05f;
-            w2[l][i] = ((float)rand() / RAND_MAX - 0.5f) * 0.05f;
+            w1[l][i] = 2.0f * (float)rand() / RAND_MAX - 1.0f;
+            w2[l][i] = 2.0f * (float)rand() / RAND_MAX - 1.0f;
         }
     }
     printf("MLP layer: x f32[%d,%d] . w1 f32[%d,%d], tanh, . w2 f32[%d,%d], + x; per layer from "
