@@ -179,6 +179,79 @@ static double cpu_seconds(bool system) {
     return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
 }
 
+/* A chain of `n` ResNet-style 3x3 convolutions, f32[1,S,S,C] -> f32[1,S,S,C], as HLO. */
+static char *conv_text(int n, int S, int C) {
+    char *t = malloc(4096 + (size_t)n * 256), *p = t;
+    p += sprintf(p, "HloModule convs\n\nENTRY main {\n  x0 = f32[1,%d,%d,%d] parameter(0)\n"
+                    "  k = f32[3,3,%d,%d] parameter(1)\n", S, S, C, C, C);
+    for (int i = 0; i < n; i++)
+        p += sprintf(p, "  %sx%d = f32[1,%d,%d,%d] convolution(x%d, k), window={size=3x3 "
+                        "pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n", i + 1 == n ? "ROOT " : "",
+                     i + 1, S, S, C, i);
+    sprintf(p, "}\n");
+    return t;
+}
+
+static double eval_text(const char *text) {
+    gs_source *src;
+    gs_module *m = parse(text, &src);
+    gs_diags d = {0};
+    gs_value **args = NULL, *out = NULL;
+    int n_args = 0;
+    if (gs_interp_make_args(m, NULL, 1, &args, &n_args, &d) != GS_OK) exit(1);
+    double t0 = now();
+    if (gs_interp_eval(m, NULL, args, n_args, &out, &d) != GS_OK) {
+        gs_diags_render(&d, stderr);
+        exit(1);
+    }
+    double secs = now() - t0;
+    gs_value_free(out);
+    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+    free(args);
+    gs_module_free(m);
+    gs_source_free(src);
+    gs_diags_free(&d);
+    return secs;
+}
+
+/* Convolutions of ResNet-50's stages by the interpreter (one BLAS thread) against cblas_sgemm
+ * on the same GEMM shapes (im2col: M = S*S, K = 9*C, N = C), per convolution, best of 3. */
+static void conv_rows(void) {
+    static const int shapes[][2] = {{56, 64}, {28, 128}, {14, 256}, {7, 512}};
+    printf("3x3 convolutions (ResNet-50 stages), per convolution from 2- and 12-conv chains:\n");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int S = shapes[i][0], C = shapes[i][1];
+        char *a = conv_text(2, S, C), *b = conv_text(12, S, C);
+        double ta = 1e30, tb = 1e30;
+        for (int r = 0; r < 3; r++) {
+            double x = eval_text(a), y = eval_text(b);
+            ta = x < ta ? x : ta;
+            tb = y < tb ? y : tb;
+        }
+        double conv = (tb - ta) / 10;
+        int M = S * S, K = 9 * C, N = C;
+        float *Am = calloc((size_t)M * K, 4), *Bm = calloc((size_t)K * N, 4),
+              *Cm = calloc((size_t)M * N, 4);
+        double g = 1e30;
+        for (int r = 0; r < 5; r++) {
+            double t0 = now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, Am, K, Bm, N,
+                        0.0f, Cm, N);
+            double t = now() - t0;
+            g = t < g ? t : g;
+        }
+        double flop = 2.0 * M * K * N;
+        printf("  f32[1,%d,%d,%d]: convolution %7.2f ms (%5.1f GFLOP/s), sgemm %7.2f ms "
+               "(%5.1f GFLOP/s): %.2f x sgemm (goal >= 0.7)\n", S, S, C, conv * 1e3,
+               flop / conv * 1e-9, g * 1e3, flop / g * 1e-9, g / conv);
+        free(Am);
+        free(Bm);
+        free(Cm);
+        free(a);
+        free(b);
+    }
+}
+
 /* mpirun -np 2 bench_run --mpi [LAYERS_A LAYERS_B]: the tensor- and data-parallel MLP on the
  * MPI backend (one device per rank), and on rank 0, alone, the interpreter, per layer. */
 static int mpi_main(int argc, char **argv) {
@@ -285,6 +358,7 @@ int main(int argc, char **argv) {
         printf("  %-40s %8.3f s per layer  %6.1f GFLOP/s\n", rows[r].name, rows[r].per_layer,
                4.0 * B * D * H / rows[r].per_layer * 1e-9);
     }
+    conv_rows();
     printf("eval / raw                    %.2f  (goal <= 1.15)\n",
            rows[1].per_layer / rows[0].per_layer);
     printf("eval / run 2 tensor parallel  %.2f  (goal >= 1.8 on 2 cores)\n",

@@ -525,8 +525,12 @@ static void gather_patches(const conv_plan *pl, ctype ct, const void *L, int64_t
             if (ok) {
                 char *dst = (char *)A + (size_t)(pr * K + wi * pl->cg) * es;
                 int64_t fs = pl->lst[cd->in_feature];
-                for (int64_t c = 0; c < pl->cg; c++)
-                    memcpy(dst + (size_t)c * es, (const char *)L + (size_t)(off + c * fs) * es, es);
+                if (fs == 1) /* features minor (b01f): one run */
+                    memcpy(dst, (const char *)L + (size_t)off * es, (size_t)pl->cg * es);
+                else
+                    for (int64_t c = 0; c < pl->cg; c++)
+                        memcpy(dst + (size_t)c * es, (const char *)L + (size_t)(off + c * fs) * es,
+                               es);
             }
             for (int i = ns - 1; i >= 0; i--) {
                 if (++w[i] < pl->ws[i]) break;
@@ -547,13 +551,20 @@ static void gather_kernel(const conv_plan *pl, ctype ct, const void *R, int64_t 
             int64_t k = pl->rev[i] ? pl->ws[i] - 1 - w[i] : w[i];
             off += k * pl->kst[cd->k_spatial[i]];
         }
-        for (int64_t c = 0; c < pl->cg; c++)
+        for (int64_t c = 0; c < pl->cg; c++) {
+            if (pl->kst[cd->k_out_feature] == 1) { /* output features minor (01io): one run */
+                int64_t src = off + c * pl->kst[cd->k_in_feature] + g * pl->og;
+                memcpy((char *)W + (size_t)((wi * pl->cg + c) * pl->og) * es,
+                       (const char *)R + (size_t)src * es, (size_t)pl->og * es);
+                continue;
+            }
             for (int64_t o = 0; o < pl->og; o++) {
                 int64_t src = off + c * pl->kst[cd->k_in_feature] +
                               (g * pl->og + o) * pl->kst[cd->k_out_feature];
                 memcpy((char *)W + (size_t)((wi * pl->cg + c) * pl->og + o) * es,
                        (const char *)R + (size_t)src * es, es);
             }
+        }
         for (int i = pl->ns - 1; i >= 0; i--) {
             if (++w[i] < pl->ws[i]) break;
             w[i] = 0;
@@ -574,6 +585,11 @@ static void scatter_rows(const conv_plan *pl, ctype ct, const void *P, int64_t g
             rem /= pl->os[i];
         }
         off += rem * pl->ost[cd->out_batch] + g * pl->og * pl->ost[cd->out_feature];
+        if (pl->ost[cd->out_feature] == 1) { /* features minor (b01f): one run */
+            memcpy((char *)O + (size_t)off * es, (const char *)P + (size_t)(pr * pl->og) * es,
+                   (size_t)pl->og * es);
+            continue;
+        }
         for (int64_t o = 0; o < pl->og; o++)
             memcpy((char *)O + (size_t)(off + o * pl->ost[cd->out_feature]) * es,
                    (const char *)P + (size_t)(pr * pl->og + o) * es, es);
@@ -707,29 +723,35 @@ static gs_status k_convolution(gs_eval *ev, const gs_instr *in, gs_value *const 
     int64_t block = K > 0 ? CONV_BLOCK_ELEMS / K : rows_total;
     if (block < 1) block = 1;
     if (block > rows_total) block = rows_total;
-    L = malloc((size_t)lhs->n * es + 1);
-    R = malloc((size_t)rhs->n * es + 1);
-    O = calloc((size_t)res->n + 1, es);
+    /* Operands and result already in the compute type are read and written in place. */
+    bool native = (ct == CT_F32 && res->type == GS_F32) || (ct == CT_F64 && res->type == GS_F64);
+    bool l_native = native && lhs->type == res->type, r_native = native && rhs->type == res->type;
+    L = l_native ? NULL : malloc((size_t)lhs->n * es + 1);
+    R = r_native ? NULL : malloc((size_t)rhs->n * es + 1);
+    O = native ? NULL : calloc((size_t)res->n + 1, es);
     A = malloc((size_t)(block * K) * es + 1);
     W = malloc((size_t)(K * pl.og) * es + 1);
     P = malloc((size_t)(block * pl.og) * es + 1);
-    if (!L || !R || !O || !A || !W || !P) {
+    if ((!l_native && !L) || (!r_native && !R) || (!native && !O) || !A || !W || !P) {
         st = gs_eval_oom(ev, in);
         goto done;
     }
-    permute_into(ct, lhs, res->type, pl.lst, L);
-    permute_into(ct, rhs, res->type, pl.kst, R);
+    if (!l_native) permute_into(ct, lhs, res->type, pl.lst, L);
+    if (!r_native) permute_into(ct, rhs, res->type, pl.kst, R);
+    const void *Lr = l_native ? lhs->data : L, *Rr = r_native ? rhs->data : R;
+    void *Ow = native ? res->data : O;
     for (int64_t g = 0; g < ngroups; g++) {
         int64_t fg = G > 1 ? g : 0, bg = BG > 1 ? g : 0;
-        gather_kernel(&pl, ct, R, g, W);
+        gather_kernel(&pl, ct, Rr, g, W);
         for (int64_t p0 = 0; p0 < rows_total; p0 += block) {
             int64_t rows = rows_total - p0 < block ? rows_total - p0 : block;
-            gather_patches(&pl, ct, L, fg, bg, p0, rows, A);
+            gather_patches(&pl, ct, Lr, fg, bg, p0, rows, A);
             gemm(ct, rows, pl.og, K, A, W, P);
-            scatter_rows(&pl, ct, P, g, p0, rows, O);
+            scatter_rows(&pl, ct, P, g, p0, rows, Ow);
         }
     }
-    for (int64_t i = 0; i < res->n; i++) store_elem(ct, O, i, res->type, res->data, i, true);
+    if (!native)
+        for (int64_t i = 0; i < res->n; i++) store_elem(ct, O, i, res->type, res->data, i, true);
 done:
     free(L);
     free(R);
