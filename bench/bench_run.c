@@ -8,6 +8,7 @@
  *                                                    rank) against eval on rank 0 alone
  *   build/bench/bench_run --hlo LAYERS MODE          the module as HLO text (MODE 0 unsharded,
  *                                                    1 tensor parallel, 2 data parallel)
+ *   build/bench/bench_run --hlo norm R               the layer norm + GELU model on f32[R,R]
  *
  * Each figure is per layer, from the difference between an L_B-layer and an L_A-layer run (so
  * setup, argument making and result gathering cancel), best of 3:
@@ -252,6 +253,95 @@ static void conv_rows(void) {
     }
 }
 
+/* Layer norm + GELU (tanh form) + residual over f32[R,R], as HLO. */
+static char *norm_text(int R) {
+    char *t = malloc(8192);
+    snprintf(t, 8192,
+             "HloModule norm_gelu\n\n"
+             "add { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT s = f32[] add(a, b)\n}\n\n"
+             "ENTRY main {\n"
+             "  x = f32[%1$d,%1$d] parameter(0)\n  res = f32[%1$d,%1$d] parameter(1)\n"
+             "  gamma = f32[%1$d] parameter(2)\n  beta = f32[%1$d] parameter(3)\n"
+             "  zero = f32[] constant(0)\n  inv_n = f32[] constant(%2$.9g)\n"
+             "  sum = f32[%1$d] reduce(x, zero), dimensions={1}, to_apply=add\n"
+             "  inv_nv = f32[%1$d] broadcast(inv_n), dimensions={}\n"
+             "  mean = f32[%1$d] multiply(sum, inv_nv)\n"
+             "  mean_b = f32[%1$d,%1$d] broadcast(mean), dimensions={0}\n"
+             "  xc = f32[%1$d,%1$d] subtract(x, mean_b)\n  sq = f32[%1$d,%1$d] multiply(xc, xc)\n"
+             "  ssq = f32[%1$d] reduce(sq, zero), dimensions={1}, to_apply=add\n"
+             "  var = f32[%1$d] multiply(ssq, inv_nv)\n"
+             "  k_eps = f32[] constant(1e-5)\n  k_c1 = f32[] constant(0.044715)\n"
+             "  k_c2 = f32[] constant(0.797884583)\n  k_half = f32[] constant(0.5)\n"
+             "  k_one = f32[] constant(1)\n"
+             "  eps = f32[%1$d] broadcast(k_eps), dimensions={}\n"
+             "  ve = f32[%1$d] add(var, eps)\n  rs = f32[%1$d] rsqrt(ve)\n"
+             "  rs_b = f32[%1$d,%1$d] broadcast(rs), dimensions={0}\n"
+             "  n = f32[%1$d,%1$d] multiply(xc, rs_b)\n"
+             "  gamma_b = f32[%1$d,%1$d] broadcast(gamma), dimensions={1}\n"
+             "  beta_b = f32[%1$d,%1$d] broadcast(beta), dimensions={1}\n"
+             "  gn = f32[%1$d,%1$d] multiply(n, gamma_b)\n  g = f32[%1$d,%1$d] add(gn, beta_b)\n"
+             "  c1 = f32[%1$d,%1$d] broadcast(k_c1), dimensions={}\n"
+             "  c2 = f32[%1$d,%1$d] broadcast(k_c2), dimensions={}\n"
+             "  half = f32[%1$d,%1$d] broadcast(k_half), dimensions={}\n"
+             "  one = f32[%1$d,%1$d] broadcast(k_one), dimensions={}\n"
+             "  g2 = f32[%1$d,%1$d] multiply(g, g)\n  g3 = f32[%1$d,%1$d] multiply(g2, g)\n"
+             "  a3 = f32[%1$d,%1$d] multiply(g3, c1)\n  in = f32[%1$d,%1$d] add(g, a3)\n"
+             "  sc = f32[%1$d,%1$d] multiply(in, c2)\n  th = f32[%1$d,%1$d] tanh(sc)\n"
+             "  op = f32[%1$d,%1$d] add(th, one)\n  hg = f32[%1$d,%1$d] multiply(g, half)\n"
+             "  gelu = f32[%1$d,%1$d] multiply(hg, op)\n"
+             "  ROOT out = f32[%1$d,%1$d] add(gelu, res)\n}\n",
+             R, 1.0 / R);
+    return t;
+}
+
+/* Bytes one evaluation of m's entry reads and writes: every non-parameter, non-constant
+ * instruction's operands and result. */
+static double bytes_moved(const gs_module *m) {
+    double b = 0;
+    for (int i = 0; i < m->entry->n_instrs; i++) {
+        const gs_instr *in = m->entry->instrs[i];
+        if (in->op == GS_OP_PARAMETER || in->op == GS_OP_CONSTANT) continue;
+        b += (double)gs_shape_bytes(in->shape);
+        for (int k = 0; k < in->n_operands; k++) b += (double)gs_shape_bytes(in->operands[k]->shape);
+    }
+    return b;
+}
+
+/* The elementwise-heavy model by the interpreter: its bytes moved per second against memcpy's
+ * (read + write) on one array, best of 3. */
+static void norm_row(void) {
+    int R = 4096;
+    char *text = norm_text(R);
+    gs_source *src;
+    gs_module *m = parse(text, &src);
+    double bytes = bytes_moved(m), t = 1e30;
+    gs_module_free(m);
+    gs_source_free(src);
+    for (int r = 0; r < 3; r++) {
+        double x = eval_text(text);
+        t = x < t ? x : t;
+    }
+    size_t n = (size_t)R * R * 4;
+    char *a = malloc(n), *b = malloc(n);
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double c = 1e30;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now();
+        memcpy(b, a, n);
+        double x = now() - t0;
+        c = x < c ? x : c;
+    }
+    double bw = bytes / t, mbw = 2.0 * (double)n / c;
+    printf("layer norm + GELU + residual on f32[%d,%d]: %.3f s, %.1f GB/s moved; memcpy %.1f "
+           "GB/s (read + write): %.2f x memcpy (goal >= 0.5)\n", R, R, t, bw * 1e-9, mbw * 1e-9,
+           bw / mbw);
+    free(a);
+    free(b);
+    free(text);
+}
+
 /* mpirun -np 2 bench_run --mpi [LAYERS_A LAYERS_B]: the tensor- and data-parallel MLP on the
  * MPI backend (one device per rank), and on rank 0, alone, the interpreter, per layer. */
 static int mpi_main(int argc, char **argv) {
@@ -304,7 +394,8 @@ int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--hlo") == 0) {
         /* bench_run --hlo LAYERS MODE: the module (MODE 0 unsharded, 1 tensor parallel, 2 data
          * parallel), for timing the CLI: gspmd eval, mpirun -np 2 gspmd run --backend mpi. */
-        char *t = mlp_text(atoi(argv[2]), atoi(argv[3]));
+        char *t = strcmp(argv[2], "norm") == 0 ? norm_text(atoi(argv[3]))
+                                               : mlp_text(atoi(argv[2]), atoi(argv[3]));
         fputs(t, stdout);
         free(t);
         return 0;
@@ -359,6 +450,7 @@ int main(int argc, char **argv) {
                4.0 * B * D * H / rows[r].per_layer * 1e-9);
     }
     conv_rows();
+    norm_row();
     printf("eval / raw                    %.2f  (goal <= 1.15)\n",
            rows[1].per_layer / rows[0].per_layer);
     printf("eval / run 2 tensor parallel  %.2f  (goal >= 1.8 on 2 cores)\n",
