@@ -19,7 +19,7 @@
 
 /* Custom-calls XLA propagates through as if elementwise (IsPassthroughCustomOps). */
 static bool passthrough_cc(const gs_instr *in) {
-    if (in->op != GS_OP_CUSTOM_CALL) return false;
+    if (in->op != GS_OP_CUSTOM_CALL || in->n_operands < 1) return false; /* nothing to pass */
     if (gs_prop_is_cc(in, "Sharding") || gs_prop_is_cc(in, "X64Combine") ||
         gs_prop_is_cc(in, "LayoutConstraint"))
         return true;
