@@ -243,6 +243,12 @@ gs_status gs_partition_check(const gs_module *m, int64_t n, gs_diags *d) {
                         "the module says num_partitions=%lld, but it is being partitioned for "
                         "%lld devices",
                         (long long)m->num_partitions, (long long)n);
+    if (m->replica_count > 1)
+        return gs_error(d, gs_span_none(),
+                        "the module says replica_count=%lld: partitioning a module that also runs "
+                        "as replicas (replicas x partitions devices) is not supported; give it "
+                        "replica_count=1",
+                        (long long)m->replica_count);
     gs_status st = GS_OK;
     for (int ci = 0; ci < m->n_comps; ci++) {
         const gs_computation *comp = m->comps[ci];
