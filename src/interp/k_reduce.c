@@ -122,6 +122,43 @@ static bool leaves_have_dims(const gs_instr *in, int n, int rank, const int64_t 
 
 /* ------------------------------------------------------------------ reduce */
 
+/* A float sum over a run of adjacent dims, the input seen as [A, R, B] (A kept dims before the
+ * run, R the reduced run, B kept dims after): acc[a, b] += x[a, r, b] for r ascending, the
+ * order the row-major walk takes, as loops over contiguous memory. False (nothing done) for
+ * other reductions. */
+static bool add_block(const reducer *rd, const gs_value *x, const bool *reduced, const void *xs,
+                      void *acc) {
+    if (!rd->simple || rd->op != GS_OP_ADD || rd->n != 1) return false;
+    gs_type t = rd->types[0];
+    if (t != GS_F32 && t != GS_F64) return false;
+    int first = -1, last = -1;
+    for (int d = 0; d < x->rank; d++)
+        if (reduced[d]) {
+            if (first < 0) first = d;
+            else if (last != d - 1) return false; /* not one run */
+            last = d;
+        }
+    if (first < 0) return false;
+    int64_t A = 1, R = 1, B = 1;
+    for (int d = 0; d < x->rank; d++) *(d < first ? &A : d <= last ? &R : &B) *= x->dims[d];
+    for (int64_t a = 0; a < A; a++)
+        for (int64_t r = 0; r < R; r++) {
+            int64_t in0 = (a * R + r) * B, out0 = a * B;
+            if (t == GS_F32) {
+                const float *xv = (const float *)xs + in0;
+                float *av = (float *)acc + out0;
+                if (B == 1) av[0] += xv[0];
+                else
+                    for (int64_t b = 0; b < B; b++) av[b] += xv[b];
+            } else {
+                const double *xv = (const double *)xs + in0;
+                double *av = (double *)acc + out0;
+                for (int64_t b = 0; b < B; b++) av[b] += xv[b];
+            }
+        }
+    return true;
+}
+
 /* reduce: N inputs folded over `dimensions` into N results (a tuple when N > 1). */
 static gs_status k_reduce(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     int n = in->n_operands / 2;
@@ -178,7 +215,8 @@ static gs_status k_reduce(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     /* Walking the input row-major visits each output's inputs in row-major order of the reduced
      * dims, so per output element the fold order is the required one. */
     int64_t idx[GS_MAX_RANK] = {0}, o = 0;
-    for (int64_t i = 0; st == GS_OK && i < x0->n; i++) {
+    if (st == GS_OK && add_block(&rd, x0, reduced, xs[0], accs[0])) o = -1; /* done */
+    for (int64_t i = 0; st == GS_OK && o >= 0 && i < x0->n; i++) {
         st = reducer_step(ev, in, &rd, accs, o, xs, i);
         for (int d = x0->rank - 1; d >= 0; d--) {
             o += step[d];
