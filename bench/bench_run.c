@@ -419,14 +419,14 @@ int main(int argc, char **argv) {
     /* Values drawn as gspmd's random arguments are (uniform in [-1, 1)), so that tanhf sees the
      * same range in every row. */
     srand(1);
-    for (size_t i = 0; i < (size_t)B * D; i++) x[i] = 2.0f * (float)rand() / RAND_MAX - 1.0f;
+    for (size_t i = 0; i < (size_t)B * D; i++) x[i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
     for (int l = 0; l < lb; l++) {
         w1[l] = malloc(sizeof(float) * D * H);
         w2[l] = malloc(sizeof(float) * H * D);
         if (!w1[l] || !w2[l]) return 1;
         for (size_t i = 0; i < (size_t)D * H; i++) {
-            w1[l][i] = 2.0f * (float)rand() / RAND_MAX - 1.0f;
-            w2[l][i] = 2.0f * (float)rand() / RAND_MAX - 1.0f;
+            w1[l][i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
+            w2[l][i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
         }
     }
     printf("MLP layer: x f32[%d,%d] . w1 f32[%d,%d], tanh, . w2 f32[%d,%d], + x; per layer from "
