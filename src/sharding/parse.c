@@ -180,7 +180,7 @@ static bool parse_balanced(cursor *c, const char **out) {
     size_t start = c->i;
     if (!expect(c, '{', "to open metadata")) return false;
     size_t body = c->i;
-    int depth = 1;
+    int depth = 1, other = 0; /* other: ( and [ open, which HLO text must balance too */
     bool quote = false;
     while (c->i < c->n) {
         char ch = c->s[c->i];
@@ -195,10 +195,16 @@ static bool parse_balanced(cursor *c, const char **out) {
             depth++;
         } else if (ch == '}' && --depth == 0) {
             break;
+        } else if (ch == '(' || ch == '[') {
+            other++;
+        } else if ((ch == ')' || ch == ']') && --other < 0) {
+            break;
         }
         c->i++;
     }
-    if (depth != 0) return fail_at(c, start, "unterminated metadata: expected '}'");
+    if (depth != 0 && other >= 0) return fail_at(c, start, "unterminated metadata: expected '}'");
+    if (other != 0)
+        return fail_at(c, start, "unbalanced brackets in metadata (a module could not read it back)");
     size_t a = body, b = c->i;
     while (a < b && isspace((unsigned char)c->s[a])) a++;
     while (b > a && isspace((unsigned char)c->s[b - 1])) b--;

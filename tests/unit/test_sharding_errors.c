@@ -113,6 +113,10 @@ static void test_bad_sharding_text(void **state) {
          "last_tile_dim_replicate and last_tile_dims cannot both be given", 47},
         {"{devices=[2]0,1 shard_as}", "expected a shard group id, found '}'", 25},
         {"{devices=[2]0,1 metadata={op_name=\"a\"}", "unterminated sharding: expected '}'", 1},
+        /* fuzz_front: metadata with an unbalanced '(' (outside a string) printed into a module
+         * that could not be parsed back. */
+        {"{replicated metadata={/p(q}}", "unbalanced brackets in metadata (a module could not read it back)", 22},
+        {"{replicated metadata={a] b}}", "unbalanced brackets in metadata (a module could not read it back)", 22},
         /* Tuples. */
         {"{{replicated}, {{manual}}}", "tuple shardings cannot nest", 16},
         {"{{replicated} {manual}}", "expected '}' to close the tuple sharding, found '{'", 15},
