@@ -144,7 +144,7 @@ static gs_instr *realigned_reshape(gs_pctx *c, const gs_shape *a, const gs_shard
     int hd = rows_first ? e : d;
     int64_t n = rows_first ? bv->dims[e] : na, held = rows_first ? ca * (ma / mb) : ca;
     int64_t w = rows_first ? cb : av->dims[d] / k, span = rows_first ? nb : na;
-    int64_t live = (span + w - 1) / w < k ? (span + w - 1) / w : k, L, R;
+    int64_t live = gs_p_live_tiles(k, w, span), L, R;
     if (!gs_p_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) || L > held || R > held)
         return NULL;
     const gs_shape *lv = gs_p_local_shape(c, bv, to);

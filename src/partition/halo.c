@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tiles whose windows matter: those with output (t*out_shard < n_out). */
-static int64_t live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
+int64_t gs_p_live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
     if (out_shard <= 0) return k;
     int64_t m = (n_out + out_shard - 1) / out_shard;
     return m < k ? m : k;
@@ -48,7 +47,7 @@ bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64
     int64_t k = gs_p_tiles(s, d);
     if (k <= 1) return false;
     int64_t so = (n_out + k - 1) / k;
-    return gs_p_halo_extent(s, d, n, start, so, so, live_tiles(k, so, n_out), left, right);
+    return gs_p_halo_extent(s, d, n, start, so, so, gs_p_live_tiles(k, so, n_out), left, right);
 }
 
 /* Source-target pairs moving each device's data `dist` tiles up (dir = +1) or down (dir = -1)
@@ -171,7 +170,7 @@ gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d,
     int64_t k = gs_p_tiles(s, d);
     if (k <= 1) return NULL;
     int64_t so = (n_out + k - 1) / k;
-    return gs_p_halo_read(c, x, s, d, n, start, so, so, live_tiles(k, so, n_out), fill);
+    return gs_p_halo_read(c, x, s, d, n, start, so, so, gs_p_live_tiles(k, so, n_out), fill);
 }
 
 gs_instr *gs_p_dilate_shard(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,

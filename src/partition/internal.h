@@ -226,6 +226,8 @@ gs_instr *gs_p_bcast_scalar(gs_pctx *c, gs_instr *x, const gs_shape *like);
 
 /* ---- halo.c */
 
+/* Of k tiles, those whose windows matter: the ones with output (t*out_shard < n_out). */
+int64_t gs_p_live_tiles(int64_t k, int64_t out_shard, int64_t n_out);
 /* Can device tile t along data dim d of s (size n) read input [a0 + t*step, a0 + t*step + len)
  * for the first `live` tiles by halo exchange? *left and *right get the widest reach beyond the
  * device's own shard (several hops when wider than a shard). */

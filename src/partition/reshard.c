@@ -460,7 +460,7 @@ static bool halo_refinable(const gs_shape *base, const gs_sharding *from,
         if (ks == kt || ks == 1) continue;
         int64_t cs = (n + ks - 1) / ks, w = (kt / ks) * ((n + kt - 1) / kt), L, R;
         if (cs == w) continue;
-        int64_t live = (n + w - 1) / w < ks ? (n + w - 1) / w : ks;
+        int64_t live = gs_p_live_tiles(ks, w, n);
         if (!gs_p_halo_extent(from, i, n, 0, w, w, live, &L, &R) || L > cs || R > cs)
             return false;
     }
@@ -478,7 +478,7 @@ static void rung_align(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
         if (ks == kt || ks == 1) continue;
         int64_t w = (kt / ks) * ((n + kt - 1) / kt);
         if ((n + ks - 1) / ks == w) continue;
-        int64_t live = (n + w - 1) / w < ks ? (n + w - 1) / w : ks;
+        int64_t live = gs_p_live_tiles(ks, w, n);
         v->hlo = gs_p_halo_read(c, v->hlo, s, i, n, 0, w, w, live, NULL);
     }
 }
@@ -854,7 +854,7 @@ static void rung_gather(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
             /* Unions of f shards that do not line up with the target's (uneven dims): each
              * device then holds [t*held, (t+1)*held) and a halo exchange with one neighbour
              * moves that to [t*ct, (t+1)*ct). */
-            int64_t live = (len + ct - 1) / ct < kt ? (len + ct - 1) / ct : kt, L, R;
+            int64_t live = gs_p_live_tiles(kt, ct, len), L, R;
             gs_pvalue w = *v;
             gather_minor(c, &w, i, f);
             if (c->failed || !gs_p_halo_extent(w.sharding, i, kt * held, 0, ct, ct, live, &L,
