@@ -3,6 +3,7 @@
  * the rest, and gs_interp_run_entry which ties arguments, evaluation and output leaves together.
  */
 #include "gspmd/npy.h"
+#include "base/sysalloc.h"
 #include "gspmd/numeric.h"
 #include "gspmd/sharding.h"
 
@@ -12,13 +13,13 @@
 
 gs_status gs_interp_inputs_add(gs_interp_inputs *in, const char *name, size_t name_len,
                                const char *path) {
-    char **names = realloc(in->names, sizeof *names * (size_t)(in->n + 1));
+    char **names = gs_sys_realloc(in->names, sizeof *names * (size_t)(in->n + 1));
     if (!names) return GS_ERR;
     in->names = names;
-    char **paths = realloc(in->paths, sizeof *paths * (size_t)(in->n + 1));
+    char **paths = gs_sys_realloc(in->paths, sizeof *paths * (size_t)(in->n + 1));
     if (!paths) return GS_ERR;
     in->paths = paths;
-    char *nm = malloc(name_len + 1), *pt = strdup(path);
+    char *nm = gs_sys_malloc(name_len + 1), *pt = gs_sys_strdup(path);
     if (!nm || !pt) {
         free(nm);
         free(pt);
@@ -52,7 +53,7 @@ static uint64_t splitmix(uint64_t *s) {
 
 gs_value *gs_random_value(const gs_shape *s, uint64_t seed) {
     if (s->type == GS_TUPLE) {
-        gs_value **elems = calloc((size_t)(s->n_tuple ? s->n_tuple : 1), sizeof *elems);
+        gs_value **elems = gs_sys_calloc((size_t)(s->n_tuple ? s->n_tuple : 1), sizeof *elems);
         if (!elems) return NULL;
         for (int i = 0; i < s->n_tuple; i++) {
             elems[i] = gs_random_value(s->tuple[i], seed * 31 + (uint64_t)i + 1);
@@ -106,7 +107,7 @@ gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs
             return GS_ERR;
         }
     }
-    gs_value **a = calloc((size_t)(e->n_params ? e->n_params : 1), sizeof *a);
+    gs_value **a = gs_sys_calloc((size_t)(e->n_params ? e->n_params : 1), sizeof *a);
     if (!a) return gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; i < e->n_params; i++) {
         const gs_instr *p = e->params[i];
@@ -162,7 +163,7 @@ static bool is_manual(const gs_sharding *s) {
 static gs_value *bundle_manual(gs_value *v, const gs_shape *sh, const gs_sharding *s, int *leaf,
                                int64_t n, uint64_t seed, bool same) {
     if (sh->type == GS_TUPLE) {
-        gs_value **el = calloc((size_t)(sh->n_tuple ? sh->n_tuple : 1), sizeof *el);
+        gs_value **el = gs_sys_calloc((size_t)(sh->n_tuple ? sh->n_tuple : 1), sizeof *el);
         if (!el) return NULL;
         for (int i = 0; i < sh->n_tuple; i++)
             if (!(el[i] = bundle_manual(v->tuple[i], sh->tuple[i], s, leaf, n, seed, same))) {
@@ -177,7 +178,7 @@ static gs_value *bundle_manual(gs_value *v, const gs_shape *sh, const gs_shardin
     int k = (*leaf)++;
     const gs_sharding *ls = s && s->kind == GS_SHARDING_TUPLE ? (k < s->n_tuple ? s->tuple[k] : NULL) : s;
     if (!is_manual(ls) || sh->type == GS_TOKEN) return gs_value_ref(v);
-    gs_value **parts = calloc((size_t)n, sizeof *parts);
+    gs_value **parts = gs_sys_calloc((size_t)n, sizeof *parts);
     if (!parts) return NULL;
     for (int64_t d = 0; d < n; d++) {
         int64_t g = manual_group(ls, d);

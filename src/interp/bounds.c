@@ -40,6 +40,7 @@
  * kernels run on bounds with their index and predicate operands in place.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <float.h>
 #include <math.h>
@@ -135,7 +136,7 @@ static gs_value *filled(const gs_value *r, double x) {
 static gs_value *map_leaves(gs_value *r, double (*fill)(const gs_value *, int, void *), void *ctx,
                             int *leaf) {
     if (r->type == GS_TUPLE) {
-        gs_value **el = calloc((size_t)(r->n_tuple ? r->n_tuple : 1), sizeof *el);
+        gs_value **el = gs_sys_calloc((size_t)(r->n_tuple ? r->n_tuple : 1), sizeof *el);
         if (!el) return NULL;
         for (int i = 0; i < r->n_tuple; i++)
             if (!(el[i] = map_leaves(r->tuple[i], fill, ctx, leaf))) {
@@ -431,7 +432,7 @@ static gs_status scaled_contraction(gs_eval *ev, const gs_instr *in, gs_value *c
     double *ba = is_real(bops[0]) ? gs_scaled_dot_dequant(bops[0], ops[2], true) : NULL;
     double *bb = is_real(bops[1]) ? gs_scaled_dot_dequant(bops[1], ops[3], true) : NULL;
     size_t n = B * M * N > 0 ? (size_t)(B * M * N) : 1;
-    double *t = malloc(sizeof *t * n), *u = malloc(sizeof *u * n);
+    double *t = gs_sys_malloc(sizeof *t * n), *u = gs_sys_malloc(sizeof *u * n);
     gs_value *res = gs_value_new_array(r->type, r->rank, r->dims);
     gs_status st = a && b && t && u && res ? GS_OK : gs_eval_oom(ev, in);
     if (st == GS_OK) {
@@ -735,7 +736,7 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
     gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     *result = *bound = NULL;
-    gs_value **bargs = calloc((size_t)(n_args ? n_args : 1), sizeof *bargs);
+    gs_value **bargs = gs_sys_calloc((size_t)(n_args ? n_args : 1), sizeof *bargs);
     if (!bargs) return gs_error(d, gs_span_none(), "out of memory");
     gs_status st = GS_OK;
     for (int i = 0; i < n_args && st == GS_OK; i++)

@@ -8,6 +8,7 @@
  * a value is released right after its last use, so memory stays near the live set.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,10 +71,10 @@ bool gs_index_next(int rank, const int64_t *dims, int64_t *idx) {
 /* Post-order of the instructions reachable from c's root. *order is malloc'd. */
 static gs_status plan_order(gs_eval *ev, const gs_computation *c, const gs_instr ***order, int *n) {
     int N = c->n_instrs;
-    const gs_instr **out = malloc(sizeof *out * (size_t)(N ? N : 1));
-    unsigned char *state = calloc((size_t)(N ? N : 1), 1); /* 0 new, 1 on stack, 2 done */
-    const gs_instr **stack = malloc(sizeof *stack * (size_t)(N ? N : 1));
-    int *next_op = calloc((size_t)(N ? N : 1), sizeof(int));
+    const gs_instr **out = gs_sys_malloc(sizeof *out * (size_t)(N ? N : 1));
+    unsigned char *state = gs_sys_calloc((size_t)(N ? N : 1), 1); /* 0 new, 1 on stack, 2 done */
+    const gs_instr **stack = gs_sys_malloc(sizeof *stack * (size_t)(N ? N : 1));
+    int *next_op = gs_sys_calloc((size_t)(N ? N : 1), sizeof(int));
     if (!out || !state || !stack || !next_op) {
         free(out);
         free(state);
@@ -118,7 +119,7 @@ static gs_status plan_order(gs_eval *ev, const gs_computation *c, const gs_instr
 static gs_status literal_to_value(gs_eval *ev, const gs_instr *in, const gs_shape *s,
                                   const gs_literal_ir *lit, gs_value **out) {
     if (s->type == GS_TUPLE) {
-        gs_value **elems = calloc((size_t)(s->n_tuple ? s->n_tuple : 1), sizeof *elems);
+        gs_value **elems = gs_sys_calloc((size_t)(s->n_tuple ? s->n_tuple : 1), sizeof *elems);
         if (!elems) return gs_eval_oom(ev, in);
         for (int i = 0; i < s->n_tuple; i++) {
             if (literal_to_value(ev, in, s->tuple[i], lit->tuple[i], &elems[i]) != GS_OK) {
@@ -142,7 +143,7 @@ static gs_status literal_to_value(gs_eval *ev, const gs_instr *in, const gs_shap
 }
 
 static gs_status k_tuple(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
-    gs_value **elems = calloc((size_t)(in->n_operands ? in->n_operands : 1), sizeof *elems);
+    gs_value **elems = gs_sys_calloc((size_t)(in->n_operands ? in->n_operands : 1), sizeof *elems);
     if (!elems) return gs_eval_oom(ev, in);
     for (int i = 0; i < in->n_operands; i++) elems[i] = gs_value_ref(ops[i]);
     *out = gs_value_new_tuple(in->n_operands, elems);
@@ -340,14 +341,14 @@ static gs_status k_async(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
         gs_value_free(result);
         return gs_eval_error(ev, in, "an asynchronous start must have a tuple shape (operands, result, ...)");
     }
-    gs_value **parts = calloc((size_t)ds->n_tuple, sizeof *parts);
+    gs_value **parts = gs_sys_calloc((size_t)ds->n_tuple, sizeof *parts);
     if (!parts) {
         gs_value_free(result);
         return gs_eval_oom(ev, in);
     }
     st = GS_OK;
     if (ds->tuple[0]->type == GS_TUPLE) {
-        gs_value **elems = malloc(sizeof *elems * (size_t)(in->n_operands + 1));
+        gs_value **elems = gs_sys_malloc(sizeof *elems * (size_t)(in->n_operands + 1));
         if (elems) {
             for (int i = 0; i < in->n_operands; i++) elems[i] = gs_value_ref(ops[i]);
             parts[0] = gs_value_new_tuple(in->n_operands, elems);
@@ -618,9 +619,9 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
     }
     int N = c->n_instrs;
     bool bounded = bargs != NULL;
-    gs_value **vals = calloc((size_t)(N ? N : 1), sizeof *vals);
-    gs_value **bvals = bounded ? calloc((size_t)(N ? N : 1), sizeof *bvals) : NULL;
-    int *uses = calloc((size_t)(N ? N : 1), sizeof(int));
+    gs_value **vals = gs_sys_calloc((size_t)(N ? N : 1), sizeof *vals);
+    gs_value **bvals = bounded ? gs_sys_calloc((size_t)(N ? N : 1), sizeof *bvals) : NULL;
+    int *uses = gs_sys_calloc((size_t)(N ? N : 1), sizeof(int));
     gs_status st = vals && uses && (bvals || !bounded) ? GS_OK : gs_eval_oom(ev, c->root);
     /* Remaining uses of each value within this evaluation. */
     for (int i = 0; st == GS_OK && i < n; i++)
@@ -641,12 +642,15 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
             if (bounded) br = gs_value_ref(bargs[in->parameter_number]);
         } else if (in->op == GS_OP_CONSTANT) {
             st = literal_to_value(ev, in, in->shape, in->literal, &r);
-            if (st == GS_OK && bounded && !(br = gs_bound_exact(r))) st = gs_eval_oom(ev, in);
+            if (st == GS_OK && bounded && !(br = gs_bound_exact(r))) {
+                gs_value_free(r);
+                st = gs_eval_oom(ev, in);
+            }
         } else {
             bool big = in->n_operands > 16;
-            gs_value **ops = big ? malloc(sizeof *ops * (size_t)in->n_operands) : opbuf;
+            gs_value **ops = big ? gs_sys_malloc(sizeof *ops * (size_t)in->n_operands) : opbuf;
             gs_value **bops = !bounded ? NULL
-                              : big    ? malloc(sizeof *bops * (size_t)in->n_operands)
+                              : big    ? gs_sys_malloc(sizeof *bops * (size_t)in->n_operands)
                                        : bopbuf;
             if (!ops || (bounded && !bops)) {
                 if (ops != opbuf) free(ops);

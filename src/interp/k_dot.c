@@ -15,6 +15,7 @@
  * summation order for given shapes, so results are the same from run to run.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -342,8 +343,8 @@ static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
     }
     ctype ct = ctype_of(res->type);
     size_t es = ctype_size(ct);
-    void *A = malloc((size_t)(B * M * K) * es + 1), *Bm = malloc((size_t)(B * K * N) * es + 1);
-    void *C = malloc((size_t)(B * M * N) * es + 1);
+    void *A = gs_sys_malloc((size_t)(B * M * K) * es + 1), *Bm = gs_sys_malloc((size_t)(B * K * N) * es + 1);
+    void *C = gs_sys_malloc((size_t)(B * M * N) * es + 1);
     if (!A || !Bm || !C) {
         free(A);
         free(Bm);
@@ -726,12 +727,12 @@ static gs_status k_convolution(gs_eval *ev, const gs_instr *in, gs_value *const 
     /* Operands and result already in the compute type are read and written in place. */
     bool native = (ct == CT_F32 && res->type == GS_F32) || (ct == CT_F64 && res->type == GS_F64);
     bool l_native = native && lhs->type == res->type, r_native = native && rhs->type == res->type;
-    L = l_native ? NULL : malloc((size_t)lhs->n * es + 1);
-    R = r_native ? NULL : malloc((size_t)rhs->n * es + 1);
-    O = native ? NULL : calloc((size_t)res->n + 1, es);
-    A = malloc((size_t)(block * K) * es + 1);
-    W = malloc((size_t)(K * pl.og) * es + 1);
-    P = malloc((size_t)(block * pl.og) * es + 1);
+    L = l_native ? NULL : gs_sys_malloc((size_t)lhs->n * es + 1);
+    R = r_native ? NULL : gs_sys_malloc((size_t)rhs->n * es + 1);
+    O = native ? NULL : gs_sys_calloc((size_t)res->n + 1, es);
+    A = gs_sys_malloc((size_t)(block * K) * es + 1);
+    W = gs_sys_malloc((size_t)(K * pl.og) * es + 1);
+    P = gs_sys_malloc((size_t)(block * pl.og) * es + 1);
     if ((!l_native && !L) || (!r_native && !R) || (!native && !O) || !A || !W || !P) {
         st = gs_eval_oom(ev, in);
         goto done;

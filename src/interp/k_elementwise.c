@@ -9,6 +9,7 @@
  * right shifts); max/min propagate NaN.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <complex.h>
 #include <math.h>
@@ -608,7 +609,7 @@ static gs_status k_map(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
     gs_value *r = gs_eval_new_result(ev, in);
     if (!r) return GS_ERR;
     int n = in->n_operands;
-    gs_value **args = calloc((size_t)n, sizeof *args);
+    gs_value **args = gs_sys_calloc((size_t)n, sizeof *args);
     if (!args) {
         gs_value_free(r);
         return gs_eval_oom(ev, in);

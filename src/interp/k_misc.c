@@ -10,6 +10,7 @@
  * XLA's Philox/ThreeFry bits.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <complex.h>
 #include <math.h>
@@ -66,8 +67,8 @@ static gs_status k_fft(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
     for (int i = 0; i < rank; i++) wn *= wdims[i];
     int64_t maxn = 1;
     for (int i = 0; i < k; i++) maxn = len.v[i] > maxn ? len.v[i] : maxn;
-    double complex *w = calloc((size_t)(wn ? wn : 1), sizeof *w);
-    double complex *tmp = malloc(sizeof *tmp * (size_t)maxn);
+    double complex *w = gs_sys_calloc((size_t)(wn ? wn : 1), sizeof *w);
+    double complex *tmp = gs_sys_malloc(sizeof *tmp * (size_t)maxn);
     if (!w || !tmp) {
         free(w);
         free(tmp);
@@ -243,8 +244,8 @@ static gs_status k_batch_norm(gs_eval *ev, const gs_instr *in, gs_value *const *
     bn_geom g;
     if (!bn_geometry(x, f, &g)) return gs_eval_error(ev, in, "feature_index is out of range");
     gs_type t = x->type;
-    double *mean = calloc((size_t)(g.c ? g.c : 1), sizeof(double));
-    double *var = calloc((size_t)(g.c ? g.c : 1), sizeof(double));
+    double *mean = gs_sys_calloc((size_t)(g.c ? g.c : 1), sizeof(double));
+    double *var = gs_sys_calloc((size_t)(g.c ? g.c : 1), sizeof(double));
     if (!mean || !var) {
         free(mean);
         free(var);
@@ -355,7 +356,7 @@ static gs_status k_cholesky(gs_eval *ev, const gs_instr *in, gs_value *const *op
     bool lower = gs_instr_bool(in, GS_ATTR_LOWER, false);
     int64_t n = a->dims[a->rank - 1], batch = n ? a->n / (n * n) : 0;
     gs_value *r = gs_eval_new_result(ev, in);
-    double *l = malloc(sizeof(double) * (size_t)(n > 0 ? n * n : 1));
+    double *l = gs_sys_malloc(sizeof(double) * (size_t)(n > 0 ? n * n : 1));
     if (!r || !l) {
         gs_value_free(r);
         free(l);
@@ -398,7 +399,7 @@ static gs_status k_triangular_solve(gs_eval *ev, const gs_instr *in, gs_value *c
     int64_t m = b->dims[b->rank - 2], k = b->dims[b->rank - 1];
     int64_t batch = n ? a->n / (n * n) : 0;
     gs_value *r = gs_eval_new_result(ev, in);
-    double *x = malloc(sizeof(double) * (size_t)(m > 0 && k > 0 ? m * k : 1));
+    double *x = gs_sys_malloc(sizeof(double) * (size_t)(m > 0 && k > 0 ? m * k : 1));
     if (!r || !x) {
         gs_value_free(r);
         free(x);

@@ -21,6 +21,7 @@
  * Reductions with a simple binary computation (add, max, ...) skip calling it.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -200,7 +201,7 @@ static gs_status k_reduce(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     for (int k = 0; k < n && st == GS_OK; k++) {
         types[k] = ops[n + k]->type;
         int sz = gs_type_size(types[k]);
-        accs[k] = malloc((size_t)(on ? on : 1) * (size_t)sz);
+        accs[k] = gs_sys_malloc((size_t)(on ? on : 1) * (size_t)sz);
         xs_v[k] = as_type(ops[k], types[k]);
         if (!accs[k] || !xs_v[k]) {
             st = gs_eval_oom(ev, in);
@@ -343,11 +344,11 @@ static gs_status k_reduce_window(gs_eval *ev, const gs_instr *in, gs_value *cons
     gs_value *xs_v[32] = {0};
     const void *xs[32];
     gs_value *leaves[32] = {0};
-    int64_t *offs = malloc(sizeof *offs * (size_t)(w.n_pos ? w.n_pos : 1));
+    int64_t *offs = gs_sys_malloc(sizeof *offs * (size_t)(w.n_pos ? w.n_pos : 1));
     gs_status st = offs ? GS_OK : gs_eval_oom(ev, in);
     for (int k = 0; k < n && st == GS_OK; k++) {
         types[k] = ops[n + k]->type;
-        accs[k] = malloc((size_t)(on ? on : 1) * (size_t)gs_type_size(types[k]));
+        accs[k] = gs_sys_malloc((size_t)(on ? on : 1) * (size_t)gs_type_size(types[k]));
         xs_v[k] = as_type(ops[k], types[k]);
         if (!accs[k] || !xs_v[k]) {
             st = gs_eval_oom(ev, in);
@@ -420,7 +421,7 @@ typedef struct scalar_args {
 static gs_status scalar_args_init(gs_eval *ev, const gs_instr *in, scalar_args *sa, int n,
                                   const gs_type *types) {
     sa->n = n;
-    sa->v = calloc((size_t)(n ? n : 1), sizeof *sa->v);
+    sa->v = gs_sys_calloc((size_t)(n ? n : 1), sizeof *sa->v);
     if (!sa->v) return gs_eval_oom(ev, in);
     for (int i = 0; i < n; i++) {
         sa->v[i] = gs_value_new_array(types[i], 0, NULL);
@@ -483,7 +484,7 @@ static gs_status k_select_and_scatter(gs_eval *ev, const gs_instr *in, gs_value 
     bool fast_sca = gs_comp_is_simple_binary(sca, &sop) && sca->root->shape->type == t;
     gs_type tt[2] = {t, t};
     scalar_args sa = {0, NULL};
-    int64_t *offs = malloc(sizeof *offs * (size_t)(w.n_pos ? w.n_pos : 1));
+    int64_t *offs = gs_sys_malloc(sizeof *offs * (size_t)(w.n_pos ? w.n_pos : 1));
     gs_status st = offs ? scalar_args_init(ev, in, &sa, 2, tt) : gs_eval_oom(ev, in);
     int64_t sidx[GS_MAX_RANK] = {0};
     for (int64_t s = 0; st == GS_OK && s < src->n; s++) {
@@ -640,8 +641,8 @@ static gs_status k_sort(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     c.stride = inner;
     c.fast = comp_is_fast_compare(comp, &c.fc);
     gs_value *leaves[32] = {0};
-    int64_t *perm = malloc(sizeof *perm * (size_t)(len ? len : 1));
-    int64_t *tmp = malloc(sizeof *tmp * (size_t)(len ? len : 1));
+    int64_t *perm = gs_sys_malloc(sizeof *perm * (size_t)(len ? len : 1));
+    int64_t *tmp = gs_sys_malloc(sizeof *tmp * (size_t)(len ? len : 1));
     gs_status st = perm && tmp ? GS_OK : gs_eval_oom(ev, in);
     if (st == GS_OK && !c.fast) {
         gs_type types[64];
@@ -729,8 +730,8 @@ static gs_status k_topk(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     gs_value *leaves[2];
     leaves[0] = gs_value_new_array(vs->type, vs->rank, vs->dims);
     leaves[1] = gs_value_new_array(is->type, is->rank, is->dims);
-    int64_t *perm = malloc(sizeof *perm * (size_t)(len ? len : 1));
-    int64_t *tmp = malloc(sizeof *tmp * (size_t)(len ? len : 1));
+    int64_t *perm = gs_sys_malloc(sizeof *perm * (size_t)(len ? len : 1));
+    int64_t *tmp = gs_sys_malloc(sizeof *tmp * (size_t)(len ? len : 1));
     if (!leaves[0] || !leaves[1] || !perm || !tmp) {
         gs_value_free(leaves[0]);
         gs_value_free(leaves[1]);
@@ -812,8 +813,8 @@ static gs_status k_scan(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     }
     if (len < 0) len = 0;
     int n_args = n_in + (int)nc;
-    gs_value **args = calloc((size_t)(n_args + 1), sizeof *args);
-    gs_value **leaves = calloc((size_t)(n_leaves + 1), sizeof *leaves);
+    gs_value **args = gs_sys_calloc((size_t)(n_args + 1), sizeof *args);
+    gs_value **leaves = gs_sys_calloc((size_t)(n_leaves + 1), sizeof *leaves);
     gs_status st = args && leaves ? GS_OK : gs_eval_oom(ev, in);
     for (int k = 0; k < n_in && st == GS_OK; k++) {
         int64_t sd[GS_MAX_RANK];

@@ -6,6 +6,7 @@
  * -> [M,N] dot, with dim 0 a batch dim at rank 3. Computed in double, rounded once.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -32,7 +33,7 @@ bool gs_scaled_dot_dims(const gs_value *const *ops, int64_t *B, int64_t *M, int6
 }
 
 double *gs_scaled_dot_dequant(const gs_value *q, const gs_value *s, bool absolute) {
-    double *x = malloc(sizeof *x * (size_t)(q->n ? q->n : 1));
+    double *x = gs_sys_malloc(sizeof *x * (size_t)(q->n ? q->n : 1));
     if (!x) return NULL;
     int r = q->rank;
     int64_t idx[GS_MAX_RANK] = {0};
@@ -79,7 +80,7 @@ gs_status gs_eval_block_scaled_dot(gs_eval *ev, const gs_instr *in, gs_value *co
     if (!r) return GS_ERR;
     double *a = gs_scaled_dot_dequant(ops[0], ops[2], false);
     double *b = gs_scaled_dot_dequant(ops[1], ops[3], false);
-    double *c = malloc(sizeof *c * (B * M * N > 0 ? (size_t)(B * M * N) : 1));
+    double *c = gs_sys_malloc(sizeof *c * (B * M * N > 0 ? (size_t)(B * M * N) : 1));
     if (!a || !b || !c) {
         free(a);
         free(b);

@@ -11,6 +11,7 @@
  * need the multi-device runtime and are reported as such.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 #include "gspmd/sharding.h"
 
 #include <stdlib.h>
@@ -48,7 +49,7 @@ gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_valu
     int64_t n = s->kind == GS_SHARDING_TILED ? s->tiles.n
                 : ev->m->num_partitions > 1  ? ev->m->num_partitions
                                              : 1;
-    gs_value **parts = calloc((size_t)n, sizeof *parts);
+    gs_value **parts = gs_sys_calloc((size_t)n, sizeof *parts);
     gs_status st = parts ? GS_OK : gs_eval_oom(ev, in);
     for (int64_t d = 0; st == GS_OK && d < n; d++) {
         if (gs_value_shard(op, s, d, &parts[d], ev->d) != GS_OK)
@@ -88,9 +89,9 @@ gs_status gs_per_device(gs_eval *ev, const gs_instr *in, int n_dev, gs_value *co
                         gs_value *const *bops, gs_value **out, gs_value **bout,
                         gs_per_device_fn fn) {
     int n = in->n_operands;
-    gs_value **p = calloc((size_t)(2 * n + 1), sizeof *p);
-    gs_value **res = calloc((size_t)n_dev, sizeof *res), **bres = NULL;
-    if (bops) bres = calloc((size_t)n_dev, sizeof *bres);
+    gs_value **p = gs_sys_calloc((size_t)(2 * n + 1), sizeof *p);
+    gs_value **res = gs_sys_calloc((size_t)n_dev, sizeof *res), **bres = NULL;
+    if (bops) bres = gs_sys_calloc((size_t)n_dev, sizeof *bres);
     gs_status st = p && res && (bres || !bops) ? GS_OK : gs_eval_oom(ev, in);
     const gs_interp_env *saved = ev->env;
     for (int d = 0; st == GS_OK && d < n_dev; d++) {
@@ -115,7 +116,13 @@ gs_status gs_per_device(gs_eval *ev, const gs_instr *in, int n_dev, gs_value *co
     if (st == GS_OK) {
         *out = bundle(n_dev, res);
         if (bops) *bout = bundle(n_dev, bres);
-        if (!*out || (bops && !*bout)) st = gs_eval_oom(ev, in);
+        if (!*out || (bops && !*bout)) {
+            gs_value_free(*out);
+            if (bops) gs_value_free(*bout);
+            *out = NULL;
+            if (bops) *bout = NULL;
+            st = gs_eval_oom(ev, in);
+        }
     } else {
         for (int d = 0; res && d < n_dev; d++) gs_value_free(res[d]);
         for (int d = 0; bres && d < n_dev; d++) gs_value_free(bres[d]);

@@ -6,6 +6,7 @@
  * spaces to a multiple of 64 bytes and ended by '\n'. Data follows in C order.
  */
 #include "gspmd/npy.h"
+#include "base/sysalloc.h"
 #include "gspmd/numeric.h"
 
 #include <ctype.h>
@@ -123,7 +124,7 @@ gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
         gs_error(d, gs_span_none(), "%s: header too long", path);
         goto done;
     }
-    hdr = malloc(hlen + 1);
+    hdr = gs_sys_malloc(hlen + 1);
     if (!hdr || fread(hdr, 1, hlen, f) != hlen) {
         gs_error(d, gs_span_none(), "%s: truncated header", path);
         goto done;

@@ -9,6 +9,7 @@
  * the steps call the same scalar functions the kernels use.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ static bool compilable(const gs_instr *in) {
 }
 
 static gs_scalar_prog *compile(const gs_computation *c) {
-    gs_scalar_prog *p = calloc(1, sizeof *p);
+    gs_scalar_prog *p = gs_sys_calloc(1, sizeof *p);
     if (!p) return NULL;
     p->comp = c;
     int n = c->n_instrs;
@@ -74,10 +75,10 @@ static gs_scalar_prog *compile(const gs_computation *c) {
     for (int i = 0; ok && i < n; i++) ok = compilable(c->instrs[i]);
     if (!ok) return p; /* p->ok false: general path */
     p->n_slots = n;
-    p->init = calloc((size_t)n + 1, sizeof *p->init);
-    p->steps = calloc((size_t)n + 1, sizeof *p->steps);
-    p->param_slot = calloc((size_t)c->n_params + 1, sizeof *p->param_slot);
-    char *done = calloc((size_t)n + 1, 1);
+    p->init = gs_sys_calloc((size_t)n + 1, sizeof *p->init);
+    p->steps = gs_sys_calloc((size_t)n + 1, sizeof *p->steps);
+    p->param_slot = gs_sys_calloc((size_t)c->n_params + 1, sizeof *p->param_slot);
+    char *done = gs_sys_calloc((size_t)n + 1, 1);
     if (!p->init || !p->steps || !p->param_slot || !done) {
         free(done);
         return p;
@@ -117,7 +118,7 @@ static gs_scalar_prog *compile(const gs_computation *c) {
     if (c->root->op == GS_OP_TUPLE) {
         p->root = -1;
         p->n_out = c->root->n_operands;
-        p->out_slots = calloc((size_t)p->n_out + 1, sizeof *p->out_slots);
+        p->out_slots = gs_sys_calloc((size_t)p->n_out + 1, sizeof *p->out_slots);
         for (int k = 0; p->out_slots && k < p->n_out; k++)
             p->out_slots[k] = c->root->operands[k]->id;
         ok = p->out_slots != NULL;
@@ -204,7 +205,7 @@ gs_status gs_eval_scalar_call(gs_eval *ev, const gs_computation *c, gs_value *co
     for (int k = 0; k < n_args; k++)
         if (!gs_value_matches(args[k], c->params[k]->shape) || args[k]->devices) return GS_OK;
     uint64_t stack[64],
-        *slot = p->n_slots <= 64 ? stack : malloc(sizeof *slot * (size_t)p->n_slots);
+        *slot = p->n_slots <= 64 ? stack : gs_sys_malloc(sizeof *slot * (size_t)p->n_slots);
     if (!slot) return gs_eval_oom(ev, c->root);
     memcpy(slot, p->init, sizeof *slot * (size_t)p->n_slots);
     for (int k = 0; k < n_args; k++)
@@ -247,7 +248,7 @@ gs_status gs_eval_scalar_pred(gs_eval *ev, const gs_computation *c, const gs_typ
     for (int k = 0; k < n_args; k++)
         if (c->params[k]->shape->type != types[k]) return GS_OK;
     uint64_t stack[64],
-        *slot = p->n_slots <= 64 ? stack : malloc(sizeof *slot * (size_t)p->n_slots);
+        *slot = p->n_slots <= 64 ? stack : gs_sys_malloc(sizeof *slot * (size_t)p->n_slots);
     if (!slot) return gs_eval_oom(ev, c->root);
     memcpy(slot, p->init, sizeof *slot * (size_t)p->n_slots);
     for (int k = 0; k < n_args; k++) {

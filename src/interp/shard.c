@@ -6,6 +6,7 @@
  * device with them.
  */
 #include "kernels.h"
+#include "base/sysalloc.h"
 #include "gspmd/sharding.h"
 
 #include <stdlib.h>
@@ -179,7 +180,7 @@ static gs_status shard_rec(const gs_value *v, const gs_sharding *s, int64_t devi
     if (v->devices > 0 && device >= 0 && device < v->n_tuple && v->tuple[device]->type == GS_TUPLE)
         v = v->tuple[device]; /* a manual tuple: this device's */
     if (v->type != GS_TUPLE || v->devices > 0) return shard_leaf(v, leaf_of(s, leaf), device, out, d);
-    gs_value **el = calloc((size_t)(v->n_tuple ? v->n_tuple : 1), sizeof *el);
+    gs_value **el = gs_sys_calloc((size_t)(v->n_tuple ? v->n_tuple : 1), sizeof *el);
     if (!el) return gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; i < v->n_tuple; i++)
         if (shard_rec(v->tuple[i], s, device, leaf, &el[i], d) != GS_OK) {
@@ -209,7 +210,7 @@ static gs_status unshard_tiled(gs_value *const *parts, int n, const gs_sharding 
  * d's group (reassembled from the group's tiles when partially manual). */
 static gs_status unshard_manual(gs_value *const *parts, int n, const gs_sharding *s,
                                 const gs_shape *shape, int leaf, gs_value **out, gs_diags *d) {
-    gs_value **el = calloc((size_t)(n ? n : 1), sizeof *el);
+    gs_value **el = gs_sys_calloc((size_t)(n ? n : 1), sizeof *el);
     if (!el) return gs_error(d, gs_span_none(), "out of memory");
     gs_status st = GS_OK;
     int md = subgroup_dim(s, GS_SUBGROUP_MANUAL);
@@ -337,7 +338,7 @@ static gs_status unshard_tiled(gs_value *const *parts, int n, const gs_sharding 
     int r = shape->rank, esz = gs_type_size(shape->type);
     int64_t zero[GS_MAX_RANK] = {0};
     int64_t ntiles = gs_sharding_num_tiles(s);
-    int *first = malloc(sizeof(int) * (size_t)(ntiles ? ntiles : 1));
+    int *first = gs_sys_malloc(sizeof(int) * (size_t)(ntiles ? ntiles : 1));
     if (!first) {
         gs_value_free(g);
         return gs_error(d, gs_span_none(), "out of memory");
@@ -392,8 +393,8 @@ static gs_status unshard_rec(gs_value *const *parts, int n, const gs_sharding *s
         return unshard_leaf(parts, n, leaf_of(s, leaf), shape, l, out, d);
     }
     int m = shape->n_tuple;
-    gs_value **el = calloc((size_t)(m ? m : 1), sizeof *el);
-    gs_value **sub = calloc((size_t)(n ? n : 1), sizeof *sub);
+    gs_value **el = gs_sys_calloc((size_t)(m ? m : 1), sizeof *el);
+    gs_value **sub = gs_sys_calloc((size_t)(n ? n : 1), sizeof *sub);
     gs_status st = el && sub ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
     int done = 0;
     for (int i = 0; i < m && st == GS_OK; i++) {

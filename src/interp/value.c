@@ -2,13 +2,14 @@
  * value.c — runtime tensors (gs_value): allocation, reference counting, copies, leaves.
  */
 #include "gspmd/interp.h"
+#include "base/sysalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 gs_value *gs_value_new_array(gs_type type, int rank, const int64_t *dims) {
     if (rank < 0 || rank > GS_MAX_RANK || !gs_type_is_array(type)) return NULL;
-    gs_value *v = calloc(1, sizeof *v);
+    gs_value *v = gs_sys_calloc(1, sizeof *v);
     if (!v) return NULL;
     v->type = type;
     v->rank = rank;
@@ -30,7 +31,7 @@ gs_value *gs_value_new_array(gs_type type, int rank, const int64_t *dims) {
         return NULL;
     }
     size_t bytes = (size_t)total;
-    v->data = calloc(bytes ? bytes : 1, 1);
+    v->data = gs_sys_calloc(bytes ? bytes : 1, 1);
     if (!v->data) {
         free(v);
         return NULL;
@@ -40,8 +41,8 @@ gs_value *gs_value_new_array(gs_type type, int rank, const int64_t *dims) {
 }
 
 gs_value *gs_value_new_tuple(int n, gs_value **elems) {
-    gs_value *v = calloc(1, sizeof *v);
-    gs_value **t = calloc(n > 0 ? (size_t)n : 1, sizeof *t);
+    gs_value *v = gs_sys_calloc(1, sizeof *v);
+    gs_value **t = gs_sys_calloc(n > 0 ? (size_t)n : 1, sizeof *t);
     if (!v || !t) {
         free(v);
         free(t);
@@ -57,7 +58,7 @@ gs_value *gs_value_new_tuple(int n, gs_value **elems) {
 }
 
 gs_value *gs_value_new_token(void) {
-    gs_value *v = calloc(1, sizeof *v);
+    gs_value *v = gs_sys_calloc(1, sizeof *v);
     if (!v) return NULL;
     v->type = GS_TOKEN;
     v->refs = 1;
@@ -67,7 +68,7 @@ gs_value *gs_value_new_token(void) {
 gs_value *gs_value_from_shape(const gs_shape *s) {
     if (s->type == GS_TOKEN) return gs_value_new_token();
     if (s->type != GS_TUPLE) return gs_value_new_array(s->type, s->rank, s->dims);
-    gs_value **elems = calloc(s->n_tuple > 0 ? (size_t)s->n_tuple : 1, sizeof *elems);
+    gs_value **elems = gs_sys_calloc(s->n_tuple > 0 ? (size_t)s->n_tuple : 1, sizeof *elems);
     if (!elems) return NULL;
     for (int i = 0; i < s->n_tuple; i++) {
         elems[i] = gs_value_from_shape(s->tuple[i]);
@@ -102,7 +103,7 @@ size_t gs_value_bytes(const gs_value *v) {
 gs_value *gs_value_copy(const gs_value *v) {
     if (v->type == GS_TOKEN) return gs_value_new_token();
     if (v->type == GS_TUPLE) {
-        gs_value **elems = calloc(v->n_tuple > 0 ? (size_t)v->n_tuple : 1, sizeof *elems);
+        gs_value **elems = gs_sys_calloc(v->n_tuple > 0 ? (size_t)v->n_tuple : 1, sizeof *elems);
         if (!elems) return NULL;
         for (int i = 0; i < v->n_tuple; i++) {
             elems[i] = gs_value_copy(v->tuple[i]);
@@ -167,8 +168,8 @@ gs_value *gs_value_bundles_to_leaves(gs_value *v) {
             if (v->tuple[k]->type != GS_TUPLE || v->tuple[k]->n_tuple != n) split = false;
     }
     if (!split) return gs_value_ref(v);
-    gs_value **el = calloc((size_t)(n ? n : 1), sizeof *el);
-    gs_value **parts = calloc((size_t)(v->n_tuple ? v->n_tuple : 1), sizeof *parts);
+    gs_value **el = gs_sys_calloc((size_t)(n ? n : 1), sizeof *el);
+    gs_value **parts = gs_sys_calloc((size_t)(v->n_tuple ? v->n_tuple : 1), sizeof *parts);
     bool ok = el && parts;
     for (int i = 0; ok && i < n; i++) {
         gs_value *e;
@@ -200,7 +201,7 @@ gs_status gs_value_leaves(gs_value *v, gs_value ***leaves, int *n) {
         return GS_ERR;
     }
     *n = (int)out.n;
-    *leaves = out.data ? out.data : calloc(1, sizeof(gs_value *));
+    *leaves = out.data ? out.data : gs_sys_calloc(1, sizeof(gs_value *));
     return *leaves ? GS_OK : GS_ERR;
 }
 

@@ -8,6 +8,7 @@
  * collective exactly the meaning the partitioned program's devices give it.
  */
 #include "runtime_internal.h"
+#include "base/sysalloc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,10 +35,10 @@ gs_status gs_collective_execute_bundle(void *ctx, const gs_instr *in, gs_value *
     const gs_module *m = ctx;
     *out = NULL;
     gs_comm *comm = gs_comm_threads_new(n, 60);
-    bundle_run *runs = calloc((size_t)n, sizeof *runs);
-    pthread_t *threads = calloc((size_t)n, sizeof *threads);
-    gs_value **res = calloc((size_t)n, sizeof *res);
-    gs_value **opv = calloc((size_t)n * (size_t)(n_ops ? n_ops : 1), sizeof *opv);
+    bundle_run *runs = gs_sys_calloc((size_t)n, sizeof *runs);
+    pthread_t *threads = gs_sys_calloc((size_t)n, sizeof *threads);
+    gs_value **res = gs_sys_calloc((size_t)n, sizeof *res);
+    gs_value **opv = gs_sys_calloc((size_t)n * (size_t)(n_ops ? n_ops : 1), sizeof *opv);
     gs_status st = comm && runs && threads && res && opv ? GS_OK
                                                          : gs_error(d, in->span, "out of memory");
     for (int k = 0; st == GS_OK && k < n_ops; k++)

@@ -8,6 +8,7 @@
  * before a program starts (gs_check_collectives).
  */
 #include "runtime_internal.h"
+#include "base/sysalloc.h"
 #include "gspmd/text.h"
 
 #include <stdlib.h>
@@ -72,7 +73,7 @@ static gs_status find_group(const gs_device_ctx *x, const gs_instr *in, int *mem
     int space = id_space(mode, R, P);
     int n_groups = rg ? rg->n_groups : 0;
     /* The ids of my group, in group order. */
-    int *ids = malloc(sizeof(int) * (size_t)(space > 0 ? space : 1));
+    int *ids = gs_sys_malloc(sizeof(int) * (size_t)(space > 0 ? space : 1));
     if (!ids) return gs_error(d, in->span, "out of memory");
     int n_ids = 0, gid = 0;
     if (n_groups == 0) {
@@ -163,7 +164,7 @@ static gs_status reduce_general(const gs_device_ctx *x, const gs_instr *in, cons
                                 gs_value *buf, gs_diags *d) {
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     size_t bytes = gs_value_bytes(buf);
-    char *all = malloc(bytes * (size_t)g->size + 1);
+    char *all = gs_sys_malloc(bytes * (size_t)g->size + 1);
     if (!all) return gs_error(d, in->span, "out of memory");
     gs_status st = x->comm->ops->all_gather(x->comm, x->device, g, buf->data, (int64_t)bytes, all, d);
     gs_value *a = gs_value_new_array(buf->type, 0, NULL), *b = gs_value_new_array(buf->type, 0, NULL);
@@ -218,7 +219,7 @@ static gs_status do_all_gather(const gs_device_ctx *x, const gs_instr *in, const
     rdims[dim] *= g->size;
     gs_value *r = gs_value_new_array(v->type, v->rank, rdims);
     size_t bytes = gs_value_bytes(v);
-    char *blocks = malloc(bytes * (size_t)g->size + 1);
+    char *blocks = gs_sys_malloc(bytes * (size_t)g->size + 1);
     if (!r || !blocks) {
         gs_value_free(r);
         free(blocks);
@@ -251,7 +252,7 @@ static gs_status do_reduce_scatter(const gs_device_ctx *x, const gs_instr *in, c
     memcpy(rdims, v->dims, sizeof(int64_t) * (size_t)v->rank);
     rdims[dim] /= g->size;
     gs_value *r = gs_value_new_array(v->type, v->rank, rdims);
-    void *blocks = malloc(gs_value_bytes(v) + 1);
+    void *blocks = gs_sys_malloc(gs_value_bytes(v) + 1);
     if (!r || !blocks) {
         gs_value_free(r);
         free(blocks);
@@ -289,7 +290,7 @@ static gs_status do_all_to_all_dim(const gs_device_ctx *x, const gs_instr *in, c
         return gs_error(d, in->span, "all-to-all %s: dimension %d does not split into %d parts", in->name, dim, g->size);
     gs_value *r = gs_value_new_array(v->type, v->rank, v->dims);
     size_t bytes = gs_value_bytes(v);
-    char *blocks = malloc(bytes + 1), *recv = malloc(bytes + 1);
+    char *blocks = gs_sys_malloc(bytes + 1), *recv = gs_sys_malloc(bytes + 1);
     if (!r || !blocks || !recv) {
         gs_value_free(r);
         free(blocks);
@@ -324,8 +325,8 @@ static gs_status do_all_to_all_tuple(const gs_device_ctx *x, const gs_instr *in,
     for (int j = 1; j < n; j++)
         if (gs_value_bytes(ops[j]) != bytes)
             return gs_error(d, in->span, "all-to-all %s: operands differ in size", in->name);
-    char *send = malloc(bytes * (size_t)n + 1), *recv = malloc(bytes * (size_t)n + 1);
-    gs_value **elems = calloc((size_t)n, sizeof *elems);
+    char *send = gs_sys_malloc(bytes * (size_t)n + 1), *recv = gs_sys_malloc(bytes * (size_t)n + 1);
+    gs_value **elems = gs_sys_calloc((size_t)n, sizeof *elems);
     gs_status st = send && recv && elems ? GS_OK : gs_error(d, in->span, "out of memory");
     for (int j = 0; st == GS_OK && j < n; j++) memcpy(send + (size_t)j * bytes, ops[j]->data, bytes);
     if (st == GS_OK) st = x->comm->ops->all_to_all(x->comm, x->device, g, send, (int64_t)bytes, recv, d);
@@ -387,7 +388,7 @@ static gs_status per_operand(const gs_device_ctx *x, const gs_instr *in, const g
         vals = ops[0]->tuple;
         nv = ops[0]->n_tuple;
     }
-    gs_value **res = calloc((size_t)(nv ? nv : 1), sizeof *res);
+    gs_value **res = gs_sys_calloc((size_t)(nv ? nv : 1), sizeof *res);
     if (!res) return gs_error(d, in->span, "out of memory");
     gs_status st = GS_OK;
     for (int i = 0; i < nv && st == GS_OK; i++) st = fn(x, in, g, vals[i], &res[i], d);
@@ -404,7 +405,7 @@ static gs_status per_operand(const gs_device_ctx *x, const gs_instr *in, const g
 static gs_status bcast_leaf(const gs_device_ctx *x, const gs_instr *in, const gs_group *g,
                             const gs_value *v, gs_value **out, gs_diags *d) {
     size_t bytes = gs_value_bytes(v);
-    char *all = malloc(bytes * (size_t)g->size + 1);
+    char *all = gs_sys_malloc(bytes * (size_t)g->size + 1);
     gs_value *r = gs_value_new_array(v->type, v->rank, v->dims);
     gs_status st = all && r ? GS_OK : gs_error(d, in->span, "out of memory");
     if (st == GS_OK) st = x->comm->ops->all_gather(x->comm, x->device, g, v->data, (int64_t)bytes, all, d);
@@ -432,7 +433,7 @@ static gs_status wrap_start(const gs_instr *in, gs_value *const *ops, int n, gs_
         *out = result;
         return GS_OK;
     }
-    gs_value **parts = calloc((size_t)s->n_tuple, sizeof *parts);
+    gs_value **parts = gs_sys_calloc((size_t)s->n_tuple, sizeof *parts);
     if (!parts) {
         gs_value_free(result);
         return gs_error(d, in->span, "out of memory");
@@ -440,7 +441,7 @@ static gs_status wrap_start(const gs_instr *in, gs_value *const *ops, int n, gs_
     if (n == 1) {
         parts[0] = gs_value_ref(ops[0]);
     } else {
-        gs_value **e = calloc((size_t)n, sizeof *e);
+        gs_value **e = gs_sys_calloc((size_t)n, sizeof *e);
         for (int i = 0; e && i < n; i++) e[i] = gs_value_ref(ops[i]);
         parts[0] = e ? gs_value_new_tuple(n, e) : NULL;
         free(e);
@@ -455,7 +456,7 @@ static gs_status wrap_start(const gs_instr *in, gs_value *const *ops, int n, gs_
 gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *ops, int n,
                                 gs_value **out, gs_diags *d) {
     const gs_device_ctx *x = ctx;
-    int *members = malloc(sizeof(int) * (size_t)x->comm->n_devices);
+    int *members = gs_sys_malloc(sizeof(int) * (size_t)x->comm->n_devices);
     if (!members) return gs_error(d, in->span, "out of memory");
     gs_group g;
     gs_status st = GS_OK;
@@ -516,7 +517,7 @@ static gs_status check_groups(const gs_instr *in, group_mode mode, int space, gs
     if (!ga || ga->u.groups->n_groups == 0) return GS_OK;
     const gs_replica_groups *rg = ga->u.groups;
     const char *what = mode == MODE_CROSS_PARTITION ? "partition" : mode == MODE_FLATTENED ? "device" : "replica";
-    unsigned char *seen = calloc((size_t)space + 1, 1);
+    unsigned char *seen = gs_sys_calloc((size_t)space + 1, 1);
     if (!seen) return gs_error(d, in->span, "out of memory");
     gs_status st = GS_OK;
     int size0 = gs_replica_groups_size(rg, 0);
@@ -551,7 +552,7 @@ static gs_status check_groups(const gs_instr *in, group_mode mode, int space, gs
 static gs_status check_pairs(const gs_instr *in, int space, gs_diags *d) {
     const gs_attr *pa = gs_instr_attr(in, GS_ATTR_SOURCE_TARGET_PAIRS);
     if (!pa) return GS_OK;
-    unsigned char *src = calloc((size_t)space + 1, 1), *dst = calloc((size_t)space + 1, 1);
+    unsigned char *src = gs_sys_calloc((size_t)space + 1, 1), *dst = gs_sys_calloc((size_t)space + 1, 1);
     if (!src || !dst) {
         free(src);
         free(dst);

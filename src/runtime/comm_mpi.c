@@ -17,6 +17,7 @@
  * though it moves every input to every rank.
  */
 #include "runtime_internal.h"
+#include "base/sysalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,7 @@ static void answer_roll_calls(mpi_comm *m, int where) {
 static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
     int size;
     MPI_Comm_size(m->world, &size);
-    int *here = calloc((size_t)size, sizeof *here); /* 0: no answer, else ROLL_* */
+    int *here = gs_sys_calloc((size_t)size, sizeof *here); /* 0: no answer, else ROLL_* */
     text[0] = 0;
     m->missing = -1;
     if (!here) return;
@@ -155,7 +156,7 @@ static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
         n++;
     }
     if (n) {
-        char *list = strdup(text);
+        char *list = gs_sys_strdup(text);
         if (list)
             snprintf(text, cap, "device%s %s did not arrive (%s)", n > 1 ? "s" : "", list,
                      silent == n ? "stopped, killed, or still computing"
@@ -214,7 +215,7 @@ static gs_status group_comm(mpi_comm *m, int dev, const gs_group *g, MPI_Comm *o
         }
     if (m->n_cache == m->cap_cache) {
         int cap = m->cap_cache ? m->cap_cache * 2 : 8;
-        cached_comm *c = realloc(m->cache, sizeof *c * (size_t)cap);
+        cached_comm *c = gs_sys_realloc(m->cache, sizeof *c * (size_t)cap);
         if (!c) return gs_error(d, gs_span_none(), "device %d: out of memory", dev);
         m->cache = c;
         m->cap_cache = cap;
@@ -289,7 +290,7 @@ static gs_status mpi_all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type 
     }
     /* Gather and fold in group order. */
     int esz = gs_type_size(t);
-    char *all = malloc((size_t)(n * esz) * (size_t)g->size + 1);
+    char *all = gs_sys_malloc((size_t)(n * esz) * (size_t)g->size + 1);
     if (!all) return gs_error(d, gs_span_none(), "device %d: out of memory", dev);
     gs_status st = mpi_all_gather(c, dev, g, buf, n * esz, all, d);
     if (st == GS_OK && n > 0) {
@@ -336,7 +337,7 @@ static gs_status mpi_reduce_scatter(gs_comm *c, int dev, const gs_group *g, gs_t
     }
     int esz = gs_type_size(t);
     int64_t total = n * g->size;
-    char *tmp = malloc((size_t)(total * esz) + 1);
+    char *tmp = gs_sys_malloc((size_t)(total * esz) + 1);
     if (!tmp) return gs_error(d, gs_span_none(), "device %d: out of memory", dev);
     memcpy(tmp, in, (size_t)(total * esz));
     gs_status st = mpi_all_reduce(c, dev, g, t, op, tmp, total, d);
@@ -366,7 +367,7 @@ static gs_status mpi_gather_root(gs_comm *c, const void *const *local, int64_t b
     mpi_comm *m = mc(c);
     int k = c->local_devices;
     if (bytes * k > 0x7fffffff) return gs_error(d, gs_span_none(), "output over 2 GiB per rank");
-    char *mine = malloc((size_t)(bytes * k) + 1);
+    char *mine = gs_sys_malloc((size_t)(bytes * k) + 1);
     if (!mine) return gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; i < k; i++)
         if (bytes) memcpy(mine + (size_t)i * (size_t)bytes, local[i], (size_t)bytes);
@@ -440,9 +441,9 @@ gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d) {
         gs_error(d, gs_span_none(), "several devices per rank need an MPI with MPI_THREAD_MULTIPLE");
         return NULL;
     }
-    mpi_comm *m = calloc(1, sizeof *m);
+    mpi_comm *m = gs_sys_calloc(1, sizeof *m);
     int k = devices_per_rank;
-    if (m) m->ins = calloc((size_t)k, sizeof *m->ins);
+    if (m) m->ins = gs_sys_calloc((size_t)k, sizeof *m->ins);
     if (!m || !m->ins) {
         if (m) free(m);
         gs_error(d, gs_span_none(), "out of memory");
@@ -470,7 +471,7 @@ gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d) {
 
 static bool grow(char **buf, size_t *cap, size_t need) {
     if (*cap >= need) return true;
-    char *p = realloc(*buf, need);
+    char *p = gs_sys_realloc(*buf, need);
     if (!p) return false;
     *buf = p;
     *cap = need;

@@ -12,6 +12,7 @@
  * waiting device, which then reports the device that failed.
  */
 #include "runtime_internal.h"
+#include "base/sysalloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -130,7 +131,7 @@ static gs_status all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type t, g
     slot *me = &tcm->slots[dev];
     size_t need = (size_t)(block * esz);
     if (me->scratch_cap < need) {
-        void *p = realloc(me->scratch, need);
+        void *p = gs_sys_realloc(me->scratch, need);
         if (!p) {
             c->ops->abort(c, dev);
             return gs_error(d, gs_span_none(), "device %d: out of memory in all-reduce", dev);
@@ -247,10 +248,10 @@ static const gs_comm_ops THREADS_OPS = {all_reduce, all_gather, all_to_all,  red
 
 gs_comm *gs_comm_threads_new(int n_devices, double timeout_s) {
     if (n_devices < 1) return NULL;
-    threads_comm *t = calloc(1, sizeof *t);
+    threads_comm *t = gs_sys_calloc(1, sizeof *t);
     if (!t) return NULL;
-    t->present = calloc((size_t)n_devices, sizeof(bool));
-    t->slots = calloc((size_t)n_devices, sizeof(slot));
+    t->present = gs_sys_calloc((size_t)n_devices, sizeof(bool));
+    t->slots = gs_sys_calloc((size_t)n_devices, sizeof(slot));
     if (!t->present || !t->slots) {
         free(t->present);
         free(t->slots);

@@ -8,6 +8,7 @@
  * threads and BLAS threads never oversubscribe the cores.
  */
 #include "runtime_internal.h"
+#include "base/sysalloc.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -60,9 +61,9 @@ static void append_diags(gs_diags *to, const gs_diags *from) {
 gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
                       gs_value ***results, uint64_t seed, gs_diags *d) {
     int n = comm->local_devices;
-    device_run *runs = calloc((size_t)n, sizeof *runs);
-    pthread_t *threads = calloc((size_t)n, sizeof *threads);
-    gs_value **res = calloc((size_t)n, sizeof *res);
+    device_run *runs = gs_sys_calloc((size_t)n, sizeof *runs);
+    pthread_t *threads = gs_sys_calloc((size_t)n, sizeof *threads);
+    gs_value **res = gs_sys_calloc((size_t)n, sizeof *res);
     if (!runs || !threads || !res) {
         free(runs);
         free(threads);
@@ -142,7 +143,7 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
     int n = comm->n_devices;
     *all = NULL;
     if (comm->local_devices == n) {
-        gs_value **out = calloc((size_t)n, sizeof *out);
+        gs_value **out = gs_sys_calloc((size_t)n, sizeof *out);
         if (!out) return gs_error(d, gs_span_none(), "out of memory");
         for (int i = 0; i < n; i++) out[i] = gs_value_ref(local[i]);
         *all = out;
@@ -152,12 +153,12 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
      * root's, the same on every device. */
     int k = comm->local_devices;
     bool root = comm->first_device == 0;
-    gs_value ***mine = calloc((size_t)k, sizeof *mine);
+    gs_value ***mine = gs_sys_calloc((size_t)k, sizeof *mine);
     int n_leaves = 0;
     gs_status st = mine ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; st == GS_OK && i < k; i++)
         if (gs_value_leaves(local[i], &mine[i], &n_leaves) != GS_OK) st = gs_error(d, gs_span_none(), "out of memory");
-    gs_value **results = root ? calloc((size_t)n, sizeof *results) : NULL;
+    gs_value **results = root ? gs_sys_calloc((size_t)n, sizeof *results) : NULL;
     if (st == GS_OK && root && !results) st = gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; st == GS_OK && root && i < n; i++) {
         results[i] = gs_value_from_shape(m->entry->root->shape);
@@ -172,9 +173,9 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
         st = gs_error(d, gs_span_none(), "out of memory");
     if (st == GS_OK && ntl != n_leaves)
         st = gs_error(d, gs_span_none(), "the outputs do not have the program's root shape");
-    const void **ins = calloc((size_t)k, sizeof *ins);
-    const void **dins = calloc((size_t)k, sizeof *dins);
-    char **pad = calloc((size_t)k, sizeof *pad);
+    const void **ins = gs_sys_calloc((size_t)k, sizeof *ins);
+    const void **dins = gs_sys_calloc((size_t)k, sizeof *dins);
+    char **pad = gs_sys_calloc((size_t)k, sizeof *pad);
     if (st == GS_OK && (!ins || !dins || !pad)) st = gs_error(d, gs_span_none(), "out of memory");
     for (int l = 0; st == GS_OK && l < n_leaves; l++) {
         size_t bytes = gs_value_bytes(tl[l]), db = sizeof(int64_t) * GS_MAX_RANK;
@@ -188,7 +189,7 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
             ins[i] = v->data;
             dins[i] = v->dims;
             if (gs_value_bytes(v) < bytes) {
-                if (!(pad[i] = calloc(1, bytes + 1))) {
+                if (!(pad[i] = gs_sys_calloc(1, bytes + 1))) {
                     st = gs_error(d, gs_span_none(), "out of memory");
                     break;
                 }
@@ -196,8 +197,8 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
                 ins[i] = pad[i];
             }
         }
-        char *buf = root && st == GS_OK ? malloc(bytes * (size_t)n + 1) : NULL;
-        int64_t *dbuf = root && st == GS_OK ? malloc(db * (size_t)n) : NULL;
+        char *buf = root && st == GS_OK ? gs_sys_malloc(bytes * (size_t)n + 1) : NULL;
+        int64_t *dbuf = root && st == GS_OK ? gs_sys_malloc(db * (size_t)n) : NULL;
         if (st == GS_OK && root && (!buf || !dbuf)) st = gs_error(d, gs_span_none(), "out of memory");
         if (st == GS_OK) st = comm->ops->gather_root(comm, ins, (int64_t)bytes, buf, d);
         if (st == GS_OK) st = comm->ops->gather_root(comm, dins, (int64_t)db, (char *)dbuf, d);

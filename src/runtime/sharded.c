@@ -4,6 +4,7 @@
  * outputs reassembled (gs_value_unshard). The path every sharded run takes.
  */
 #include "runtime_internal.h"
+#include "base/sysalloc.h"
 #include "gspmd/partition.h"
 
 #include <float.h>
@@ -24,10 +25,10 @@ gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
     gs_arena a;
     gs_arena_init(&a);
     gs_status st = gs_check_collectives(p, n, d);
-    gs_value ***dev = calloc((size_t)(local ? local : 1), sizeof *dev);
+    gs_value ***dev = gs_sys_calloc((size_t)(local ? local : 1), sizeof *dev);
     if (!dev) st = gs_error(d, gs_span_none(), "out of memory");
     for (int k = 0; st == GS_OK && k < local; k++) {
-        dev[k] = calloc((size_t)(n_args ? n_args : 1), sizeof **dev);
+        dev[k] = gs_sys_calloc((size_t)(n_args ? n_args : 1), sizeof **dev);
         if (!dev[k]) st = gs_error(d, gs_span_none(), "out of memory");
         for (int i = 0; st == GS_OK && i < n_args; i++) {
             const gs_sharding *s = gs_partition_param_sharding(&a, m, i);

@@ -14,6 +14,7 @@
  * `gspmd run --verify`, the partition property test and the library share this one check.
  */
 #include "runtime_internal.h"
+#include "base/sysalloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -149,7 +150,7 @@ gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_arg
     else if (ng != nw || nb != nw)
         st = gs_error(d, gs_span_none(), "the partitioned program has %d outputs, the module %d",
                       ng, nw);
-    gs_leaf_check *c = st == GS_OK ? calloc((size_t)(nw ? nw : 1), sizeof *c) : NULL;
+    gs_leaf_check *c = st == GS_OK ? gs_sys_calloc((size_t)(nw ? nw : 1), sizeof *c) : NULL;
     if (st == GS_OK && !c) st = gs_error(d, gs_span_none(), "out of memory");
     bool ok = true;
     for (int i = 0; st == GS_OK && i < nw; i++) {

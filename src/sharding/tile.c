@@ -129,8 +129,8 @@ static bool detect_iota(const int64_t *v, int64_t n, int64_t *r, int *p, int *nr
     while (block < n) {
         int64_t s = v[block];
         if (s <= 0 || k >= 64) return false;
-        int64_t m = 1;
-        while (m * block < n && v[m * block] == m * s) m++;
+        int64_t m = 1, ms;
+        while (m * block < n && !__builtin_mul_overflow(m, s, &ms) && v[m * block] == ms) m++;
         if (m < 2 || n % (block * m) != 0) return false;
         fs[k] = s;
         fm[k] = m;
