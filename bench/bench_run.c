@@ -9,6 +9,7 @@
  *   build/bench/bench_run --hlo LAYERS MODE          the module as HLO text (MODE 0 unsharded,
  *                                                    1 tensor parallel, 2 data parallel)
  *   build/bench/bench_run --hlo norm R               the layer norm + GELU model on f32[R,R]
+ *   build/bench/bench_run --norm                     its row alone (eval against memcpy)
  *
  * Each figure is per layer, from the difference between an L_B-layer and an L_A-layer run (so
  * setup, argument making and result gathering cancel), best of 3:
@@ -401,6 +402,12 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc >= 2 && strcmp(argv[1], "--mpi") == 0) return mpi_main(argc, argv);
+    if (argc == 2 && strcmp(argv[1], "--norm") == 0) { /* the elementwise row alone */
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+        norm_row();
+        return 0;
+    }
     int la = argc > 2 ? atoi(argv[1]) : 2, lb = argc > 2 ? atoi(argv[2]) : 6;
     if (la < 1 || lb <= la) {
         fprintf(stderr, "usage: bench_run [LAYERS_A LAYERS_B] (1 <= A < B)\n");

@@ -9,6 +9,7 @@
  */
 #include "kernels.h"
 #include "base/sysalloc.h"
+#include "interp/fusion.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -601,6 +602,27 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     return st;
 }
 
+/* One use of each operand of `in` is over (of its members' operands, for a fused root): values
+ * (and bounds) with no use left are freed, except c's root. */
+static void release_operands(const gs_computation *c, const gs_instr *in, const signed char *plan,
+                             int *uses, gs_value **vals, gs_value **bvals) {
+    for (int k = 0; k < in->n_operands; k++) {
+        const gs_instr *o = in->operands[k];
+        if (plan && plan[o->id] == GS_FUSED_MEMBER) {
+            release_operands(c, o, plan, uses, vals, bvals);
+            continue;
+        }
+        if (--uses[o->id] == 0 && o != c->root) {
+            gs_value_free(vals[o->id]);
+            vals[o->id] = NULL;
+            if (bvals) {
+                gs_value_free(bvals[o->id]);
+                bvals[o->id] = NULL;
+            }
+        }
+    }
+}
+
 /* Evaluates c on args; in bound mode (bargs non-NULL) also every value's rounding-error bound
  * (bounds.c), with the results' bound in *bout. */
 static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const *args,
@@ -626,11 +648,18 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
     /* Remaining uses of each value within this evaluation. */
     for (int i = 0; st == GS_OK && i < n; i++)
         for (int k = 0; k < order[i]->n_operands; k++) uses[order[i]->operands[k]->id]++;
+    /* Elementwise chains run fused (fusion.c), except in the bounded reference. */
+    signed char *plan = NULL;
+    if (st == GS_OK && !bounded && gs_fusion_plan(c, order, n, uses, &plan) != GS_OK)
+        st = gs_eval_oom(ev, c->root);
     gs_value *opbuf[16], *bopbuf[16];
     for (int i = 0; st == GS_OK && i < n; i++) {
         const gs_instr *in = order[i];
         gs_value *r = NULL, *br = NULL;
-        if (in->op == GS_OP_PARAMETER) {
+        if (plan && plan[in->id] == GS_FUSED_MEMBER) continue; /* computed in its user's loop */
+        if (plan && plan[in->id] == GS_FUSED_ROOT) {
+            st = gs_fusion_eval(ev, c, in, plan, vals, uses, &r);
+        } else if (in->op == GS_OP_PARAMETER) {
             r = gs_value_ref(args[in->parameter_number]);
             if (!gs_value_matches(r, in->shape)) {
                 char got[128];
@@ -680,17 +709,7 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
         if (st != GS_OK) break;
         vals[in->id] = r;
         if (bounded) bvals[in->id] = br;
-        for (int k = 0; k < in->n_operands; k++) {
-            int oid = in->operands[k]->id;
-            if (--uses[oid] == 0 && in->operands[k] != c->root) {
-                gs_value_free(vals[oid]);
-                vals[oid] = NULL;
-                if (bounded) {
-                    gs_value_free(bvals[oid]);
-                    bvals[oid] = NULL;
-                }
-            }
-        }
+        release_operands(c, in, plan, uses, vals, bvals);
     }
     if (st == GS_OK) {
         *out = vals[c->root->id];
@@ -706,6 +725,7 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
     free(bvals);
     free(uses);
     free(order);
+    free(plan);
     ev->depth--;
     return st;
 }

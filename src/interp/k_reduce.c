@@ -142,6 +142,15 @@ static bool add_block(const reducer *rd, const gs_value *x, const bool *reduced,
     if (first < 0) return false;
     int64_t A = 1, R = 1, B = 1;
     for (int d = 0; d < x->rank; d++) *(d < first ? &A : d <= last ? &R : &B) *= x->dims[d];
+    if (B == 1 && t == GS_F32) { /* a run of adjacent elements per output: a register sum */
+        for (int64_t a = 0; a < A; a++) {
+            const float *xv = (const float *)xs + a * R;
+            float sum = ((float *)acc)[a];
+            for (int64_t r = 0; r < R; r++) sum += xv[r];
+            ((float *)acc)[a] = sum;
+        }
+        return true;
+    }
     for (int64_t a = 0; a < A; a++)
         for (int64_t r = 0; r < R; r++) {
             int64_t in0 = (a * R + r) * B, out0 = a * B;
@@ -493,7 +502,7 @@ static gs_status k_select_and_scatter(gs_eval *ev, const gs_instr *in, gs_value 
         if (np == 0) continue;
         int64_t best = offs[0];
         for (int64_t p = 1; p < np && st == GS_OK; p++) {
-            bool keep;
+            bool keep = true;
             if (fast_sel) {
                 int64_t a = fc.swap ? offs[p] : best, b = fc.swap ? best : offs[p];
                 keep = gs_scalar_compare(t, x->data, a, x->data, b, fc.dir, fc.cmp_type);

@@ -96,6 +96,16 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
 
 /* A new array value for instruction `in`'s (array) result shape; NULL after reporting OOM. */
 gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in);
+
+/* ---- k_elementwise.c: f32 elementwise loops, one per op (shared with fusion.c, so that a fused
+ * chain computes bit for bit what the kernels compute one op at a time) */
+
+/* y[i] = op(x[i]) for the f32 unary ops (negate, abs, tanh, exp, expm1, log, log1p, sqrt, rsqrt,
+ * logistic, sin, cos, erf, floor, ceil); false (nothing written) for other ops. */
+bool gs_unary_f32(gs_opcode op, const float *x, float *y, int64_t n);
+/* z[i] = op(x[i], y[i]) for add, subtract, multiply, divide, maximum, minimum; false for
+ * other ops. z may be x or y. */
+bool gs_binary_f32(gs_opcode op, const float *x, const float *y, float *z, int64_t n);
 /* The same, or ev->donor when it has the result's type and dims (a new reference to it), for
  * kernels whose element i of the result reads only element i of each operand. */
 gs_value *gs_eval_new_result_in_place(gs_eval *ev, const gs_instr *in);
