@@ -733,7 +733,7 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
                                  gs_value *const *args, int n_args, gs_value **result,
                                  gs_value **bound, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     *result = *bound = NULL;
     gs_value **bargs = gs_sys_calloc((size_t)(n_args ? n_args : 1), sizeof *bargs);
@@ -746,5 +746,6 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
     for (int i = 0; i < n_args; i++) gs_value_free(bargs[i]);
     free(bargs);
     gs_scalar_progs_free(ev.scalars);
+    gs_eval_free_spares(&ev);
     return st;
 }

@@ -46,7 +46,50 @@ gs_value *gs_eval_new_result_in_place(gs_eval *ev, const gs_instr *in) {
     gs_value *d = ev->donor;
     ev->donor = NULL;
     if (d && gs_value_matches(d, in->shape)) return gs_value_ref(d);
+    /* The caller overwrites every element: a spare of the same size serves, unzeroed. */
+    const gs_shape *s = in->shape;
+    if (s && gs_type_is_array(s->type) && s->rank <= GS_MAX_RANK) {
+        size_t bytes = (size_t)gs_shape_elements(s) * (size_t)gs_type_size(s->type);
+        for (int k = 0; k < GS_EVAL_SPARES; k++) {
+            gs_value *v = ev->spares[k];
+            if (!v || (size_t)v->n * (size_t)gs_type_size(v->type) != bytes) continue;
+            ev->spares[k] = NULL;
+            v->type = s->type;
+            v->rank = s->rank;
+            for (int i = 0; i < s->rank; i++) v->dims[i] = s->dims[i];
+            v->n = gs_shape_elements(s);
+            return v;
+        }
+    }
     return gs_eval_new_result(ev, in);
+}
+
+void gs_eval_release(gs_eval *ev, gs_value *v) {
+    if (!v) return;
+    if (v->refs != 1 || v->type == GS_TUPLE || v->type == GS_TOKEN || v->devices > 0 ||
+        (size_t)v->n * (size_t)gs_type_size(v->type) < GS_EVAL_SPARE_MIN_BYTES) {
+        gs_value_free(v);
+        return;
+    }
+    int slot = 0; /* an empty slot, else the oldest (slot 0) makes room */
+    for (int k = 0; k < GS_EVAL_SPARES; k++)
+        if (!ev->spares[k]) {
+            slot = k;
+            break;
+        }
+    if (ev->spares[slot]) {
+        gs_value_free(ev->spares[0]);
+        memmove(ev->spares, ev->spares + 1, sizeof ev->spares[0] * (GS_EVAL_SPARES - 1));
+        slot = GS_EVAL_SPARES - 1;
+    }
+    ev->spares[slot] = v;
+}
+
+void gs_eval_free_spares(gs_eval *ev) {
+    for (int k = 0; k < GS_EVAL_SPARES; k++) {
+        gs_value_free(ev->spares[k]);
+        ev->spares[k] = NULL;
+    }
 }
 
 /* ------------------------------------------------------------------ index helpers */
@@ -604,16 +647,18 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
 
 /* One use of each operand of `in` is over (of its members' operands, for a fused root): values
  * (and bounds) with no use left are freed, except c's root. */
-static void release_operands(const gs_computation *c, const gs_instr *in, const signed char *plan,
-                             int *uses, gs_value **vals, gs_value **bvals) {
+static void release_operands(gs_eval *ev, const gs_computation *c, const gs_instr *in,
+                             const signed char *plan, int *uses, gs_value **vals,
+                             gs_value **bvals) {
     for (int k = 0; k < in->n_operands; k++) {
         const gs_instr *o = in->operands[k];
         if (plan && plan[o->id] == GS_FUSED_MEMBER) {
-            release_operands(c, o, plan, uses, vals, bvals);
+            release_operands(ev, c, o, plan, uses, vals, bvals);
             continue;
         }
         if (--uses[o->id] == 0 && o != c->root) {
-            gs_value_free(vals[o->id]);
+            if (bvals) gs_value_free(vals[o->id]);
+            else gs_eval_release(ev, vals[o->id]);
             vals[o->id] = NULL;
             if (bvals) {
                 gs_value_free(bvals[o->id]);
@@ -709,7 +754,7 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
         if (st != GS_OK) break;
         vals[in->id] = r;
         if (bounded) bvals[in->id] = br;
-        release_operands(c, in, plan, uses, vals, bvals);
+        release_operands(ev, c, in, plan, uses, vals, bvals);
     }
     if (st == GS_OK) {
         *out = vals[c->root->id];
@@ -747,10 +792,11 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     gs_status st = gs_eval_call(&ev, c, args, n_args, result);
     gs_scalar_progs_free(ev.scalars);
+    gs_eval_free_spares(&ev);
     return st;
 }
 

@@ -29,6 +29,10 @@ static inline double complex gs_cmplx(double re, double im) {
 
 typedef struct gs_scalar_prog gs_scalar_prog;
 
+/* Spare arrays an evaluation keeps (and the smallest size kept: smaller ones are cheap). */
+#define GS_EVAL_SPARES 4
+#define GS_EVAL_SPARE_MIN_BYTES ((size_t)1 << 20)
+
 /* State of one evaluation (one device, one run). */
 typedef struct gs_eval {
     const gs_module *m;       /* the module being run */
@@ -40,7 +44,17 @@ typedef struct gs_eval {
     gs_value *donor;          /* an operand of the instruction being run that dies there and is
                                  held by nothing else: an elementwise kernel may write its
                                  result into it (gs_eval_new_result_in_place) */
+    gs_value *spares[GS_EVAL_SPARES]; /* large arrays that died, kept for the next results of
+                                 their size that will be wholly overwritten, so that a loop
+                                 body or a layer stack does not map, fault in and zero fresh
+                                 pages per instruction (gs_eval_keep_spare) */
 } gs_eval;
+
+/* Frees the spare arrays of ev (at the end of an evaluation). */
+void gs_eval_free_spares(gs_eval *ev);
+/* Releases value v, which died in ev: a large array held by nothing else is kept as a spare
+ * instead of being freed. */
+void gs_eval_release(gs_eval *ev, gs_value *v);
 
 /* ---- scalar.c: fast calls of scalar computations */
 
@@ -106,8 +120,9 @@ bool gs_unary_f32(gs_opcode op, const float *x, float *y, int64_t n);
 /* z[i] = op(x[i], y[i]) for add, subtract, multiply, divide, maximum, minimum; false for
  * other ops. z may be x or y. */
 bool gs_binary_f32(gs_opcode op, const float *x, const float *y, float *z, int64_t n);
-/* The same, or ev->donor when it has the result's type and dims (a new reference to it), for
- * kernels whose element i of the result reads only element i of each operand. */
+/* The same, or ev->donor when it has the result's type and dims (a new reference to it), or a
+ * spare array of the same size (its contents left as they were), for kernels whose element i
+ * of the result reads only element i of each operand and which write every element. */
 gs_value *gs_eval_new_result_in_place(gs_eval *ev, const gs_instr *in);
 
 /* ------------------------------------------------------------------ manual regions (manual.c) */

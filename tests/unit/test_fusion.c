@@ -7,7 +7,8 @@
  * (NaNs included): hand-written modules that stress the fusion plan (broadcasts along each dim, rows longer than a block,
  * transposing broadcasts, scalars, a chain longer than one fused tree may be, a
  * value that several members read, a fused value that is the computation's root, a chain inside
- * a while body, operands that die in the chain and take its result), and every tests/interp file.
+ * a while body, operands that die in the chain and take its result, large arrays whose buffers
+ * are reused as spares), and every tests/interp file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -190,6 +191,49 @@ static void test_scalars_and_loops(void **state) {
         "}\n"));
 }
 
+static void test_large_loop(void **state) {
+    (void)state;
+    /* Arrays of 2 MiB die and are born each iteration: results are written into the spare
+     * arrays of the dead ones (unzeroed), which must not change a bit. */
+    assert_true(check_same("spares.hlo",
+        "HloModule l\n"
+        "max { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT m = f32[] maximum(a, b)\n}\n"
+        "cond {\n"
+        "  s = (s32[], f32[512,1024], f32[512,1024]) parameter(0)\n"
+        "  i = s32[] get-tuple-element(s), index=0\n"
+        "  n = s32[] constant(3)\n"
+        "  ROOT c = pred[] compare(i, n), direction=LT\n"
+        "}\n"
+        "body {\n"
+        "  s = (s32[], f32[512,1024], f32[512,1024]) parameter(0)\n"
+        "  i = s32[] get-tuple-element(s), index=0\n"
+        "  x = f32[512,1024] get-tuple-element(s), index=1\n"
+        "  w = f32[512,1024] get-tuple-element(s), index=2\n"
+        "  one = s32[] constant(1)\n"
+        "  j = s32[] add(i, one)\n"
+        "  a = f32[512,1024] multiply(x, w)\n"
+        "  b = f32[512,1024] add(a, x)\n"
+        "  c = f32[512,1024] tanh(b)\n"
+        "  lo = f32[] constant(-1)\n"
+        "  m = f32[512] reduce(c, lo), dimensions={1}, to_apply=max\n"
+        "  mb = f32[512,1024] broadcast(m), dimensions={0}\n"
+        "  d = f32[512,1024] subtract(c, mb)\n"
+        "  e = f32[512,1024] exponential(d)\n"
+        "  ROOT t = (s32[], f32[512,1024], f32[512,1024]) tuple(j, e, w)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = f32[512,1024] parameter(0)\n"
+        "  w = f32[512,1024] parameter(1)\n"
+        "  z = s32[] constant(0)\n"
+        "  t = (s32[], f32[512,1024], f32[512,1024]) tuple(z, x, w)\n"
+        "  r = (s32[], f32[512,1024], f32[512,1024]) while(t), condition=cond, body=body\n"
+        "  y = f32[512,1024] get-tuple-element(r), index=1\n"
+        "  y2 = f32[512,1024] multiply(y, y)\n"
+        "  ROOT out = f32[512,1024] negate(y2)\n"
+        "}\n"));
+}
+
 static void test_interp_files(void **state) {
     (void)state;
     glob_t g;
@@ -217,6 +261,7 @@ int main(void) {
         cmocka_unit_test(test_shared_leaf_and_root),
         cmocka_unit_test(test_long_chain),
         cmocka_unit_test(test_scalars_and_loops),
+        cmocka_unit_test(test_large_loop),
         cmocka_unit_test(test_interp_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
