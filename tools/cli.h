@@ -19,6 +19,8 @@ int gs_cli_run(int argc, char **argv);
 int gs_cli_propagate(int argc, char **argv);
 /* `gspmd partition ...` (cmd_partition.c); argv[0] is "partition". */
 int gs_cli_partition(int argc, char **argv);
+/* `gspmd cost ...` (cmd_cost.c); argv[0] is "cost". */
+int gs_cli_cost(int argc, char **argv);
 
 /* `gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]
  * [--color|--no-color]`; argv[0] is "show-sharding". Draws which device holds which block. */
@@ -59,6 +61,9 @@ bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const cha
  * another option. */
 int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o);
+/* If argv[*i] is --num-partitions N (N in 1..max): sets *n, advances *i and returns 1; -1 with a
+ * message for a bad N; 0 when argv[*i] is another option. */
+int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n);
 /* If argv[*i] is --max-memory BYTES (a number, optionally K/M/G/T for KiB..TiB): sets *max and
  * returns 1; -1 with a message for a bad value; 0 for another option. */
 int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max);

@@ -139,6 +139,21 @@ int64_t gs_cli_machine_memory(void) {
     return (int64_t)pages * (int64_t)size;
 }
 
+int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n) {
+    const char *v;
+    if (!gs_cli_opt_value(argc, argv, i, "--num-partitions", &v)) return 0;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < 1 || x > max) {
+        fprintf(stderr, "gspmd %s: --num-partitions wants a number of devices in 1..%ld, not "
+                        "'%s'\n", cmd, max, v);
+        return -1;
+    }
+    *n = x;
+    return 1;
+}
+
 int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max) {
     const char *v;
     if (!gs_cli_opt_value(argc, argv, i, "--max-memory", &v)) return 0;

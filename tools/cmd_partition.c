@@ -68,7 +68,6 @@ int gs_cli_partition(int argc, char **argv) {
     gs_cli_shardings sh = {0};
     int rc = 2;
     for (int i = 1; i < argc; i++) {
-        const char *v;
         int k;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: %s\n\n", PART_USAGE);
@@ -81,13 +80,8 @@ int gs_cli_partition(int argc, char **argv) {
             stats = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
             strict = true;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
-            char *end;
-            n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > (1L << 20)) {
-                rc = part_usage("--num-partitions wants a number of devices >= 1, not '%s'", v);
-                goto done;
-            }
+        } else if ((k = gs_cli_devices_option(argc, argv, &i, "partition", 1L << 20, &n)) != 0) {
+            if (k < 0) goto done;
         } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
             if (k < 0) goto done;
         } else if ((k = gs_cli_windowed_option(argc, argv, &i, "partition", &opts)) != 0) {

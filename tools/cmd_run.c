@@ -499,14 +499,8 @@ int gs_cli_run(int argc, char **argv) {
             if (k < 0) goto done;
         } else if ((k = gs_cli_windowed_option(argc, argv, &i, "run", &a.win)) != 0) {
             if (k < 0) goto done;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--num-partitions", &v)) {
-            char *end;
-            a.n_devices = strtol(v, &end, 10);
-            if (*end || a.n_devices < 1 || a.n_devices > 65536) {
-                rc = run_usage("--num-partitions wants a number of devices in 1..65536, "
-                               "not '%s'", v);
-                goto done;
-            }
+        } else if ((k = gs_cli_devices_option(argc, argv, &i, "run", 65536, &a.n_devices)) != 0) {
+            if (k < 0) goto done;
         } else if (gs_cli_opt_value(argc, argv, &i, "--devices-per-rank", &v)) {
             char *end;
             a.per_rank = strtol(v, &end, 10);

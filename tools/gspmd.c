@@ -286,6 +286,11 @@ static const command COMMANDS[] = {
      "Partitions FILE and runs it on N devices (threads, or MPI ranks under mpirun), optionally\n"
      "verifying against the reference interpreter; --spmd runs an already partitioned program\n"
      "as it is. See gspmd run --help.\n"},
+    {"cost", gs_cli_cost,
+     "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--no-propagate] [--spmd] [--json] "
+     "[--mesh M --shard NAME=SPEC]...",
+     "Predicts one step's per-device FLOPs, memory traffic, collectives, peak memory, step time\n"
+     "and model FLOPs utilization on a machine profile. See gspmd cost --help.\n"},
     {"show-sharding", gs_cli_show_sharding,
      "gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]",
      "Draws which device holds which block of an array under a sharding (XLA text, or a\n"

@@ -1,0 +1,399 @@
+/*
+ * step.c — the time of one step of a program on a machine profile (gspmd/cost.h): arithmetic
+ * and memory traffic per instruction (a roofline: whichever takes longer), collectives by the
+ * algorithm that suits their size and group, and the overlap the program allows.
+ *
+ * Collective algorithms, for a group of g devices each holding B bytes, on links of bandwidth
+ * W and latency L (the node's fast link when the whole group is in one node, else the slow one):
+ *   all-reduce      ring: 2(g-1)/g B/W + 2(g-1) L;  tree (small B): 2 log2(g) (L + B/W);
+ *                   the faster of the two
+ *   all-gather      ring: (g-1)/g B_result/W + (g-1) L
+ *   reduce-scatter  ring: (g-1)/g B/W + (g-1) L
+ *   all-to-all      (g-1)/g B/W + (g-1) L on a switch; a ring or torus carries it over its
+ *                   bisection, g/4 times slower per byte on a ring (sqrt(g)/4 on a 2D torus)
+ *   permute         B/W + L
+ * Loops: a while body runs its trip count (XLA's known_trip_count, or a counter from a
+ * constant compared with a constant), its condition once more; unknown trip counts count once
+ * and are reported. Conditionals cost their most expensive branch.
+ */
+#include "gspmd/cost.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gs_cost_coll_name(gs_cost_coll k) {
+    static const char *const names[] = {"all-reduce", "all-gather", "reduce-scatter",
+                                        "all-to-all", "collective-permute"};
+    return k >= 0 && k < GS_N_COST_COLL ? names[k] : "?";
+}
+
+/* ------------------------------------------------------------------ trip counts */
+
+/* The integer value of scalar constant c; false when c is none. */
+static bool scalar_int(const gs_instr *c, int64_t *v) {
+    if (!c || c->op != GS_OP_CONSTANT || !c->literal || c->literal->elided || !c->shape ||
+        c->shape->rank != 0 || !c->literal->data)
+        return false;
+    const void *p = c->literal->data;
+    switch (c->shape->type) {
+    case GS_S32: *v = *(const int32_t *)p; return true;
+    case GS_S64: *v = *(const int64_t *)p; return true;
+    case GS_U32: *v = *(const uint32_t *)p; return true;
+    case GS_S16: *v = *(const int16_t *)p; return true;
+    case GS_S8: *v = *(const int8_t *)p; return true;
+    default: return false;
+    }
+}
+
+/* The tuple index i when x is get-tuple-element(parameter 0 of its computation, i). */
+static bool counter_index(const gs_instr *x, int64_t *i) {
+    if (!x || x->op != GS_OP_GET_TUPLE_ELEMENT || x->n_operands != 1 ||
+        x->operands[0]->op != GS_OP_PARAMETER)
+        return false;
+    *i = gs_instr_int(x, GS_ATTR_INDEX, -1);
+    return *i >= 0;
+}
+
+/* The known_trip_count in w's backend_config ({"known_trip_count":{"n":"8"}}). */
+static bool config_trips(const gs_instr *w, int64_t *trips) {
+    const char *cfg = gs_instr_str(w, GS_ATTR_BACKEND_CONFIG);
+    const char *k = cfg ? strstr(cfg, "known_trip_count") : NULL;
+    const char *n = k ? strstr(k, "\"n\"") : NULL;
+    if (!n) return false;
+    n += 3;
+    while (*n == ':' || *n == ' ' || *n == '"') n++;
+    char *end;
+    long long v = strtoll(n, &end, 10);
+    if (end == n || v < 0) return false;
+    *trips = v;
+    return true;
+}
+
+bool gs_cost_trip_count(const gs_instr *w, int64_t *trips) {
+    if (w->op != GS_OP_WHILE) return false;
+    if (config_trips(w, trips)) return true;
+    const gs_computation *cond = gs_instr_comp(w, GS_ATTR_CONDITION);
+    const gs_computation *body = gs_instr_comp(w, GS_ATTR_BODY);
+    if (!cond || !body || w->n_operands != 1) return false;
+    const gs_instr *cmp = cond->root;
+    if (cmp->op != GS_OP_COMPARE || cmp->n_operands != 2) return false;
+    const char *dir = gs_instr_str(cmp, GS_ATTR_DIRECTION);
+    if (!dir) return false;
+    int64_t idx, limit;
+    bool lt;
+    if (counter_index(cmp->operands[0], &idx) && scalar_int(cmp->operands[1], &limit))
+        lt = strcmp(dir, "LT") == 0 ? true : strcmp(dir, "LE") == 0 ? (limit++, true) : false;
+    else if (counter_index(cmp->operands[1], &idx) && scalar_int(cmp->operands[0], &limit))
+        lt = strcmp(dir, "GT") == 0 ? true : strcmp(dir, "GE") == 0 ? (limit++, true) : false;
+    else
+        return false;
+    if (!lt) return false;
+    /* The counter starts at a constant and the body adds a positive constant to it. */
+    const gs_instr *init = w->operands[0];
+    if (init->op != GS_OP_TUPLE || idx >= init->n_operands) return false;
+    int64_t start, step;
+    if (!scalar_int(init->operands[idx], &start)) return false;
+    const gs_instr *next = body->root;
+    if (next->op != GS_OP_TUPLE || idx >= next->n_operands) return false;
+    const gs_instr *add = next->operands[idx];
+    if (add->op != GS_OP_ADD || add->n_operands != 2) return false;
+    int64_t j;
+    if (counter_index(add->operands[0], &j) && j == idx && scalar_int(add->operands[1], &step)) {
+    } else if (counter_index(add->operands[1], &j) && j == idx &&
+               scalar_int(add->operands[0], &step)) {
+    } else {
+        return false;
+    }
+    if (step <= 0) return false;
+    *trips = limit > start ? (limit - start + step - 1) / step : 0;
+    return true;
+}
+
+/* ------------------------------------------------------------------ per instruction */
+
+static double elements(const gs_shape *s) {
+    if (!s || !gs_shape_is_array(s)) return 0;
+    double p = 1;
+    for (int i = 0; i < s->rank; i++) p *= (double)s->dims[i];
+    return p;
+}
+
+static double bytes_of(const gs_shape *s) { return s ? (double)gs_shape_bytes(s) : 0; }
+
+static bool low_precision(gs_type t) {
+    return t == GS_BF16 || t == GS_F16 || gs_type_size(t) == 1;
+}
+
+/* Peak matmul FLOP/s of mc for operands of type t. */
+static double matmul_peak(const gs_machine *mc, gs_type t) {
+    if (low_precision(t)) return mc->flops_bf16;
+    if (t == GS_F64 || t == GS_C128) return mc->flops_f64 > 0 ? mc->flops_f64 : mc->flops_f32 / 2;
+    return mc->flops_f32;
+}
+
+/* Values XLA's loop fusion computes inside their users (as cost.c's peak does): elementwise
+ * ops and broadcasts of scalars whose users are all elementwise. */
+static bool elementwise(const gs_instr *in) {
+    const gs_op_info *info = gs_op_info_of(in->op);
+    if (in->op == GS_OP_BROADCAST) return in->n_operands == 1 && in->operands[0]->shape->rank == 0;
+    if (in->op == GS_OP_IOTA) return true;
+    return (info->flags & GS_OPF_ELEMENTWISE) && !(info->flags & GS_OPF_SIDE_EFFECT) &&
+           in->op != GS_OP_COPY && gs_shape_is_array(in->shape);
+}
+
+/* Instructions that move no data of their own (aliases, tuples, parameters, constants). */
+static bool free_instr(const gs_instr *in) {
+    switch (in->op) {
+    case GS_OP_PARAMETER: case GS_OP_TUPLE: case GS_OP_GET_TUPLE_ELEMENT: case GS_OP_RESHAPE:
+    case GS_OP_BITCAST: case GS_OP_CONSTANT: case GS_OP_PARTITION_ID: case GS_OP_REPLICA_ID:
+    case GS_OP_AFTER_ALL:
+        return true;
+    default: return false;
+    }
+}
+
+/* The collective kind of `in`, or -1. */
+static int coll_kind(const gs_instr *in) {
+    switch (in->op) {
+    case GS_OP_ALL_REDUCE: case GS_OP_ALL_REDUCE_START: return GS_COST_ALL_REDUCE;
+    case GS_OP_ALL_GATHER: case GS_OP_ALL_GATHER_START: return GS_COST_ALL_GATHER;
+    case GS_OP_REDUCE_SCATTER: return GS_COST_REDUCE_SCATTER;
+    case GS_OP_ALL_TO_ALL: case GS_OP_RAGGED_ALL_TO_ALL: return GS_COST_ALL_TO_ALL;
+    case GS_OP_COLLECTIVE_PERMUTE: case GS_OP_COLLECTIVE_PERMUTE_START: return GS_COST_PERMUTE;
+    default: return -1;
+    }
+}
+
+/* Size of the groups of collective `in` and whether the first group lies in one node. */
+static int group_of(const gs_instr *in, const gs_module *m, const gs_machine *mc, bool *one_node) {
+    int64_t all = m->num_partitions > 1 ? m->num_partitions : 1;
+    if (m->replica_count > 1) all *= m->replica_count;
+    *one_node = mc->node_devices <= 0 || all <= mc->node_devices;
+    if (in->op == GS_OP_COLLECTIVE_PERMUTE || in->op == GS_OP_COLLECTIVE_PERMUTE_START) {
+        const gs_attr *a = gs_instr_attr(in, GS_ATTR_SOURCE_TARGET_PAIRS);
+        if (a && mc->node_devices > 0 && !*one_node) {
+            *one_node = true;
+            for (int k = 0; k < a->u.pairs.n && *one_node; k++)
+                *one_node = a->u.pairs.v[k][0] / mc->node_devices ==
+                            a->u.pairs.v[k][1] / mc->node_devices;
+        }
+        return 2;
+    }
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_REPLICA_GROUPS);
+    const gs_replica_groups *g = a ? a->u.groups : NULL;
+    if (!g || g->n_groups == 0) return (int)all;
+    int size = gs_replica_groups_size(g, 0);
+    if (mc->node_devices > 0 && size > 0) {
+        int64_t node = gs_replica_groups_device(g, 0, 0) / mc->node_devices;
+        *one_node = true;
+        for (int k = 1; k < size && *one_node; k++)
+            *one_node = gs_replica_groups_device(g, 0, k) / mc->node_devices == node;
+    }
+    return size > 0 ? size : 1;
+}
+
+/* Seconds and wire bytes of one collective of kind k over g devices holding b bytes each. */
+static double coll_time(int k, int g, double b, const gs_link *l, double *wire) {
+    if (g <= 1) {
+        *wire = 0;
+        return 0;
+    }
+    double W = l->bandwidth, L = l->latency, f = (double)(g - 1) / g;
+    switch (k) {
+    case GS_COST_ALL_REDUCE: {
+        double ring = 2 * f * b / W + 2 * (g - 1) * L;
+        double tree = 2 * ceil(log2((double)g)) * (L + b / W);
+        *wire = ring <= tree ? 2 * f * b : 2 * ceil(log2((double)g)) * b;
+        return ring <= tree ? ring : tree;
+    }
+    case GS_COST_ALL_GATHER:
+    case GS_COST_REDUCE_SCATTER: *wire = f * b; return f * b / W + (g - 1) * L;
+    case GS_COST_ALL_TO_ALL: {
+        double slow = l->topology == GS_TOPO_RING ? fmax(1, g / 4.0)
+                      : l->topology == GS_TOPO_TORUS ? fmax(1, sqrt((double)g) / 4)
+                                                     : 1;
+        *wire = f * b;
+        return f * b / W * slow + (g - 1) * L;
+    }
+    default: *wire = b; return b / W + L;
+    }
+}
+
+/* ------------------------------------------------------------------ the walk */
+
+typedef struct step_walk {
+    const gs_module *m;
+    const gs_machine *mc;
+    int depth;
+    /* asynchronous collectives in flight: their time and the compute since their start */
+    double pending_comm[64], compute_since[64];
+    const gs_instr *pending[64];
+    int n_pending;
+} step_walk;
+
+static void add_cost(gs_step_cost *to, const gs_step_cost *c, double times) {
+    to->matmul_flops += times * c->matmul_flops;
+    to->matmul_flops_lowp += times * c->matmul_flops_lowp;
+    to->vector_flops += times * c->vector_flops;
+    to->bytes += times * c->bytes;
+    to->compute_s += times * c->compute_s;
+    to->comm_s += times * c->comm_s;
+    to->exposed_comm_s += times * c->exposed_comm_s;
+    for (int k = 0; k < GS_N_COST_COLL; k++) {
+        to->coll[k].count += times * c->coll[k].count;
+        to->coll[k].bytes += times * c->coll[k].bytes;
+        to->coll[k].wire_bytes += times * c->coll[k].wire_bytes;
+        to->coll[k].seconds += times * c->coll[k].seconds;
+    }
+    to->unknown_trip_counts += c->unknown_trip_counts;
+}
+
+static void step_comp(step_walk *w, const gs_computation *c, gs_step_cost *out);
+
+/* Compute time passes: every asynchronous collective in flight hides that much. */
+static void compute_passes(step_walk *w, double s) {
+    for (int k = 0; k < w->n_pending; k++) w->compute_since[k] += s;
+}
+
+static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_cost *out) {
+    const gs_machine *mc = w->mc;
+    const gs_op_info *info = gs_op_info_of(in->op);
+    /* Control flow: the called computations' costs, times how often they run. */
+    if (in->op == GS_OP_WHILE || in->op == GS_OP_CALL || in->op == GS_OP_CONDITIONAL ||
+        (info->family == GS_FAM_ASYNC && (info->flags & GS_OPF_ASYNC_START))) {
+        gs_computation *called[64];
+        int nc = gs_instr_called(in, called, 64);
+        int64_t trips = 1;
+        bool known = in->op != GS_OP_WHILE || gs_cost_trip_count(in, &trips);
+        if (!known) out->unknown_trip_counts++;
+        gs_step_cost best = {0};
+        for (int k = 0; k < nc && k < 64; k++) {
+            if (!called[k] || called[k] == in->parent) continue;
+            gs_step_cost sub = {0};
+            step_comp(w, called[k], &sub);
+            if (in->op == GS_OP_CONDITIONAL) {
+                if (sub.compute_s + sub.exposed_comm_s >= best.compute_s + best.exposed_comm_s)
+                    best = sub;
+                continue;
+            }
+            bool is_cond = in->op == GS_OP_WHILE && called[k] == gs_instr_comp(in, GS_ATTR_CONDITION);
+            double times = (double)trips + (is_cond ? 1 : 0);
+            add_cost(out, &sub, times);
+            compute_passes(w, (times - 1) * sub.compute_s); /* the walk passed it once */
+        }
+        if (in->op == GS_OP_CONDITIONAL) add_cost(out, &best, 1);
+        return;
+    }
+    int kind = coll_kind(in);
+    if (kind >= 0) {
+        bool one_node;
+        int g = group_of(in, w->m, mc, &one_node);
+        double b = 0;
+        if (kind == GS_COST_ALL_GATHER) { /* the gathered result (of -start: its last element) */
+            const gs_shape *r = in->shape;
+            if (!gs_shape_is_array(r) && r->n_tuple > 0) r = r->tuple[r->n_tuple - 1];
+            b = bytes_of(r);
+        } else {
+            for (int k = 0; k < in->n_operands; k++) b += bytes_of(in->operands[k]->shape);
+        }
+        double wire, s = coll_time(kind, g, b, one_node ? &mc->intra : &mc->inter, &wire);
+        out->coll[kind].count += 1;
+        out->coll[kind].bytes += b;
+        out->coll[kind].wire_bytes += wire;
+        out->coll[kind].seconds += s;
+        out->comm_s += s;
+        if ((info->flags & GS_OPF_ASYNC_START) && w->n_pending < 64) {
+            w->pending[w->n_pending] = in;
+            w->pending_comm[w->n_pending] = s;
+            w->compute_since[w->n_pending] = 0;
+            w->n_pending++;
+        } else {
+            out->exposed_comm_s += s;
+        }
+        return;
+    }
+    if (info->flags & GS_OPF_ASYNC_DONE) {
+        for (int k = 0; k < w->n_pending; k++)
+            if (in->n_operands == 1 && w->pending[k] == in->operands[0]) {
+                double hidden = fmin(w->pending_comm[k], w->compute_since[k]);
+                out->exposed_comm_s += w->pending_comm[k] - hidden;
+                w->n_pending--;
+                w->pending[k] = w->pending[w->n_pending];
+                w->pending_comm[k] = w->pending_comm[w->n_pending];
+                w->compute_since[k] = w->compute_since[w->n_pending];
+                break;
+            }
+        return;
+    }
+    if (free_instr(in)) return;
+    /* Arithmetic. */
+    double mm = gs_cost_instr_flops(in), vec = 0;
+    gs_type t = in->n_operands > 0 && in->operands[0]->shape ? in->operands[0]->shape->type
+                                                             : in->shape->type;
+    if (mm > 0) {
+        out->matmul_flops += mm;
+        if (low_precision(t)) out->matmul_flops_lowp += mm;
+    } else if (info->flags & GS_OPF_ELEMENTWISE) {
+        vec = elements(in->shape);
+    } else if (in->op == GS_OP_REDUCE || in->op == GS_OP_REDUCE_WINDOW) {
+        for (int k = 0; k < in->n_operands / 2; k++) vec += elements(in->operands[k]->shape);
+    }
+    out->vector_flops += vec;
+    /* Memory traffic: a fused value none; others write their result and read operands that
+     * are in memory (a fused operand's own operands are read instead). */
+    double bytes = 0;
+    if (!fused[in->id]) {
+        bytes += bytes_of(in->shape);
+        for (int k = 0; k < in->n_operands; k++) {
+            const gs_instr *o = in->operands[k];
+            if (fused[o->id] && o->parent == in->parent) {
+                for (int j = 0; j < o->n_operands; j++)
+                    if (!fused[o->operands[j]->id]) bytes += bytes_of(o->operands[j]->shape);
+            } else if (o->op != GS_OP_CONSTANT || o->shape->rank > 0) {
+                bytes += bytes_of(o->shape);
+            }
+        }
+    }
+    out->bytes += bytes;
+    double s = 0;
+    if (mm > 0) s = fmax(s, mm / matmul_peak(mc, t));
+    if (vec > 0) s = fmax(s, vec / mc->vector_flops);
+    if (bytes > 0) s = fmax(s, bytes / mc->mem_bandwidth);
+    out->compute_s += s;
+    compute_passes(w, s);
+}
+
+static void step_comp(step_walk *w, const gs_computation *c, gs_step_cost *out) {
+    memset(out, 0, sizeof *out);
+    if (w->depth > 64) return;
+    w->depth++;
+    int n = c->n_instrs;
+    char *fused = calloc((size_t)n + 1, 1);
+    if (fused) {
+        for (int i = 0; i < n; i++) fused[i] = elementwise(c->instrs[i]) && !c->instrs[i]->is_root;
+        for (int i = 0; i < n; i++) {
+            const gs_instr *u = c->instrs[i];
+            if (elementwise(u)) continue;
+            for (int k = 0; k < u->n_operands; k++)
+                if (u->operands[k]->parent == c) fused[u->operands[k]->id] = 0;
+        }
+        for (int i = 0; i < n; i++) step_instr(w, c->instrs[i], fused, out);
+    }
+    free(fused);
+    w->depth--;
+}
+
+void gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out) {
+    memset(out, 0, sizeof *out);
+    if (!m->entry) return;
+    step_walk w = {.m = m, .mc = mc};
+    step_comp(&w, m->entry, out);
+    /* Asynchronous collectives never waited for are exposed. */
+    for (int k = 0; k < w.n_pending; k++) out->exposed_comm_s += w.pending_comm[k];
+    out->step_s = out->compute_s + out->exposed_comm_s;
+    gs_cost c;
+    gs_cost_module(m, &c);
+    out->peak_bytes = c.peak_bytes;
+    out->fits = (double)c.peak_bytes <= mc->mem_capacity;
+}

@@ -1,0 +1,225 @@
+/*
+ * cmd_cost.c — `gspmd cost`: what one step of a sharded module costs each device on a machine,
+ * and the step time and model FLOPs utilization (MFU) that implies (src/cost/step.c).
+ *
+ *   gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--no-propagate] [--spmd]
+ *              [--json] [--mesh M --shard NAME=SPEC]...
+ *
+ * FILE is partitioned for N devices (after SPMD propagation unless --no-propagate; --spmd: FILE
+ * is already the partitioned program). MFU is the unpartitioned module's matmul FLOPs / N over
+ * the predicted step time and the device's peak for the matmuls' precision.
+ */
+#include "cli.h"
+#include "gspmd/cost.h"
+#include "gspmd/partition.h"
+#include "gspmd/propagate.h"
+#include "gspmd/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *COST_USAGE =
+    "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--no-propagate] [--spmd] [--json] "
+    "[--mesh M --shard NAME=SPEC]...";
+
+static const char *COST_HELP =
+    "Predicts what one step of FILE, partitioned for N devices, costs each device on a machine:\n"
+    "matmul and vector FLOPs, memory traffic, collectives (count, bytes, time by the algorithm\n"
+    "that suits their size and group), peak memory (and whether it fits), the step time\n"
+    "(compute as a roofline per instruction; collectives exposed unless asynchronous with\n"
+    "compute between their halves) and the model FLOPs utilization it implies. While loops run\n"
+    "their known trip count.\n"
+    "\n"
+    "  --num-partitions N   the number of devices\n"
+    "  --machine NAME|FILE  a built-in profile (tpu-v3, tpu-v4, a100, h100, h200, this-cpu;\n"
+    "                       default tpu-v3) or a profile file (`key = value` lines, see\n"
+    "                       `gspmd calibrate`, which writes this machine's)\n"
+    "  --no-propagate       partition FILE as annotated (else SPMD propagation runs first)\n"
+    "  --spmd               FILE is already a partitioned program (no MFU: its model FLOPs are\n"
+    "                       unknown)\n"
+    "  --json               print the figures as one JSON object\n"
+    "%s"
+    "\n"
+    "Example:\n"
+    "  gspmd cost examples/transformer_scan.hlo --num-partitions 8 --machine a100\n";
+
+static int cost_usage(const char *fmt, const char *arg) {
+    fprintf(stderr, "gspmd cost: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: %s\n", COST_USAGE);
+    return 2;
+}
+
+/* Loads --machine: a built-in name or a profile file. Prints an error and returns 1. */
+static int load_machine(const char *spec, gs_machine *mc) {
+    if (gs_machine_builtin(spec, mc)) return 0;
+    char err[256];
+    gs_source *src = gs_source_read_file(spec, err, sizeof err);
+    if (!src) {
+        fprintf(stderr, "error: --machine %s: not a built-in machine (", spec);
+        for (const char *const *n = gs_machine_names(); *n; n++)
+            fprintf(stderr, "%s%s", *n, n[1] ? ", " : "");
+        fprintf(stderr, ") and not a readable file: %s\n", err);
+        return 1;
+    }
+    gs_diags d = {0};
+    gs_status st = gs_machine_parse(src, mc, &d);
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    gs_source_free(src);
+    return st == GS_OK ? 0 : 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double peak_for(const gs_machine *mc, const gs_step_cost *c) {
+    return c->matmul_flops_lowp * 2 >= c->matmul_flops ? mc->flops_bf16 : mc->flops_f32;
+}
+
+static void print_text(const char *file, long n, const gs_machine *mc, const gs_step_cost *c,
+                       double model_flops, double compile_s, double site_flops) {
+    printf("%s on %ld devices of %s (%s)\n", file, n, mc->name, mc->description);
+    printf("  per device per step:\n");
+    printf("    matmul FLOPs     %.4g (%.0f%% in bf16/f16/f8; %.4g with each loop body once)\n",
+           c->matmul_flops, c->matmul_flops > 0 ? 100 * c->matmul_flops_lowp / c->matmul_flops : 0,
+           site_flops);
+    printf("    vector FLOPs     %.4g\n", c->vector_flops);
+    printf("    memory traffic   %.4g bytes\n", c->bytes);
+    printf("    peak memory      %.4g GiB of %.4g GiB: %s\n", (double)c->peak_bytes / (1 << 30),
+           mc->mem_capacity / (1 << 30), c->fits ? "fits" : "DOES NOT FIT");
+    printf("  collectives (count, bytes per device, bytes sent, time):\n");
+    for (int k = 0; k < GS_N_COST_COLL; k++)
+        if (c->coll[k].count > 0)
+            printf("    %-20s %8.0f  %10.4g  %10.4g  %9.4g s\n", gs_cost_coll_name(k),
+                   c->coll[k].count, c->coll[k].bytes, c->coll[k].wire_bytes, c->coll[k].seconds);
+    printf("  time: compute %.4g s, communication %.4g s (exposed %.4g s), step %.4g s\n",
+           c->compute_s, c->comm_s, c->exposed_comm_s, c->step_s);
+    if (model_flops > 0 && c->step_s > 0)
+        printf("  model FLOPs utilization %.1f%% (model matmul FLOPs %.4g over %ld devices)\n",
+               100 * model_flops / (double)n / (c->step_s * peak_for(mc, c)), model_flops, n);
+    if (c->unknown_trip_counts)
+        printf("  note: %d while loop(s) with an unknown trip count counted once\n",
+               c->unknown_trip_counts);
+    if (compile_s >= 0) printf("  propagate + partition took %.3f s\n", compile_s);
+}
+
+static void print_json(const char *file, long n, const gs_machine *mc, const gs_step_cost *c,
+                       double model_flops, double compile_s, double site_flops) {
+    printf("{\"file\": \"");
+    for (const char *p = file; *p; p++) {
+        if (*p == '"' || *p == '\\') putchar('\\');
+        if ((unsigned char)*p >= 0x20) putchar(*p);
+    }
+    printf("\", \"devices\": %ld, \"machine\": \"%s\", ", n, mc->name);
+    printf("\"matmul_flops\": %.17g, \"matmul_flops_lowp\": %.17g, \"site_matmul_flops\": "
+           "%.17g, \"vector_flops\": %.17g, \"bytes\": %.17g, \"peak_bytes\": %lld, "
+           "\"fits\": %s, ", c->matmul_flops, c->matmul_flops_lowp, site_flops, c->vector_flops,
+           c->bytes,
+           (long long)c->peak_bytes, c->fits ? "true" : "false");
+    printf("\"collectives\": {");
+    for (int k = 0; k < GS_N_COST_COLL; k++)
+        printf("%s\"%s\": {\"count\": %.17g, \"bytes\": %.17g, \"wire_bytes\": %.17g, "
+               "\"seconds\": %.17g}", k ? ", " : "", gs_cost_coll_name(k), c->coll[k].count,
+               c->coll[k].bytes, c->coll[k].wire_bytes, c->coll[k].seconds);
+    printf("}, \"compute_s\": %.17g, \"comm_s\": %.17g, \"exposed_comm_s\": %.17g, "
+           "\"step_s\": %.17g, ", c->compute_s, c->comm_s, c->exposed_comm_s, c->step_s);
+    if (model_flops > 0 && c->step_s > 0)
+        printf("\"model_flops\": %.17g, \"mfu\": %.17g, ", model_flops,
+               model_flops / (double)n / (c->step_s * peak_for(mc, c)));
+    if (compile_s >= 0) printf("\"compile_s\": %.6f, ", compile_s);
+    printf("\"unknown_trip_counts\": %d}\n", c->unknown_trip_counts);
+}
+
+int gs_cli_cost(int argc, char **argv) {
+    const char *file = NULL, *machine = "tpu-v3";
+    long n = 0;
+    bool propagate = true, spmd = false, json = false;
+    gs_cli_shardings sh = {0};
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int k;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n", COST_USAGE);
+            printf(COST_HELP, GS_CLI_SHARDING_HELP);
+            rc = 0;
+            goto done;
+        } else if (strcmp(argv[i], "--no-propagate") == 0) {
+            propagate = false;
+        } else if (strcmp(argv[i], "--spmd") == 0) {
+            spmd = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--machine", &v)) {
+            machine = v;
+        } else if ((k = gs_cli_devices_option(argc, argv, &i, "cost", 1L << 20, &n)) != 0) {
+            if (k < 0) goto done;
+        } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
+            if (k < 0) goto done;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            rc = cost_usage("unknown option '%s'", argv[i]);
+            goto done;
+        } else if (file) {
+            rc = cost_usage("more than one FILE ('%s')", argv[i]);
+            goto done;
+        } else {
+            file = argv[i];
+        }
+    }
+    if (!file) {
+        rc = cost_usage("missing FILE%s", "");
+        goto done;
+    }
+    if (n < 1) {
+        rc = cost_usage("missing --num-partitions N%s", "");
+        goto done;
+    }
+    rc = 1;
+    gs_machine mc;
+    if (load_machine(machine, &mc) != 0) goto done;
+    gs_source *src;
+    gs_module *m = gs_cli_load_module(file, &src);
+    if (!m) goto done;
+    gs_diags d = {0};
+    gs_module *p = NULL;
+    double compile_s = -1, model_flops = 0;
+    if (gs_module_verify(m, &d) != GS_OK) goto fail;
+    if (gs_cli_apply_shardings(&sh, m) != 0) goto fail;
+    if (!spmd) {
+        double t0 = now_s();
+        if (propagate) {
+            gs_propagate_options po = {0};
+            po.is_spmd = true;
+            if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
+        }
+        gs_partition_options opts = {0};
+        opts.num_partitions = n;
+        opts.no_warnings = true;
+        if (gs_partition(m, &opts, &p, NULL, &d) != GS_OK) goto fail;
+        compile_s = now_s() - t0;
+        gs_step_cost whole;
+        gs_cost_step(m, &mc, &whole);
+        model_flops = whole.matmul_flops;
+    }
+    gs_step_cost c;
+    gs_cost_step(p ? p : m, &mc, &c);
+    gs_cost site; /* each loop body once, as the FLOPs ratios (and flops.py) count */
+    gs_cost_module(p ? p : m, &site);
+    if (json) print_json(file, n, &mc, &c, model_flops, compile_s, site.flops);
+    else print_text(file, n, &mc, &c, model_flops, compile_s, site.flops);
+    rc = 0;
+fail:
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    gs_module_free(p);
+    gs_module_free(m);
+    gs_source_free(src);
+done:
+    gs_cli_shardings_free(&sh);
+    return rc;
+}

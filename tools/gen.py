@@ -1,0 +1,810 @@
+#!/usr/bin/env python3
+"""Generates the GSPMD paper's benchmark models as sharded XLA HLO text for gspmd.
+
+The model families of Xu et al. 2021 (GSPMD, arXiv 2105.04663, Section 5), parameterised by
+size and mesh, written the way JAX emits a scanned model: the layers run in a `while` over
+weight stacks f32[L,...] that the body `dynamic-slice`s by the loop counter (as in
+examples/transformer_scan.hlo). Weights are entry parameters, never constants, so even a
+1T-parameter module is a few hundred lines and partitions in moments.
+
+Usage:
+  tools/gen.py transformer --layers L --batch B --seq S --model D --ffn F --heads H \\
+      --mesh data=X,model=Y [--dtype f32|bf16] [--train] [-o FILE]
+  tools/gen.py moe --layers L --batch B --seq S --model D --ffn F --experts E \\
+      [--capacity C] [--top 1|2] [--heads H] --mesh data=X,expert=Y \\
+      [--dtype f32|bf16] [--train] [-o FILE]
+  tools/gen.py --list-presets
+  tools/gen.py preset NAME [--dtype f32|bf16] [--train | --no-train] [-o FILE]
+
+The module goes to stdout (or FILE); a one-line summary goes to stderr: the parameter count,
+the model FLOPs per step (2 x params x tokens forward, 6 x with --train; for MoE the params
+one token uses), the exact dot FLOPs emitted (executed per step: loop bodies x trip count; and
+as written: each computation once, the way /work/shared/tools/flops.py counts them), and the
+device count. Partition or run the output with N = the product of the mesh axes:
+  build/gspmd partition FILE --num-partitions N --propagate
+  build/gspmd run FILE --num-partitions N --verify          (tiny sizes only)
+
+transformer: each layer is a layer-norm-free attention block (Q, K, V projections by `dot`,
+scores Q K^T per head scaled by 1/sqrt(head dim), softmax by max/exp/reduce/divide, context =
+scores V, output projection, residual add) and an MLP block (dot, relu by `maximum`, dot,
+residual add). 2D sharding as in the paper, Megatron style: activations [batch, seq, model]
+split over `data` along the batch; the heads of Wq/Wk/Wv/Wo and the hidden dim of W1/W2 split
+over `model` (replicated over `data`). The shardings are written on the entry parameters only;
+gspmd's propagation gives every other instruction one.
+
+moe: GShard's MoE Transformer layer: an optional attention block (--heads; weights replicated,
+pure data parallelism) and a mixture-of-experts FFN: gating logits = tokens x Wg [M,E],
+softmax, top-1 or top-2 routing with expert capacity C (position in an expert's buffer by a
+cumulative sum along the group, `reduce-window`), one-hot dispatch and combine tensors
+[G,S,E,C]; expert inputs = einsum GSEC,GSM->EGCM (a `dot` with G a batch dim, then a
+transpose), the expert FFN on [E,G,C,M] with Wi [E,M,F] and Wo [E,F,M] split over `expert`,
+and the combine einsum GSEC,EGCM->GSM. Groups G are the batch rows, split over all devices
+(data x expert); the dispatched tensor carries the sharding {G over data, E over expert}, so the
+partitioner moves tokens to their experts' devices by all-to-all and back.
+
+--train adds the backward pass and an SGD update: loss = mean(y^2), a second `while` running
+the layers in reverse over the layer inputs the forward loop saved (dynamic-update-slice),
+recomputing each layer's forward and differentiating every weight (attention, MLP or experts
+and the router), accumulating the gradients into stacks; the entry returns (loss, new weights).
+Without --train the entry returns the activations after the last layer.
+"""
+import argparse
+import math
+import sys
+
+# ----------------------------------------------------------------------------------------------
+# HLO text builder
+
+
+def prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def shape_str(shape):
+    """shape: (dtype, dims) for an array, or a list of shapes for a tuple."""
+    if isinstance(shape, list):
+        return "(" + ", ".join(shape_str(s) for s in shape) + ")"
+    dt, dims = shape
+    return "%s[%s]" % (dt, ",".join(str(d) for d in dims))
+
+
+def dims_str(ds):
+    return "{" + ",".join(str(d) for d in ds) + "}"
+
+
+class Comp:
+    """One HLO computation: instructions appended in order, names unique, shapes tracked."""
+
+    def __init__(self, name, entry=False):
+        self.name = name
+        self.entry = entry
+        self.params = []  # (name, shape)
+        self.lines = []
+        self.shapes = {}
+        self.index = {}  # instruction name -> line index
+        self.dot_flops = 0
+        self.n_dots = 0
+        self.root = None
+
+    def _fresh(self, base):
+        name, k = base, 1
+        while name in self.shapes:
+            k += 1
+            name = "%s.%d" % (base, k)
+        return name
+
+    def emit(self, base, shape, rhs, sharding=None):
+        name = self._fresh(base)
+        self.shapes[name] = shape
+        line = "%%%s = %s %s" % (name, shape_str(shape), rhs)
+        if sharding:
+            line += ", sharding=" + sharding
+        self.index[name] = len(self.lines)
+        self.lines.append(line)
+        return name
+
+    def param(self, base, shape, sharding=None):
+        name = self.emit(base, shape, "parameter(%d)" % len(self.params), sharding)
+        self.params.append((name, shape))
+        return name
+
+    def set_root(self, name, sharding=None):
+        i = self.index[name]
+        line = self.lines[i]
+        if sharding:
+            line += ", sharding=" + sharding
+        self.lines[i] = "ROOT " + line
+        self.root = name
+        # the root must be the last instruction
+        self.lines.append(self.lines.pop(i))
+
+    def text(self):
+        sig = ", ".join("%s: %s" % (n, shape_str(s)) for n, s in self.params)
+        head = "%s%%%s (%s) -> %s {" % ("ENTRY " if self.entry else "", self.name, sig,
+                                        shape_str(self.shapes[self.root]))
+        return "\n".join([head] + ["  " + l for l in self.lines] + ["}"])
+
+    # -- shapes
+    def dt(self, x):
+        return self.shapes[x][0]
+
+    def dims(self, x):
+        return list(self.shapes[x][1])
+
+    # -- ops
+    def const(self, dt, value, base="c"):
+        if dt in ("f32", "bf16", "f16"):
+            if value == float("-inf"):
+                v = "-inf"
+            else:
+                v = repr(float(value))
+        elif dt == "pred":
+            v = "true" if value else "false"
+        else:
+            v = str(int(value))
+        return self.emit(base, (dt, []), "constant(%s)" % v)
+
+    def bcast(self, x, dims, dimensions=(), base=None):
+        return self.emit(base or (x + ".b"), (self.dt(x), list(dims)),
+                         "broadcast(%%%s), dimensions=%s" % (x, dims_str(dimensions)))
+
+    def full(self, dt, value, dims, base="full"):
+        return self.bcast(self.const(dt, value), dims, (), base)
+
+    def binop(self, op, a, b, base=None, dt=None):
+        assert self.dims(a) == self.dims(b), (op, a, b, self.dims(a), self.dims(b))
+        return self.emit(base or op, (dt or self.dt(a), self.dims(a)), "%s(%%%s, %%%s)" % (op, a, b))
+
+    def add(self, a, b, base=None):
+        return self.binop("add", a, b, base)
+
+    def sub(self, a, b, base=None):
+        return self.binop("subtract", a, b, base)
+
+    def mul(self, a, b, base=None):
+        return self.binop("multiply", a, b, base)
+
+    def div(self, a, b, base=None):
+        return self.binop("divide", a, b, base)
+
+    def unop(self, op, x, base=None):
+        return self.emit(base or op, self.shapes[x], "%s(%%%s)" % (op, x))
+
+    def compare(self, a, b, direction, base=None):
+        assert self.dims(a) == self.dims(b)
+        return self.emit(base or "cmp", ("pred", self.dims(a)),
+                         "compare(%%%s, %%%s), direction=%s" % (a, b, direction))
+
+    def select(self, p, a, b, base=None):
+        return self.emit(base or "sel", self.shapes[a], "select(%%%s, %%%s, %%%s)" % (p, a, b))
+
+    def convert(self, x, dt, base=None):
+        return self.emit(base or (x + ".c"), (dt, self.dims(x)), "convert(%%%s)" % x)
+
+    def iota(self, dt, dims, dim, base="iota"):
+        return self.emit(base, (dt, list(dims)), "iota(), iota_dimension=%d" % dim)
+
+    def reshape(self, x, dims, base=None):
+        assert prod(dims) == prod(self.dims(x))
+        return self.emit(base or (x + ".r"), (self.dt(x), list(dims)), "reshape(%%%s)" % x)
+
+    def transpose(self, x, perm, base=None, sharding=None):
+        d = self.dims(x)
+        return self.emit(base or (x + ".t"), (self.dt(x), [d[p] for p in perm]),
+                         "transpose(%%%s), dimensions=%s" % (x, dims_str(perm)), sharding)
+
+    def reduce(self, x, init, dims, comp, base=None):
+        d = self.dims(x)
+        out = [d[i] for i in range(len(d)) if i not in dims]
+        return self.emit(base or (x + ".red"), (self.dt(x), out),
+                         "reduce(%%%s, %%%s), dimensions=%s, to_apply=%%%s"
+                         % (x, init, dims_str(dims), comp))
+
+    def cumsum(self, x, dim, init, comp, base=None):
+        """Inclusive prefix sum along dim, as XLA lowers cumsum: a reduce-window."""
+        d = self.dims(x)
+        size = "x".join(str(d[i]) if i == dim else "1" for i in range(len(d)))
+        pad = "x".join(("%d_0" % (d[i] - 1)) if i == dim else "0_0" for i in range(len(d)))
+        return self.emit(base or (x + ".cs"), self.shapes[x],
+                         "reduce-window(%%%s, %%%s), window={size=%s pad=%s}, to_apply=%%%s"
+                         % (x, init, size, pad, comp))
+
+    def dot(self, a, b, lb, rb, lc, rc, base="dot", sharding=None):
+        da, db = self.dims(a), self.dims(b)
+        assert [da[i] for i in lb] == [db[i] for i in rb], ("batch", a, b)
+        assert [da[i] for i in lc] == [db[i] for i in rc], ("contract", a, b, da, db, lc, rc)
+        out = ([da[i] for i in lb] + [da[i] for i in range(len(da)) if i not in lb + lc]
+               + [db[i] for i in range(len(db)) if i not in rb + rc])
+        attrs = []
+        if lb:
+            attrs.append("lhs_batch_dims=" + dims_str(lb))
+            attrs.append("rhs_batch_dims=" + dims_str(rb))
+        attrs.append("lhs_contracting_dims=" + dims_str(lc))
+        attrs.append("rhs_contracting_dims=" + dims_str(rc))
+        self.dot_flops += 2 * prod(out) * prod(da[i] for i in lc)
+        self.n_dots += 1
+        return self.emit(base, (self.dt(a), out),
+                         "dot(%%%s, %%%s), %s" % (a, b, ", ".join(attrs)), sharding)
+
+    def tuple(self, xs, base="tuple"):
+        return self.emit(base, [self.shapes[x] for x in xs],
+                         "tuple(%s)" % ", ".join("%" + x for x in xs))
+
+    def gte(self, t, i, base=None):
+        return self.emit(base or ("%s.%d" % (t, i)), self.shapes[t][i],
+                         "get-tuple-element(%%%s), index=%d" % (t, i))
+
+    def dslice(self, x, starts, sizes, base=None):
+        return self.emit(base or (x + ".ds"), (self.dt(x), list(sizes)),
+                         "dynamic-slice(%s), dynamic_slice_sizes=%s"
+                         % (", ".join("%" + s for s in [x] + starts), dims_str(sizes)))
+
+    def dus(self, x, upd, starts, base=None):
+        return self.emit(base or (x + ".dus"), self.shapes[x], "dynamic-update-slice(%s)"
+                         % ", ".join("%" + s for s in [x, upd] + starts))
+
+    def while_(self, init, cond, body, base="while"):
+        return self.emit(base, self.shapes[init],
+                         "while(%%%s), condition=%%%s, body=%%%s" % (init, cond, body))
+
+
+def scalar_comp(name, dt, op):
+    c = Comp(name)
+    a = c.param("a", (dt, []))
+    b = c.param("b", (dt, []))
+    c.set_root(c.binop(op, a, b, "r"))
+    return c
+
+
+# ----------------------------------------------------------------------------------------------
+# Shardings: a JAX PartitionSpec over a named mesh, written as XLA iota tile assignments.
+
+
+def sharding(spec, mesh):
+    """spec: one entry per tensor dim, None, an axis name or a tuple of axis names.
+    mesh: [(name, size)], devices numbered row-major over the axes (as JAX's mesh)."""
+    sizes = dict(mesh)
+    active = [n for n, s in mesh if s > 1]
+    used, tiles = [], []
+    for ax in spec:
+        axes = () if ax is None else (ax if isinstance(ax, tuple) else (ax,))
+        axes = tuple(a for a in axes if sizes[a] > 1)
+        used += axes
+        tiles.append(prod(sizes[a] for a in axes))
+    if prod(tiles) == 1:
+        return "{replicated}"
+    rest = [a for a in active if a not in used]
+    rep = prod(sizes[a] for a in rest)
+    perm = [active.index(a) for a in used + rest]
+    if perm == sorted(perm):
+        dev = "<=[%d]" % prod(sizes[a] for a in active)
+    else:
+        dev = "<=[%s]T(%s)" % (",".join(str(sizes[a]) for a in active),
+                               ",".join(str(p) for p in perm))
+    tdims = tiles + ([rep] if rep > 1 else [])
+    return "{devices=[%s]%s%s}" % (",".join(str(t) for t in tdims), dev,
+                                   " last_tile_dim_replicate" if rep > 1 else "")
+
+
+# ----------------------------------------------------------------------------------------------
+# Model description
+
+
+class Weight:
+    def __init__(self, name, dims, spec, expert=False):
+        self.name = name  # stack name (entry parameter)
+        self.dims = dims  # per-layer dims
+        self.spec = spec  # PartitionSpec of the per-layer dims (layer dim replicated)
+        self.expert = expert  # an expert weight (only k of E used per token)
+
+
+class Model:
+    def __init__(self, a):
+        self.kind = a.kind
+        self.L, self.B, self.S, self.M, self.F = a.layers, a.batch, a.seq, a.model, a.ffn
+        self.H = a.heads or 0
+        self.dt = a.dtype
+        self.train = a.train
+        self.mesh = a.mesh
+        self.devices = prod(s for _, s in a.mesh)
+        names = [n for n, _ in a.mesh]
+        if self.H:
+            if self.M % self.H:
+                raise SystemExit("gen.py: --model %d is not a multiple of --heads %d"
+                                 % (self.M, self.H))
+            self.Dh = self.M // self.H
+        self.weights = []
+        if a.kind == "transformer":
+            if not self.H:
+                raise SystemExit("gen.py: transformer needs --heads")
+            for ax in ("data", "model"):
+                if ax not in names:
+                    raise SystemExit("gen.py: transformer needs a mesh with axes data and model")
+            self.tok_spec = ("data", None, None)
+            att = "model"
+        else:
+            for ax in ("data", "expert"):
+                if ax not in names:
+                    raise SystemExit("gen.py: moe needs a mesh with axes data and expert")
+            self.E, self.k = a.experts, a.top
+            self.C = a.capacity or max(1, -(-self.k * self.S // self.E))
+            self.tok_spec = (("data", "expert"), None, None)
+            att = None
+        if self.H:
+            N, Dh, M = self.H, self.Dh, self.M
+            for w in ("wq", "wk", "wv"):
+                self.weights.append(Weight(w, [M, N, Dh], (None, att, None)))
+            self.weights.append(Weight("wo", [N, Dh, M], (att, None, None)))
+        if a.kind == "transformer":
+            self.weights.append(Weight("w1", [self.M, self.F], (None, "model")))
+            self.weights.append(Weight("w2", [self.F, self.M], ("model", None)))
+        else:
+            self.weights.append(Weight("wg", [self.M, self.E], (None, None)))
+            self.weights.append(Weight("wi", [self.E, self.M, self.F], ("expert", None, None),
+                                       True))
+            self.weights.append(Weight("we", [self.E, self.F, self.M], ("expert", None, None),
+                                       True))
+
+    def params(self):
+        return sum(self.L * prod(w.dims) for w in self.weights)
+
+    def active_params(self):
+        n = 0
+        for w in self.weights:
+            p = self.L * prod(w.dims)
+            n += p * self.k // self.E if w.expert else p
+        return n
+
+    def tokens(self):
+        return self.B * self.S
+
+
+# ----------------------------------------------------------------------------------------------
+# Layer blocks: forward (returns the values the backward needs) and backward
+
+
+def attn_fwd(c, m, x, w):
+    fd, B, S, N, Dh = m.dt, m.B, m.S, m.H, m.Dh
+    q = c.dot(x, w["wq"], [], [], [2], [0], "q")  # [B,S,N,Dh]
+    k = c.dot(x, w["wk"], [], [], [2], [0], "k")
+    v = c.dot(x, w["wv"], [], [], [2], [0], "v")
+    sc = c.dot(q, k, [0, 2], [0, 2], [3], [3], "scores")  # [B,N,S,S]
+    scale = c.full(fd, 1.0 / math.sqrt(Dh), [B, N, S, S], "scale")
+    s = c.mul(sc, scale, "scaled")
+    mx = c.reduce(s, c.const(fd, float("-inf"), "ninf"), [3], "max_" + fd, "smax")
+    sh = c.sub(s, c.bcast(mx, [B, N, S, S], [0, 1, 2]), "shifted")
+    ex = c.unop("exponential", sh, "ex")
+    sm = c.reduce(ex, c.const(fd, 0, "zero"), [3], "add_" + fd, "ssum")
+    p = c.div(ex, c.bcast(sm, [B, N, S, S], [0, 1, 2]), "probs")
+    ctx = c.dot(p, v, [0, 1], [0, 2], [3], [1], "ctx")  # [B,N,S,Dh]
+    proj = c.dot(ctx, w["wo"], [], [], [1, 3], [0, 1], "proj")  # [B,S,M]
+    x1 = c.add(x, proj, "x1")
+    return x1, dict(x=x, q=q, k=k, v=v, p=p, ctx=ctx)
+
+
+def attn_bwd(c, m, sv, w, g):
+    fd, B, S, N = m.dt, m.B, m.S, m.H
+    dw = {}
+    dw["wo"] = c.dot(sv["ctx"], g, [], [], [0, 2], [0, 1], "dwo")  # [N,Dh,M]
+    dctx = c.dot(g, w["wo"], [], [], [2], [2], "dctx")  # [B,S,N,Dh]
+    dp = c.dot(dctx, sv["v"], [0, 2], [0, 2], [3], [3], "dprobs")  # [B,N,S,S']
+    dv = c.dot(sv["p"], dctx, [0, 1], [0, 2], [2], [1], "dv")  # [B,N,S',Dh]
+    t = c.reduce(c.mul(dp, sv["p"], "dpp"), c.const(fd, 0, "zero"), [3], "add_" + fd, "dpsum")
+    ds = c.mul(sv["p"], c.sub(dp, c.bcast(t, [B, N, S, S], [0, 1, 2]), "dpc"), "dscaled")
+    ds = c.mul(ds, c.full(fd, 1.0 / math.sqrt(m.Dh), [B, N, S, S], "scale"), "dscores")
+    dq = c.dot(ds, sv["k"], [0, 1], [0, 2], [3], [1], "dq")  # [B,N,S,Dh]
+    dk = c.dot(ds, sv["q"], [0, 1], [0, 2], [2], [1], "dk")  # [B,N,S',Dh]
+    dx = g
+    for name, d in (("wq", dq), ("wk", dk), ("wv", dv)):
+        dw[name] = c.dot(sv["x"], d, [], [], [0, 1], [0, 2], "d" + name)  # [M,N,Dh]
+        dx = c.add(dx, c.dot(d, w[name], [], [], [1, 3], [1, 2], "dx" + name[1]), "dxa")
+    return dx, dw
+
+
+def mlp_fwd(c, m, x1, w):
+    h0 = c.dot(x1, w["w1"], [], [], [2], [0], "h0")  # [B,S,F]
+    zero = c.full(m.dt, 0, c.dims(h0), "zeros")
+    h = c.binop("maximum", h0, zero, "h")
+    y = c.dot(h, w["w2"], [], [], [2], [0], "y")
+    return c.add(x1, y, "out"), dict(x1=x1, h0=h0, h=h, zero=zero)
+
+
+def mlp_bwd(c, m, sv, w, g):
+    dw = {}
+    dw["w2"] = c.dot(sv["h"], g, [], [], [0, 1], [0, 1], "dw2")  # [F,M]
+    dh = c.dot(g, w["w2"], [], [], [2], [1], "dh")  # [B,S,F]
+    dh0 = c.select(c.compare(sv["h0"], sv["zero"], "GT", "active"), dh, sv["zero"], "dh0")
+    dw["w1"] = c.dot(sv["x1"], dh0, [], [], [0, 1], [0, 1], "dw1")  # [M,F]
+    dx = c.add(g, c.dot(dh0, w["w1"], [], [], [2], [1], "dxm"), "dx1")
+    return dx, dw
+
+
+def moe_fwd(c, m, x1, w):
+    fd, G, S, E, C = m.dt, m.B, m.S, m.E, m.C
+    gse = [G, S, E]
+    lg = c.dot(x1, w["wg"], [], [], [2], [0], "logits")  # [G,S,E]
+    mx = c.reduce(lg, c.const(fd, float("-inf"), "ninf"), [2], "max_" + fd, "lmax")
+    ex = c.unop("exponential", c.sub(lg, c.bcast(mx, gse, [0, 1]), "lshift"), "lexp")
+    sm = c.reduce(ex, c.const(fd, 0, "zero"), [2], "add_" + fd, "lsum")
+    gates = c.div(ex, c.bcast(sm, gse, [0, 1]), "gates")
+    # top-1: the expert with the largest gate (one-hot), its position in that expert's buffer
+    g1 = c.reduce(gates, c.const(fd, float("-inf"), "ninf"), [2], "max_" + fd, "g1")
+    m1 = c.compare(gates, c.bcast(g1, gse, [0, 1]), "EQ", "mask1")
+    m1i = c.convert(m1, "s32", "mask1.i")
+    zi = c.const("s32", 0, "zi")
+    one = c.full("s32", 1, gse, "ones")
+    pos = c.sub(c.cumsum(m1i, 1, zi, "add_s32", "cum1"), one, "pos1")
+    mask = m1
+    if m.k == 2:
+        # top-2: the best remaining expert; its positions come after all top-1 tokens
+        gates2 = c.select(m1, c.full(fd, 0, gse, "zeros"), gates, "gates2")
+        g2 = c.reduce(gates2, c.const(fd, float("-inf"), "ninf"), [2], "max_" + fd, "g2")
+        m2 = c.compare(gates2, c.bcast(g2, gse, [0, 1]), "EQ", "mask2")
+        m2i = c.convert(m2, "s32", "mask2.i")
+        cnt1 = c.reduce(m1i, zi, [1], "add_s32", "count1")  # [G,E]
+        pos2 = c.add(c.sub(c.cumsum(m2i, 1, zi, "add_s32", "cum2"), one, "pos2a"),
+                     c.bcast(cnt1, gse, [0, 2]), "pos2")
+        pos = c.select(m1, pos, pos2, "pos")
+        mask = c.binop("or", m1, m2, "mask")
+    keep = c.binop("and", mask, c.compare(pos, c.full("s32", C, gse, "cap"), "LT", "fits"),
+                   "keep")
+    gsec = [G, S, E, C]
+    onehot = c.compare(c.bcast(pos, gsec, [0, 1, 2]), c.iota("s32", gsec, 3, "slot"), "EQ",
+                       "onehot")
+    disp_p = c.binop("and", onehot, c.bcast(keep, gsec, [0, 1, 2]), "dispatch.p")
+    disp = c.convert(disp_p, fd, "dispatch")  # [G,S,E,C]
+    comb = c.mul(disp, c.bcast(gates, gsec, [0, 1, 2]), "combine")
+    # GSEC,GSM->EGCM: tokens to their experts (all-to-all: G over data x expert -> E over expert)
+    ge = sharding(("data", "expert", None, None), m.mesh)
+    ein_g = c.dot(disp, x1, [0], [0], [1], [1], "expert_in.g", ge)  # [G,E,C,M]
+    ein = c.transpose(ein_g, [1, 0, 2, 3], "expert_in")  # [E,G,C,M]
+    h0 = c.dot(ein, w["wi"], [0], [0], [3], [1], "eh0")  # [E,G,C,F]
+    zero = c.full(fd, 0, c.dims(h0), "ezeros")
+    h = c.binop("maximum", h0, zero, "eh")
+    eo = c.dot(h, w["we"], [0], [0], [3], [1], "expert_out")  # [E,G,C,M]
+    # GSEC,EGCM->GSM: back to the tokens, weighted by their gates
+    y = c.dot(comb, eo, [0], [1], [2, 3], [0, 2], "moe_y")  # [G,S,M]
+    out = c.add(x1, y, "out")
+    return out, dict(x1=x1, gates=gates, disp=disp, comb=comb, ein=ein, h0=h0, h=h, eo=eo,
+                     zero=zero)
+
+
+def moe_bwd(c, m, sv, w, g):
+    fd, G, S, E = m.dt, m.B, m.S, m.E
+    dw = {}
+    ge = sharding(("data", "expert", None, None), m.mesh)
+    deo_g = c.dot(sv["comb"], g, [0], [0], [1], [1], "dexpert_out.g", ge)  # [G,E,C,M]
+    deo = c.transpose(deo_g, [1, 0, 2, 3], "dexpert_out")  # [E,G,C,M]
+    dw["we"] = c.dot(sv["h"], deo, [0], [0], [1, 2], [1, 2], "dwe")  # [E,F,M]
+    dh = c.dot(deo, w["we"], [0], [0], [3], [2], "deh")  # [E,G,C,F]
+    dh0 = c.select(c.compare(sv["h0"], sv["zero"], "GT", "eactive"), dh, sv["zero"], "deh0")
+    dw["wi"] = c.dot(sv["ein"], dh0, [0], [0], [1, 2], [1, 2], "dwi")  # [E,M,F]
+    dein = c.dot(dh0, w["wi"], [0], [0], [3], [2], "dexpert_in")  # [E,G,C,M]
+    dxm = c.dot(sv["disp"], dein, [0], [1], [2, 3], [0, 2], "dx_moe")  # [G,S,M]
+    # the router: d combine -> d gates -> softmax backward -> Wg and the tokens
+    dcomb = c.dot(g, sv["eo"], [0], [1], [2], [3], "dcombine")  # [G,S,E,C]
+    dg = c.reduce(c.mul(dcomb, sv["disp"], "dcd"), c.const(fd, 0, "zero"), [3], "add_" + fd,
+                  "dgates")  # [G,S,E]
+    t = c.reduce(c.mul(dg, sv["gates"], "dgg"), c.const(fd, 0, "zero"), [2], "add_" + fd,
+                 "dgsum")
+    dlg = c.mul(sv["gates"], c.sub(dg, c.bcast(t, [G, S, E], [0, 1]), "dgc"), "dlogits")
+    dw["wg"] = c.dot(sv["x1"], dlg, [], [], [0, 1], [0, 1], "dwg")  # [M,E]
+    dxg = c.dot(dlg, w["wg"], [], [], [2], [1], "dx_gate")  # [G,S,M]
+    dx = c.add(c.add(g, dxm, "dx1a"), dxg, "dx1")
+    return dx, dw
+
+
+def layer_fwd(c, m, x, w):
+    saved = {}
+    if m.H:
+        x, saved["attn"] = attn_fwd(c, m, x, w)
+    if m.kind == "transformer":
+        out, saved["ffn"] = mlp_fwd(c, m, x, w)
+    else:
+        out, saved["ffn"] = moe_fwd(c, m, x, w)
+    return out, saved
+
+
+def layer_bwd(c, m, saved, w, g):
+    if m.kind == "transformer":
+        g, dw = mlp_bwd(c, m, saved["ffn"], w, g)
+    else:
+        g, dw = moe_bwd(c, m, saved["ffn"], w, g)
+    if m.H:
+        g, dwa = attn_bwd(c, m, saved["attn"], w, g)
+        dw.update(dwa)
+    return g, dw
+
+
+# ----------------------------------------------------------------------------------------------
+# The module
+
+
+def slice_layer(c, m, stack, i, wt):
+    zero = c.const("s32", 0, "z")
+    s = c.dslice(stack, [i] + [zero] * len(wt.dims), [1] + wt.dims, wt.name + ".i")
+    return c.reshape(s, wt.dims, wt.name)
+
+
+def loop_cond(name, state_shape, L):
+    c = Comp(name)
+    s = c.param("s", state_shape)
+    i = c.gte(s, 0, "i")
+    c.set_root(c.compare(i, c.const("s32", L, "n"), "LT", "lt"))
+    return c
+
+
+def build(m):
+    fd, L = m.dt, m.L
+    act = [m.B, m.S, m.M]
+    comps = [scalar_comp("add_" + fd, fd, "add"), scalar_comp("max_" + fd, fd, "maximum")]
+    if m.kind == "moe":
+        comps.append(scalar_comp("add_s32", "s32", "add"))
+    stack_shape = {w.name: (fd, [L] + w.dims) for w in m.weights}
+    stack_shard = {w.name: sharding((None,) + w.spec, m.mesh) for w in m.weights}
+    wn = [w.name for w in m.weights]
+
+    # forward scan: (i, x, [saved layer inputs,] weight stacks...)
+    fstate = [("s32", []), (fd, act)] + ([(fd, [L] + act)] if m.train else []) + \
+        [stack_shape[n] for n in wn]
+    fb = Comp("fwd_body")
+    s = fb.param("s", fstate)
+    i = fb.gte(s, 0, "i")
+    x = fb.gte(s, 1, "x")
+    k = 2
+    if m.train:
+        acts = fb.gte(s, 2, "acts")
+        k = 3
+        z = fb.const("s32", 0, "z")
+        acts = fb.dus(acts, fb.reshape(x, [1] + act, "x4"), [i, z, z, z], "acts1")
+    stacks = [fb.gte(s, k + j, n + "s") for j, n in enumerate(wn)]
+    w = {n: slice_layer(fb, m, st, i, wt) for n, st, wt in zip(wn, stacks, m.weights)}
+    y, _ = layer_fwd(fb, m, x, w)
+    i1 = fb.add(i, fb.const("s32", 1, "one"), "i1")
+    fb.set_root(fb.tuple([i1, y] + ([acts] if m.train else []) + stacks, "t"))
+    comps += [loop_cond("fwd_cond", fstate, L), fb]
+    bb = None
+
+    if m.train:
+        # backward scan: (i, dy, saved inputs, weight stacks..., gradient stacks...), layers reversed
+        bstate = [("s32", []), (fd, act), (fd, [L] + act)] + [stack_shape[n] for n in wn] * 2
+        bb = Comp("bwd_body")
+        s = bb.param("s", bstate)
+        i = bb.gte(s, 0, "i")
+        g = bb.gte(s, 1, "g")
+        acts = bb.gte(s, 2, "acts")
+        stacks = [bb.gte(s, 3 + j, n + "s") for j, n in enumerate(wn)]
+        gstacks = [bb.gte(s, 3 + len(wn) + j, "d" + n + "s") for j, n in enumerate(wn)]
+        j_ = bb.sub(bb.const("s32", L - 1, "last"), i, "j")
+        z = bb.const("s32", 0, "z")
+        xj = bb.reshape(bb.dslice(acts, [j_, z, z, z], [1] + act, "xj"), act, "x")
+        w = {n: slice_layer(bb, m, st, j_, wt) for n, st, wt in zip(wn, stacks, m.weights)}
+        _, saved = layer_fwd(bb, m, xj, w)
+        gx, dw = layer_bwd(bb, m, saved, w, g)
+        new_g = []
+        for n, gs, wt in zip(wn, gstacks, m.weights):
+            d = bb.reshape(dw[n], [1] + wt.dims, "d" + n + ".r")
+            new_g.append(bb.dus(gs, d, [j_] + [z] * len(wt.dims), "d" + n + "s1"))
+        i1 = bb.add(i, bb.const("s32", 1, "one"), "i1")
+        bb.set_root(bb.tuple([i1, gx, acts] + stacks + new_g, "t"))
+        comps += [loop_cond("bwd_cond", bstate, L), bb]
+
+    e = Comp("main", entry=True)
+    x = e.param("x", (fd, act), sharding(m.tok_spec, m.mesh))
+    stacks = [e.param(n + "s", stack_shape[n], stack_shard[n]) for n in wn]
+    zi = e.const("s32", 0, "zero")
+    init = [zi, x]
+    if m.train:
+        init.append(e.full(fd, 0, [L] + act, "acts0"))
+    fw = e.while_(e.tuple(init + stacks, "init"), "fwd_cond", "fwd_body", "fwd")
+    y = e.gte(fw, 1, "y")
+    if not m.train:
+        e.set_root(y, sharding(m.tok_spec, m.mesh))
+    else:
+        acts = e.gte(fw, 2, "acts")
+        n_el = prod(act)
+        sq = e.mul(y, y, "ysq")
+        loss = e.mul(e.reduce(sq, e.const(fd, 0, "fzero"), [0, 1, 2], "add_" + fd, "sumsq"),
+                     e.const(fd, 1.0 / n_el, "inv_n"), "loss")
+        gy = e.mul(y, e.full(fd, 2.0 / n_el, act, "two_inv_n"), "dy")
+        zeros = [e.full(fd, 0, stack_shape[n][1], "d%s0" % n) for n in wn]
+        bw = e.while_(e.tuple([zi, gy, acts] + stacks + zeros, "binit"), "bwd_cond",
+                      "bwd_body", "bwd")
+        news = []
+        for j, n in enumerate(wn):
+            d = e.gte(bw, 3 + len(wn) + j, "d" + n + "s")
+            upd = e.mul(d, e.full(fd, 0.01, stack_shape[n][1], "lr_" + n), "u" + n)
+            news.append(e.sub(stacks[j], upd, n + "s_new"))
+        out = e.tuple([loss] + news, "out")
+        e.set_root(out, "{" + ", ".join(["{replicated}"] + [stack_shard[n] for n in wn]) + "}")
+    comps.append(e)
+
+    kind = "transformer" if m.kind == "transformer" else "moe"
+    head = "HloModule gspmd_gen_%s%s" % (kind, "_train" if m.train else "")
+    text = head + "\n\n" + "\n\n".join(c.text() for c in comps) + "\n"
+    fwd_f = fb.dot_flops
+    bwd_f = bb.dot_flops if bb else 0
+    stats = dict(written=fwd_f + bwd_f, executed=L * (fwd_f + bwd_f),
+                 dots=fb.n_dots + (bb.n_dots if bb else 0))
+    return text, stats
+
+
+# ----------------------------------------------------------------------------------------------
+# Presets
+
+
+def _p(kind, **kw):
+    kw["kind"] = kind
+    return kw
+
+
+# The paper (Section 5) scales dense Transformers and GShard MoE models from 128 to 2048 TPUv3
+# cores, up to one trillion parameters, keeping the parameters per core about constant. These
+# presets follow that weak-scaling series; dimensions are chosen so that heads, hidden and
+# expert dims divide the mesh evenly (parameter counts as printed by --list-presets).
+PRESETS = {
+    # dense, 2D (data x model) Megatron sharding, seq 1024
+    "dense-64b-128": _p("transformer", layers=48, batch=64, seq=1024, model=8192, ffn=65536,
+                        heads=128, mesh="data=8,model=16"),
+    "dense-128b-256": _p("transformer", layers=96, batch=128, seq=1024, model=8192, ffn=65536,
+                         heads=128, mesh="data=16,model=16"),
+    "dense-256b-512": _p("transformer", layers=80, batch=128, seq=1024, model=16384, ffn=65536,
+                         heads=128, mesh="data=16,model=32"),
+    "dense-512b-1024": _p("transformer", layers=96, batch=256, seq=1024, model=16384,
+                          ffn=131072, heads=256, mesh="data=16,model=64"),
+    "dense-1t-2048": _p("transformer", layers=80, batch=512, seq=1024, model=32768,
+                        ffn=131072, heads=256, mesh="data=16,model=128"),
+    # GShard MoE Transformer (M=1024, F=8192, 16 heads, top-2), one group per batch row
+    "moe-78b-128": _p("moe", layers=36, batch=256, seq=1024, model=1024, ffn=8192,
+                      experts=128, heads=16, top=2, mesh="data=2,expert=64"),
+    "moe-309b-512": _p("moe", layers=36, batch=1024, seq=1024, model=1024, ffn=8192,
+                       experts=512, heads=16, top=2, mesh="data=2,expert=256"),
+    "moe-1t-2048": _p("moe", layers=30, batch=2048, seq=1024, model=1024, ffn=8192,
+                      experts=2048, heads=16, top=2, mesh="data=2,expert=1024"),
+    # tiny ones that gspmd runs and verifies
+    "tiny-transformer": _p("transformer", layers=2, batch=4, seq=8, model=16, ffn=32, heads=4,
+                           mesh="data=2,model=4", train=True),
+    "tiny-moe": _p("moe", layers=2, batch=8, seq=8, model=16, ffn=32, experts=4, capacity=4,
+                   heads=4, top=2, mesh="data=2,expert=4", train=True),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Command line
+
+
+def parse_mesh(text):
+    mesh = []
+    for part in text.split(","):
+        name, _, size = part.partition("=")
+        if not name or not size.isdigit() or int(size) < 1:
+            raise argparse.ArgumentTypeError("mesh is NAME=SIZE,...: %r" % text)
+        mesh.append((name.strip(), int(size)))
+    return mesh
+
+
+def add_common(p):
+    p.add_argument("--dtype", choices=["f32", "bf16"], default=None)
+    p.add_argument("--train", action="store_true", default=None,
+                   help="emit a training step (backward scan + SGD), not only the forward")
+    p.add_argument("-o", "--output", help="write the module here (default: stdout)")
+
+
+def make_parser():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="See the module docstring (head -60 tools/gen.py).")
+    ap.add_argument("--list-presets", action="store_true", help="list the presets and exit")
+    sub = ap.add_subparsers(dest="cmd")
+    t = sub.add_parser("transformer", help="dense Transformer (2D data x model sharding)")
+    mo = sub.add_parser("moe", help="GShard MoE Transformer (data x expert sharding)")
+    for p in (t, mo):
+        p.add_argument("--layers", type=int, required=True)
+        p.add_argument("--batch", type=int, required=True)
+        p.add_argument("--seq", type=int, required=True)
+        p.add_argument("--model", type=int, required=True)
+        p.add_argument("--ffn", type=int, required=True)
+        p.add_argument("--mesh", type=parse_mesh, required=True)
+        add_common(p)
+    t.add_argument("--heads", type=int, required=True)
+    mo.add_argument("--heads", type=int, default=0,
+                    help="attention heads per layer (default 0: MoE FFN layers only)")
+    mo.add_argument("--experts", type=int, required=True)
+    mo.add_argument("--capacity", type=int, default=0,
+                    help="expert capacity per group (default ceil(top * seq / experts))")
+    mo.add_argument("--top", type=int, choices=[1, 2], default=2)
+    pr = sub.add_parser("preset", help="one of --list-presets")
+    pr.add_argument("name")
+    add_common(pr)
+    pr.add_argument("--no-train", dest="train", action="store_false", default=None,
+                    help="forward only, whatever the preset says")
+    return ap
+
+
+def preset_args(name, dtype=None, train=None):
+    if name not in PRESETS:
+        raise SystemExit("gen.py: unknown preset %r (see --list-presets)" % name)
+    d = dict(PRESETS[name])
+    a = argparse.Namespace(heads=0, experts=0, capacity=0, top=2, dtype="f32", train=False)
+    for k, v in d.items():
+        setattr(a, k, v)
+    a.mesh = parse_mesh(d["mesh"])
+    if dtype:
+        a.dtype = dtype
+    if train is not None:
+        a.train = train
+    return a
+
+
+def human(n):
+    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= div:
+            return "%.3g%s" % (n / div, unit)
+    return str(n)
+
+
+def summary(m, stats):
+    P, T = m.params(), m.tokens()
+    mult = 6 if m.train else 2
+    if m.kind == "moe":
+        A = m.active_params()
+        pdesc = "params %d (%s; %d active per token, top-%d of %d experts, capacity %d)" % (
+            P, human(P), A, m.k, m.E, m.C)
+    else:
+        A = P
+        pdesc = "params %d (%s)" % (P, human(P))
+    return ("gen: %s%s: %s; model FLOPs/step %.4g (%d x %s x %d tokens); dot FLOPs emitted: "
+            "%d per step executed (loop bodies x %d layers), %d as written (each computation "
+            "once, %d dots); devices %d (%s)" % (
+                m.kind, " train" if m.train else "", pdesc, mult * A * T, mult,
+                "active params" if m.kind == "moe" else "params", T, stats["executed"], m.L,
+                stats["written"], stats["dots"], m.devices,
+                ",".join("%s=%d" % ms for ms in m.mesh)))
+
+
+def main(argv=None):
+    ap = make_parser()
+    a = ap.parse_args(argv)
+    if a.list_presets:
+        for name, d in PRESETS.items():
+            pa = preset_args(name)
+            m = Model(pa)
+            extra = ""
+            if m.kind == "moe":
+                extra = " E=%d C=%d top-%d" % (m.E, m.C, m.k)
+            print("%-18s %-11s params %-8s devices %-5d L=%d B=%d S=%d M=%d F=%d H=%d%s mesh %s%s"
+                  % (name, m.kind, human(m.params()), m.devices, m.L, m.B, m.S, m.M, m.F, m.H,
+                     extra, d["mesh"], " (train)" if m.train else ""))
+        return 0
+    if a.cmd is None:
+        ap.print_usage(sys.stderr)
+        return 2
+    if a.cmd == "preset":
+        out = a.output
+        a = preset_args(a.name, a.dtype, a.train)
+        a.output = out
+    else:
+        a.kind = a.cmd
+        a.dtype = a.dtype or "f32"
+        a.train = bool(a.train)
+    for k in ("layers", "batch", "seq", "model", "ffn"):
+        if getattr(a, k) < 1:
+            raise SystemExit("gen.py: --%s must be positive" % k)
+    if a.kind == "moe" and (a.experts < 1 or a.capacity < 0):
+        raise SystemExit("gen.py: --experts must be positive")
+    m = Model(a)
+    text, stats = build(m)
+    if a.output:
+        with open(a.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    print(summary(m, stats), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
