@@ -15,8 +15,8 @@ bool gs_h_rotate_right(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_
     if (!gs_type_is_array(in->shape->type) || !gs_p_plain(t) ||
         !gs_instr_config_int(in, "dimension", &dim) ||
         !gs_instr_config_int(in, "amount", &amount) || dim < 0 || dim >= in->shape->rank ||
-        amount < 0)
-        return false;
+        amount < 0 || in->n_operands != 1 || !gs_shape_same_dims(in->operands[0]->shape, in->shape))
+        return false; /* not a rotation as XLA writes it: the default action */
     gs_pvalue v;
     gs_reshard(c, gs_p_operand(c, in, 0), t, &v);
     gs_instr *x = v.hlo;
@@ -29,7 +29,9 @@ bool gs_h_rotate_right(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_
     } else if (a == 0) {
         y = x;
     } else {
-        int64_t s = x->shape->dims[dim], live = (n + s - 1) / s;
+        int64_t s = x->shape->dims[dim];
+        if (s < 1) return false;
+        int64_t live = (n + s - 1) / s;
         int64_t l, r;
         if (!gs_p_halo_extent(t, (int)dim, n, -a, s, s, live, &l, &r) ||
             !gs_p_halo_extent(t, (int)dim, n, n - a, s, s, live, &l, &r))
