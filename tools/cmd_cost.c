@@ -223,3 +223,44 @@ done:
     gs_cli_shardings_free(&sh);
     return rc;
 }
+
+/* `gspmd calibrate [--output FILE]`: measures this machine and prints its profile. */
+int gs_cli_calibrate(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: gspmd calibrate [--output FILE]\n\n"
+                   "Measures this machine as one device of the threads backend (sgemm and dgemm\n"
+                   "on one thread, an elementwise loop, memcpy, the interpreter's cost per\n"
+                   "instruction, all-reduces between 2 device threads) and prints its machine\n"
+                   "profile for `gspmd cost --machine FILE` (or writes it to FILE).\n");
+            return 0;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--output", &v)) {
+            path = v;
+        } else {
+            fprintf(stderr, "gspmd calibrate: unknown argument '%s'\nusage: gspmd calibrate "
+                            "[--output FILE]\n", argv[i]);
+            return 2;
+        }
+    }
+    gs_machine mc;
+    gs_diags d = {0};
+    gs_status st = gs_machine_calibrate(&mc, &d);
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    if (st != GS_OK) return 1;
+    snprintf(mc.name, sizeof mc.name, "this-cpu");
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "error: cannot write %s\n", path);
+        return 1;
+    }
+    fprintf(f, "# measured by gspmd calibrate\n");
+    gs_machine_print(&mc, f);
+    if (path && fclose(f) != 0) {
+        fprintf(stderr, "error: cannot write %s\n", path);
+        return 1;
+    }
+    return 0;
+}

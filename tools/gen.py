@@ -19,7 +19,7 @@ Usage:
 The module goes to stdout (or FILE); a one-line summary goes to stderr: the parameter count,
 the model FLOPs per step (2 x params x tokens forward, 6 x with --train; for MoE the params
 one token uses), the exact dot FLOPs emitted (executed per step: loop bodies x trip count; and
-as written: each computation once, the way /work/shared/tools/flops.py counts them), and the
+as written: each computation once, the way ../shared/tools/flops.py counts them), and the
 device count. Partition or run the output with N = the product of the mesh axes:
   build/gspmd partition FILE --num-partitions N --propagate
   build/gspmd run FILE --num-partitions N --verify          (tiny sizes only)
@@ -641,10 +641,12 @@ def _p(kind, **kw):
     return kw
 
 
-# The paper (Section 5) scales dense Transformers and GShard MoE models from 128 to 2048 TPUv3
-# cores, up to one trillion parameters, keeping the parameters per core about constant. These
-# presets follow that weak-scaling series; dimensions are chosen so that heads, hidden and
-# expert dims divide the mesh evenly (parameter counts as printed by --list-presets).
+# The paper (Section 5) scales dense Transformers and GShard-style MoE models from 128 to 2048
+# TPUv3 cores, up to one trillion parameters, with the parameters per core roughly constant.
+# These presets follow that weak-scaling series at the paper's headline sizes and device counts
+# (64B..1T dense, MoE up to 1T on 2048); the individual dimensions are chosen here (not copied
+# from the paper's tables) so that heads, hidden and expert dims divide the mesh evenly. The MoE
+# ones use GShard's M=1024, F=8192, 16 heads, top-2. --list-presets prints the exact counts.
 PRESETS = {
     # dense, 2D (data x model) Megatron sharding, seq 1024
     "dense-64b-128": _p("transformer", layers=48, batch=64, seq=1024, model=8192, ffn=65536,

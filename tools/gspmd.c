@@ -291,6 +291,9 @@ static const command COMMANDS[] = {
      "[--mesh M --shard NAME=SPEC]...",
      "Predicts one step's per-device FLOPs, memory traffic, collectives, peak memory, step time\n"
      "and model FLOPs utilization on a machine profile. See gspmd cost --help.\n"},
+    {"calibrate", gs_cli_calibrate, "gspmd calibrate [--output FILE]",
+     "Measures this machine (matmul, memory, the interpreter, the threads backend's\n"
+     "collectives) and prints its profile for gspmd cost --machine FILE.\n"},
     {"show-sharding", gs_cli_show_sharding,
      "gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]",
      "Draws which device holds which block of an array under a sharding (XLA text, or a\n"

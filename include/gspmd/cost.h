@@ -75,6 +75,9 @@ typedef struct gs_machine {
     double vector_flops;  /* peak FLOP/s of elementwise arithmetic */
     double mem_bandwidth; /* bytes/s of device memory */
     double mem_capacity;  /* bytes of device memory */
+    double op_overhead;   /* seconds each instruction (each fused loop) costs beyond its
+                             arithmetic and traffic: a kernel launch, or an interpreter's
+                             dispatch; 0 for whole-program compilers */
     int node_devices;     /* devices that share the fast link (`intra`); 0: all of them */
     gs_link intra;        /* links within a node (NVLink, TPU ICI, shared memory) */
     gs_link inter;        /* links between nodes (InfiniBand, DCN, MPI over the network) */
@@ -88,12 +91,17 @@ const char *const *gs_machine_names(void);
 bool gs_machine_builtin(const char *name, gs_machine *out);
 /* Reads a profile from text: `key = value` lines, `#` comments. Keys: name, description,
  * flops.bf16, flops.f32, flops.f64, flops.vector, memory.bandwidth, memory.capacity,
- * node.devices, and for link in {intra, inter}: link.bandwidth, link.latency, link.topology
+ * op.overhead, node.devices, and for link in {intra, inter}: link.bandwidth, link.latency, link.topology
  * (switch, ring or torus). Numbers may use e-notation and the suffixes K M G T (powers of 1000)
  * or Ki Mi Gi Ti (of 1024). `base = NAME` starts from a built-in profile. Errors are located. */
 gs_status gs_machine_parse(const gs_source *src, gs_machine *out, gs_diags *d);
 /* Writes m as profile text (what gs_machine_parse reads). */
 void gs_machine_print(const gs_machine *m, FILE *out);
+/* Measures this machine as one device of gspmd's threads backend (src/cost/calibrate.c):
+ * sgemm and dgemm on one thread, an elementwise loop, memcpy bandwidth, the interpreter's cost
+ * per instruction, and all-reduces between 2 device threads (bandwidth and latency; the same
+ * figures stand for inter-node links). Takes a few seconds. GS_ERR only on allocation failure. */
+gs_status gs_machine_calibrate(gs_machine *out, gs_diags *d);
 
 /* ------------------------------------------------------------------ a step on a machine */
 

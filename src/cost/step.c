@@ -356,10 +356,12 @@ static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_co
         }
     }
     out->bytes += bytes;
-    double s = 0;
-    if (mm > 0) s = fmax(s, mm / matmul_peak(mc, t));
-    if (vec > 0) s = fmax(s, vec / mc->vector_flops);
-    if (bytes > 0) s = fmax(s, bytes / mc->mem_bandwidth);
+    double s = fused[in->id] ? 0 : mc->op_overhead;
+    double work = 0;
+    if (mm > 0) work = fmax(work, mm / matmul_peak(mc, t));
+    if (vec > 0) work = fmax(work, vec / mc->vector_flops);
+    if (bytes > 0) work = fmax(work, bytes / mc->mem_bandwidth);
+    s += work;
     out->compute_s += s;
     compute_passes(w, s);
 }

@@ -523,7 +523,11 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
         }
     }
     if (c->failed || best_i < 0) return false;
-    *out_plan = windowed_i >= 0 && best.bytes > 0 ? windowed : best;
+    /* As XLA, a windowed loop is preferred to a plan that moves data, but never one that
+     * computes more: a loop that builds more of the result than the cheapest plan (a fuller
+     * result sliced or summed afterwards) does the dot's work several times over. */
+    *out_plan = windowed_i >= 0 && best.bytes > 0 && windowed.flops <= best.flops ? windowed
+                                                                                   : best;
     return true;
 }
 
