@@ -122,7 +122,8 @@ typedef struct gs_step_cost {
     double vector_flops;      /* elementwise and reduction FLOPs (one per element and op) */
     double bytes;             /* memory traffic: each value in memory written once and read by
                                  each user; values loop fusion computes in their users' loops
-                                 take none */
+                                 take none; slices read only what they keep, and
+                                 dynamic-update-slice writes its update in place */
     double compute_s;         /* sum over instructions of max(FLOPs / peak, bytes / bandwidth) */
     gs_collective_cost coll[GS_N_COST_COLL];
     double comm_s;            /* time of all collectives */

@@ -343,7 +343,11 @@ static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_co
     /* Memory traffic: a fused value none; others write their result and read operands that
      * are in memory (a fused operand's own operands are read instead). */
     double bytes = 0;
-    if (!fused[in->id]) {
+    if (in->op == GS_OP_DYNAMIC_SLICE || in->op == GS_OP_SLICE) {
+        bytes = 2 * bytes_of(in->shape); /* reads only the slice */
+    } else if (in->op == GS_OP_DYNAMIC_UPDATE_SLICE && in->n_operands >= 2) {
+        bytes = 2 * bytes_of(in->operands[1]->shape); /* in place: writes only the update */
+    } else if (!fused[in->id]) {
         bytes += bytes_of(in->shape);
         for (int k = 0; k < in->n_operands; k++) {
             const gs_instr *o = in->operands[k];
