@@ -22,6 +22,7 @@
  * two cores). User and system CPU time of the whole process are printed at the end (goal:
  * system time < 10% of wall time). Not part of `make test`.
  */
+#include "gspmd/cost.h"
 #include "gspmd/interp.h"
 #include "gspmd/partition.h"
 #include "gspmd/propagate.h"
@@ -144,6 +145,33 @@ static double gspmd_run_on(int layers, int mode, int devices, gs_comm *mpi) {
 fail:
     gs_diags_render(&d, stderr);
     exit(1);
+}
+
+/* The cost model's step time (gs_cost_step) for the MLP of `layers` layers in `mode` on
+ * `devices` (0: the unpartitioned module, as eval runs it) on machine mc. */
+static double predicted(int layers, int mode, int devices, const gs_machine *mc) {
+    gs_source *src;
+    char *text = mlp_text(layers, mode);
+    gs_module *m = parse(text, &src), *p = NULL;
+    gs_diags d = {0};
+    if (devices > 0) {
+        gs_propagate_options po = {0};
+        po.is_spmd = true;
+        gs_partition_options o = {0};
+        o.num_partitions = devices;
+        if (gs_propagate(m, &po, &d) != GS_OK || gs_partition(m, &o, &p, NULL, &d) != GS_OK) {
+            gs_diags_render(&d, stderr);
+            exit(1);
+        }
+    }
+    gs_step_cost c;
+    gs_cost_step(p ? p : m, mc, &c);
+    gs_module_free(p);
+    gs_module_free(m);
+    gs_source_free(src);
+    free(text);
+    gs_diags_free(&d);
+    return c.step_s;
 }
 
 static double gspmd_run(int layers, int mode, int devices) {
@@ -456,6 +484,21 @@ int main(int argc, char **argv) {
         printf("  %-40s %8.3f s per layer  %6.1f GFLOP/s\n", rows[r].name, rows[r].per_layer,
                4.0 * B * D * H / rows[r].per_layer * 1e-9);
     }
+    /* The cost model against these measurements: this machine calibrated (gspmd calibrate),
+     * the step time predicted per layer for each gspmd row. */
+    gs_machine mc;
+    gs_diags cd = {0};
+    if (gs_machine_calibrate(&mc, &cd) == GS_OK) {
+        printf("cost model (gspmd cost on this machine's calibrated profile) against the "
+               "measured time per layer:\n");
+        for (int r = 1; r < n_rows; r++) {
+            double pl = (predicted(lb, rows[r].mode, rows[r].devices, &mc) -
+                         predicted(la, rows[r].mode, rows[r].devices, &mc)) / (lb - la);
+            printf("  %-40s predicted %6.3f s, measured %6.3f s: %.2f (goal within 0.7..1.3)\n",
+                   rows[r].name, pl, rows[r].per_layer, pl / rows[r].per_layer);
+        }
+    }
+    gs_diags_free(&cd);
     conv_rows();
     norm_row();
     printf("eval / raw                    %.2f  (goal <= 1.15)\n",
