@@ -4,7 +4,7 @@
 #               runtime under TSan)
 # Both first make sure the Debian packages gspmd needs are installed (apt-get, as root).
 
-PACKAGES := cmake make gcc pkg-config python3 libopenblas-dev libcjson-dev libcmocka-dev \
+PACKAGES := cmake make gcc g++ pkg-config python3 libopenblas-dev libcjson-dev libcmocka-dev \
             libopenmpi-dev openmpi-bin
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -12,7 +12,7 @@ TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast demo soak soak-mpi fuzz fuzz-deps clean
+.PHONY: all deps build test test-fast demo soak soak-mpi fuzz fuzz-deps clean install embed-check
 
 all: build
 
@@ -45,6 +45,18 @@ test: deps build
 	@cmake -S . -B $(TSAN_BUILD) -DGSPMD_WERROR=ON -DGSPMD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target gspmd
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'runtime\.threads'
+
+# Installs the library, headers, CLI, gspmd.pc and the CMake package into PREFIX.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The library as a user embeds it: installed into a temporary prefix, examples/embed built with
+# pkg-config and with find_package(gspmd), run (partition, 4 devices, verify), and every public
+# header compiled as C++17 (examples/embed/check.sh). CI runs it after make test.
+embed-check: deps build
+	@prefix=$$(mktemp -d) && cmake --install $(BUILD) --prefix $$prefix >/dev/null && \
+	  ./examples/embed/check.sh $$prefix; rc=$$?; rm -rf $$prefix; exit $$rc
 
 test-fast: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
