@@ -10,6 +10,8 @@
  *                                                    1 tensor parallel, 2 data parallel)
  *   build/bench/bench_run --hlo norm R               the layer norm + GELU model on f32[R,R]
  *   build/bench/bench_run --norm                     its row alone (eval against memcpy)
+ *   build/bench/bench_run --model FILE N             FILE run on N devices against the cost
+ *                                                    model's prediction (this machine)
  *
  * Each figure is per layer, from the difference between an L_B-layer and an L_A-layer run (so
  * setup, argument making and result gathering cancel), best of 3:
@@ -419,7 +421,65 @@ static int mpi_main(int argc, char **argv) {
     return 0;
 }
 
+/* bench_run --model FILE N: any module (e.g. from tools/gen.py) propagated, partitioned and run
+ * on N device threads from seeded inputs (best of 3; eval when N is 1), against the cost
+ * model's step time on this machine's calibrated profile. */
+static int model_main(const char *path, int n) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    char err[256];
+    gs_source *src = gs_source_read_file(path, err, sizeof err);
+    if (!src) {
+        fprintf(stderr, "bench_run: %s: %s\n", path, err);
+        return 1;
+    }
+    gs_diags d = {0};
+    gs_module *m = gs_parse_module(src, &d), *p = NULL;
+    gs_value **args = NULL;
+    int n_args = 0;
+    gs_propagate_options po = {0};
+    po.is_spmd = true;
+    gs_partition_options o = {0};
+    o.num_partitions = n;
+    o.no_warnings = true;
+    if (!m || gs_module_verify(m, &d) != GS_OK || gs_propagate(m, &po, &d) != GS_OK ||
+        (n > 1 && gs_partition(m, &o, &p, NULL, &d) != GS_OK) ||
+        gs_interp_make_args(m, NULL, 1, &args, &n_args, &d) != GS_OK) {
+        gs_diags_render(&d, stderr);
+        return 1;
+    }
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        gs_value *out = NULL;
+        double t0 = now();
+        gs_status st = n > 1 ? gs_run_partitioned(m, p, n, args, n_args, 1, 600, &out, &d)
+                             : gs_interp_eval(m, NULL, args, n_args, &out, &d);
+        double t = now() - t0;
+        gs_value_free(out);
+        if (st != GS_OK) {
+            gs_diags_render(&d, stderr);
+            return 1;
+        }
+        if (t < best) best = t;
+    }
+    gs_machine mc;
+    gs_step_cost c;
+    if (gs_machine_calibrate(&mc, &d) != GS_OK) return 1;
+    gs_cost_step(p ? p : m, &mc, &c);
+    printf("%s on %d device%s: measured %.4f s (best of 3), predicted %.4f s (compute %.4f, "
+           "exposed communication %.4f): %.2f (goal within 0.7..1.3)\n", path, n,
+           n == 1 ? "" : "s", best, c.step_s, c.compute_s, c.exposed_comm_s, c.step_s / best);
+    for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+    free(args);
+    gs_module_free(p);
+    gs_module_free(m);
+    gs_source_free(src);
+    gs_diags_free(&d);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--model") == 0) return model_main(argv[2], atoi(argv[3]));
     if (argc == 4 && strcmp(argv[1], "--hlo") == 0) {
         /* bench_run --hlo LAYERS MODE: the module (MODE 0 unsharded, 1 tensor parallel, 2 data
          * parallel), for timing the CLI: gspmd eval, mpirun -np 2 gspmd run --backend mpi. */

@@ -13,6 +13,10 @@ Usage:
   tools/gen.py moe --layers L --batch B --seq S --model D --ffn F --experts E \\
       [--capacity C] [--top 1|2] [--heads H] --mesh data=X,expert=Y \\
       [--dtype f32|bf16] [--train] [-o FILE]
+  tools/gen.py pipeline --stages S --microbatches M --layers-per-stage L --microbatch-size B \\
+      --seq T --model D --ffn F --mesh stage=S[,data=X] [--dtype f32|bf16] [--train] \\
+      [--shift pad|concat|pad-slice|rotate] [--feed select|dus|concat] \\
+      [--collect reduce|slice|dslice] [-o FILE]
   tools/gen.py --list-presets
   tools/gen.py preset NAME [--dtype f32|bf16] [--train | --no-train] [-o FILE]
 
@@ -41,6 +45,27 @@ transpose), the expert FFN on [E,G,C,M] with Wi [E,M,F] and Wo [E,F,M] split ove
 and the combine einsum GSEC,EGCM->GSM. Groups G are the batch rows, split over all devices
 (data x expert); the dispatched tensor carries the sharding {G over data, E over expert}, so the
 partitioner moves tokens to their experts' devices by all-to-all and back.
+
+pipeline: the paper's "pipelining as sharding" (Section 3.3). S stages of L MLP layers (dot,
+relu, dot, residual) with weight stacks w1s [S,L,D,F] and w2s [S,L,F,D] split over the `stage`
+mesh axis; M microbatches x [M,B,T,D]; a buffer [S,B,T,D] (dim 0 over `stage`, B over `data`)
+runs through a `while` of M + S - 1 iterations (counter from 0 compared with a constant). At
+iteration i: stage 0's slot takes microbatch i while i < M (dynamic-slice at a clamped index,
+select; --feed select: an iota mask over the stage dim, as praxis does); all stages compute at
+once, the stage dim a batch dim of every dot, so each device computes only its stage; the last
+stage's slot (--collect reduce: masked by iota and summed over the stage dim, one all-reduce)
+goes to the output buffer at row i - (S - 1) once i >= S - 1; the buffer shifts one stage on
+(--shift pad: slice of stages 0..S-2 padded by one zero slot in front, one collective-permute).
+The other --shift/--feed/--collect forms are kept for comparison: concat and rotate shifts are
+partitioned by gathering the buffer (warned "computed whole"), pad-slice by several permutes
+that move the whole buffer, --collect slice and --feed concat warn too. --train: loss =
+mean(y^2), a backward `while` over the forward iterations in reverse, each stage recomputing its
+layers from the stage input the forward loop saved per iteration ([M+S-1,S,B,T,D]) and the
+gradient buffer shifting the other way; weight gradients are accumulated per stage (and, with
+a data axis dividing B, per data shard, summed once after the loop), then SGD. The summary
+gives the useful FLOPs (M microbatches through all S x L layers, once each), the FLOPs the loop
+executes ((M+S-1) iterations x S stages x L layers: the bubbles compute garbage) and the bubble
+fraction (S-1)/(M+S-1) = 1 - useful / executed.
 
 --train adds the backward pass and an SGD update: loss = mean(y^2), a second `while` running
 the layers in reverse over the layer inputs the forward loop saved (dynamic-update-slice),
@@ -245,6 +270,25 @@ class Comp:
     def dus(self, x, upd, starts, base=None):
         return self.emit(base or (x + ".dus"), self.shapes[x], "dynamic-update-slice(%s)"
                          % ", ".join("%" + s for s in [x, upd] + starts))
+
+    def slice_(self, x, starts, limits, base=None):
+        d = self.dims(x)
+        assert len(starts) == len(limits) == len(d)
+        spec = ",".join("[%d:%d]" % (a, b) for a, b in zip(starts, limits))
+        return self.emit(base or (x + ".sl"), (self.dt(x), [b - a for a, b in zip(starts, limits)]),
+                         "slice(%%%s), slice={%s}" % (x, spec))
+
+    def concat(self, xs, dim, base="concat"):
+        d = self.dims(xs[0])
+        d[dim] = sum(self.dims(x)[dim] for x in xs)
+        return self.emit(base, (self.dt(xs[0]), d), "concatenate(%s), dimensions={%d}"
+                         % (", ".join("%" + x for x in xs), dim))
+
+    def pad(self, x, value, lo_hi, base=None):
+        """lo_hi: one (low, high) per dim (edge padding only)."""
+        d = [n + lo + hi for n, (lo, hi) in zip(self.dims(x), lo_hi)]
+        return self.emit(base or (x + ".pad"), (self.dt(x), d), "pad(%%%s, %%%s), padding=%s"
+                         % (x, value, "x".join("%d_%d" % lh for lh in lo_hi)))
 
     def while_(self, init, cond, body, base="while"):
         return self.emit(base, self.shapes[init],
@@ -633,6 +677,322 @@ def build(m):
 
 
 # ----------------------------------------------------------------------------------------------
+# Pipelining as sharding (GSPMD paper, Section 3.3)
+
+
+class Pipeline:
+    """S stages of L MLP layers each, vectorised along a leading stage dim that the `stage`
+    mesh axis splits; M microbatches stream through a buffer [S,B,T,D] that shifts by one stage
+    per iteration of a `while` of M + S - 1 iterations."""
+
+    SHIFTS = ("pad", "concat", "pad-slice", "rotate")
+    FEEDS = ("select", "dus", "concat")
+    COLLECTS = ("reduce", "slice", "dslice")
+
+    def __init__(self, a):
+        self.kind = "pipeline"
+        self.S, self.M, self.L = a.stages, a.microbatches, a.layers_per_stage
+        self.B, self.T, self.D, self.F = a.microbatch_size, a.seq, a.model, a.ffn
+        self.dt = a.dtype
+        self.train = bool(a.train)
+        self.shift = a.shift
+        self.feed = a.feed
+        self.collect = a.collect
+        self.mesh = a.mesh
+        self.devices = prod(s for _, s in a.mesh)
+        sizes = dict(a.mesh)
+        for n in sizes:
+            if n not in ("stage", "data"):
+                raise SystemExit("gen.py: pipeline's mesh has axes stage and data only, not %r"
+                                 % n)
+        if sizes.get("stage") != self.S:
+            raise SystemExit("gen.py: pipeline needs a mesh axis stage=%d (--stages)" % self.S)
+        if self.S < 2:
+            raise SystemExit("gen.py: pipeline needs at least 2 stages")
+        if "data" not in sizes:
+            self.mesh = list(a.mesh) + [("data", 1)]
+        # with --train and a data axis dividing the microbatch, each data shard accumulates
+        # its own weight gradients ([S,X,...], split over stage x data: no communication in the
+        # loop) and one all-reduce sums them after it; else the dots' partial sums are
+        # all-reduced every iteration
+        self.X = dict(self.mesh)["data"]
+        self.split_grads = self.X > 1 and self.B % self.X == 0
+
+    def params(self):
+        return self.S * self.L * 2 * self.D * self.F
+
+    def layer_flops(self):
+        """Dot FLOPs of one layer on one microbatch: [B,T,D]x[D,F] and [B,T,F]x[F,D]."""
+        return 2 * 2 * self.B * self.T * self.D * self.F
+
+    def step_layer_flops(self):
+        """Dot FLOPs the step spends on one layer for one microbatch: the forward's 2 dots, and
+        with --train the backward loop's 6 (the 2 forward dots recomputed, dW2, dh, dW1, dx)."""
+        return self.layer_flops() * (4 if self.train else 1)
+
+    def model_flops(self):
+        """The usual count: 2 (forward) or 6 (training) x params x tokens, no recomputation."""
+        return (6 if self.train else 2) * self.params() * self.M * self.B * self.T
+
+    def iterations(self):
+        return self.M + self.S - 1
+
+    def useful_flops(self):
+        return self.M * self.S * self.L * self.step_layer_flops()
+
+    def loop_flops(self):
+        return self.iterations() * self.S * self.L * self.step_layer_flops()
+
+    def state_shapes(self, with_acts):
+        """The forward loop's state: (i, buffer, outputs, inputs, w1 stack, w2 stack[, acts])."""
+        fd, S, M, L, B, T, D, F = self.dt, self.S, self.M, self.L, self.B, self.T, self.D, self.F
+        st = [("s32", []), (fd, [S, B, T, D]), (fd, [M, B, T, D]), (fd, [M, B, T, D]),
+              (fd, [S, L, D, F]), (fd, [S, L, F, D])]
+        if with_acts:
+            st.append((fd, [self.iterations(), S, B, T, D]))
+        return st
+
+    def bwd_state_shapes(self):
+        """(k, gradient buffer, acts, dy, w1 stack, w2 stack, dW1 per layer..., dW2 ...)."""
+        fd, S, L, D, F = self.dt, self.S, self.L, self.D, self.F
+        st = self.state_shapes(True)
+        x = [self.X] if self.split_grads else []
+        return ([st[0], st[1], st[6], st[2], st[4], st[5]] + [(fd, [S] + x + [D, F])] * L +
+                [(fd, [S] + x + [F, D])] * L)
+
+    def bubble(self):
+        return (self.S - 1) / float(self.M + self.S - 1)
+
+
+def pipeline_fwd_body(p, with_acts):
+    """The forward loop body: feed slot 0, all stages at once, collect the last, shift."""
+    fd, S, M, L, B, T, D, F = p.dt, p.S, p.M, p.L, p.B, p.T, p.D, p.F
+    mb = [B, T, D]
+    st = p.state_shapes(with_acts)
+    b = Comp("pipeline_body")
+    s = b.param("s", st)
+    i = b.gte(s, 0, "i")
+    buf = b.gte(s, 1, "buf")
+    out = b.gte(s, 2, "outs")
+    x = b.gte(s, 3, "x")
+    w1 = b.gte(s, 4, "w1s")
+    w2 = b.gte(s, 5, "w2s")
+    acts = b.gte(s, 6, "acts") if with_acts else None
+    z = b.const("s32", 0, "z")
+    zeros1 = b.full(fd, 0, [1] + mb, "zeros1")
+    # (1) slot 0 takes microbatch i while i < M (the index clamped, zeros after)
+    idx = b.binop("minimum", i, b.const("s32", M - 1, "last_mb"), "mb_idx")
+    xin = b.dslice(x, [idx, z, z, z], [1] + mb, "mb_in")
+    feeding = b.compare(i, b.const("s32", M, "n_mb"), "LT", "feeding")
+    slot0 = b.select(b.bcast(feeding, [1] + mb, (), "feeding.b"), xin, zeros1, "slot0")
+    stage_id = b.iota("s32", [S] + mb, 0, "stage_id")
+    if p.feed == "select":
+        # as praxis does: every stage sees the microbatch, stage 0 keeps it (all local)
+        first = b.compare(stage_id, b.full("s32", 0, [S] + mb, "zeros_s"), "EQ", "is_first")
+        cur = b.select(first, b.bcast(b.reshape(slot0, mb, "slot0.r"), [S] + mb, (1, 2, 3),
+                                      "slot0.b"), buf, "stage_in")
+    elif p.feed == "dus":
+        cur = b.dus(buf, slot0, [z, z, z, z], "stage_in")
+    else:
+        cur = b.concat([slot0, b.slice_(buf, [1, 0, 0, 0], [S, B, T, D], "buf_rest")], 0,
+                       "stage_in")
+    if with_acts:
+        # the stage inputs of iteration i, for the backward loop (which recomputes the layers)
+        acts = b.dus(acts, b.reshape(cur, [1, S] + mb, "stage_in.r"), [i, z, z, z, z], "acts1")
+    # (2) every stage runs its L layers at once: the stage dim is a batch dim of every dot
+    for l in range(L):
+        w1l, w2l = stage_layer(b, p, w1, w2, l)
+        cur = stage_mlp_fwd(b, p, cur, w1l, w2l)[0]
+    # (3) the last stage's output is microbatch i - (S - 1)'s result, once i >= S - 1
+    if p.collect == "reduce":
+        # mask all but the last stage and sum over the stage dim (an all-reduce of the slot)
+        is_last = b.compare(stage_id, b.full("s32", S - 1, [S] + mb, "last_s"), "EQ", "is_last")
+        masked = b.select(is_last, cur, b.full(fd, 0, [S] + mb, "zeros_b"), "last_only")
+        last = b.reshape(b.reduce(masked, b.const(fd, 0, "fzero"), [0], "add_" + fd,
+                                  "last_stage.r"), [1] + mb, "last_stage")
+    elif p.collect == "slice":
+        last = b.slice_(cur, [S - 1, 0, 0, 0], [S, B, T, D], "last_stage")
+    else:
+        last = b.dslice(cur, [b.const("s32", S - 1, "last_s"), z, z, z], [1] + mb, "last_stage")
+    j = b.binop("maximum", b.sub(i, b.const("s32", S - 1, "s_minus_1"), "j0"), z, "out_idx")
+    prev = b.dslice(out, [j, z, z, z], [1] + mb, "out_prev")
+    ready = b.bcast(b.compare(i, b.const("s32", S - 1, "s_minus_1"), "GE", "ready"), [1] + mb,
+                    (), "ready.b")
+    out1 = b.dus(out, b.select(ready, last, prev, "out_row"), [j, z, z, z], "outs1")
+    # (4) the buffer shifts by one stage: stage s's output becomes stage s+1's input
+    if p.shift == "concat":
+        head = b.slice_(cur, [0, 0, 0, 0], [S - 1, B, T, D], "shifted")
+        nxt = b.concat([b.full(fd, 0, [1] + mb, "zeros_slot"), head], 0, "buf_next")
+    elif p.shift == "pad":
+        head = b.slice_(cur, [0, 0, 0, 0], [S - 1, B, T, D], "shifted")
+        nxt = b.pad(head, b.const(fd, 0, "fzero"), [(1, 0), (0, 0), (0, 0), (0, 0)], "buf_next")
+    elif p.shift == "pad-slice":
+        padded = b.pad(cur, b.const(fd, 0, "fzero"), [(1, 0), (0, 0), (0, 0), (0, 0)],
+                       "buf_padded")
+        nxt = b.slice_(padded, [0, 0, 0, 0], [S, B, T, D], "buf_next")
+    else:  # rotate: the last stage's output wraps round to slot 0, replaced by the next feed
+        head = b.slice_(cur, [0, 0, 0, 0], [S - 1, B, T, D], "shifted")
+        tail = b.slice_(cur, [S - 1, 0, 0, 0], [S, B, T, D], "wrapped")
+        nxt = b.concat([tail, head], 0, "buf_next")
+    i1 = b.add(i, b.const("s32", 1, "one"), "i1")
+    b.set_root(b.tuple([i1, nxt, out1, x, w1, w2] + ([acts] if with_acts else []), "t"))
+    return b
+
+
+def stage_layer(c, p, w1, w2, l):
+    """Layer l of every stage: [S,D,F] and [S,F,D] (a static slice of the [S,L,...] stacks)."""
+    S, D, F = p.S, p.D, p.F
+    w1l = c.reshape(c.slice_(w1, [0, l, 0, 0], [S, l + 1, D, F], "w1.%d.sl" % l), [S, D, F],
+                    "w1.%d" % l)
+    w2l = c.reshape(c.slice_(w2, [0, l, 0, 0], [S, l + 1, F, D], "w2.%d.sl" % l), [S, F, D],
+                    "w2.%d" % l)
+    return w1l, w2l
+
+
+def stage_mlp_fwd(c, p, x, w1l, w2l):
+    """One MLP layer of all S stages at once (stage dim 0 a batch dim of both dots)."""
+    h0 = c.dot(x, w1l, [0], [0], [3], [1], "h0")  # [S,B,T,F]
+    zero = c.full(p.dt, 0, c.dims(h0), "zeros")
+    h = c.binop("maximum", h0, zero, "h")
+    y = c.dot(h, w2l, [0], [0], [3], [1], "y")  # [S,B,T,D]
+    return c.add(x, y, "stage_out"), dict(x=x, h0=h0, h=h, zero=zero)
+
+
+def pipeline_bwd_body(p):
+    """The backward loop: forward iterations in reverse, each stage recomputing its layers from
+    its saved input and back-propagating the gradient of its output; the gradient buffer shifts
+    the other way (stage s+1's input gradient becomes stage s's output gradient)."""
+    fd, S, M, L, B, T, D, F = p.dt, p.S, p.M, p.L, p.B, p.T, p.D, p.F
+    mb = [B, T, D]
+    b = Comp("pipeline_bwd_body")
+    s = b.param("s", p.bwd_state_shapes())
+    k = b.gte(s, 0, "k")
+    gbuf = b.gte(s, 1, "gbuf")
+    acts = b.gte(s, 2, "acts")
+    dy = b.gte(s, 3, "dy")
+    w1 = b.gte(s, 4, "w1s")
+    w2 = b.gte(s, 5, "w2s")
+    dw1 = [b.gte(s, 6 + l, "dw1_%d" % l) for l in range(L)]
+    dw2 = [b.gte(s, 6 + L + l, "dw2_%d" % l) for l in range(L)]
+    z = b.const("s32", 0, "z")
+    i = b.sub(b.const("s32", p.iterations() - 1, "last_it"), k, "i")  # forward iteration
+    # the last stage's output gradient: dy of microbatch i - (S - 1) once i >= S - 1
+    j = b.binop("maximum", b.sub(i, b.const("s32", S - 1, "s_minus_1"), "j0"), z, "out_idx")
+    dyr = b.reshape(b.dslice(dy, [j, z, z, z], [1] + mb, "dy_row"), mb, "dy_row.r")
+    ready = b.bcast(b.compare(i, b.const("s32", S - 1, "s_minus_1"), "GE", "ready"), mb, (),
+                    "ready.b")
+    dyr = b.select(ready, dyr, b.full(fd, 0, mb, "zeros_mb"), "dy_in")
+    stage_id = b.iota("s32", [S] + mb, 0, "stage_id")
+    is_last = b.compare(stage_id, b.full("s32", S - 1, [S] + mb, "last_s"), "EQ", "is_last")
+    g = b.select(is_last, b.bcast(dyr, [S] + mb, (1, 2, 3), "dy_in.b"), gbuf, "g_out")
+    # recompute every stage's layers from the saved stage input of forward iteration i
+    x = b.reshape(b.dslice(acts, [i, z, z, z, z], [1, S] + mb, "stage_in.ds"), [S] + mb,
+                  "stage_in")
+    ws, saved = [], []
+    for l in range(L):
+        w1l, w2l = stage_layer(b, p, w1, w2, l)
+        x, sv = stage_mlp_fwd(b, p, x, w1l, w2l)
+        ws.append((w1l, w2l))
+        saved.append(sv)
+    new1, new2 = list(dw1), list(dw2)
+
+    def wgrad(a, g, base):
+        """sum over B and T of a (x) g per stage: [S,.,.], or [S,X,.,.] per data shard."""
+        if not p.split_grads:
+            return b.dot(a, g, [0], [0], [1, 2], [1, 2], base)
+        X = p.X
+        ar = b.reshape(a, [S, X, B // X] + b.dims(a)[2:], a + ".x")
+        gr = b.reshape(g, [S, X, B // X] + b.dims(g)[2:], g + ".x")
+        return b.dot(ar, gr, [0, 1], [0, 1], [2, 3], [2, 3], base)
+
+    for l in reversed(range(L)):
+        w1l, w2l = ws[l]
+        sv = saved[l]
+        new2[l] = b.add(dw2[l], wgrad(sv["h"], g, "dw2"), "dw2_%d.1" % l)  # [S,(X,)F,D]
+        dh = b.dot(g, w2l, [0], [0], [3], [2], "dh")  # [S,B,T,F]
+        dh0 = b.select(b.compare(sv["h0"], sv["zero"], "GT", "active"), dh, sv["zero"], "dh0")
+        new1[l] = b.add(dw1[l], wgrad(sv["x"], dh0, "dw1"), "dw1_%d.1" % l)  # [S,(X,)D,F]
+        g = b.add(g, b.dot(dh0, w1l, [0], [0], [3], [2], "dxm"), "g_in")  # [S,B,T,D]
+    # stage s's input gradient is stage s-1's output gradient next (backward) iteration
+    head = b.slice_(g, [1, 0, 0, 0], [S, B, T, D], "g_shifted")
+    nxt = b.pad(head, b.const(fd, 0, "fzero"), [(0, 1), (0, 0), (0, 0), (0, 0)], "gbuf_next")
+    k1 = b.add(k, b.const("s32", 1, "one"), "k1")
+    b.set_root(b.tuple([k1, nxt, acts, dy, w1, w2] + new1 + new2, "t"))
+    return b
+
+
+def build_pipeline(p):
+    fd, S, M, L, B, T, D, F = p.dt, p.S, p.M, p.L, p.B, p.T, p.D, p.F
+    mb = [B, T, D]
+    buf_sh = sharding(("stage", "data", None, None), p.mesh)
+    io_sh = sharding((None, "data", None, None), p.mesh)
+    w_sh = sharding(("stage", None, None, None), p.mesh)
+    st = p.state_shapes(p.train)
+    buf_shape, io_shape, w1_shape, w2_shape = st[1], st[2], st[4], st[5]
+
+    fb = pipeline_fwd_body(p, p.train)
+    comps = [scalar_comp("add_" + fd, fd, "add")] if p.collect == "reduce" or p.train else []
+    comps += [loop_cond("pipeline_cond", st, p.iterations()), fb]
+    bb = None
+    if p.train:
+        bb = pipeline_bwd_body(p)
+        comps += [loop_cond("pipeline_bwd_cond", p.bwd_state_shapes(), p.iterations()), bb]
+
+    e = Comp("main", entry=True)
+    x = e.param("x", io_shape, io_sh)
+    w1 = e.param("w1s", w1_shape, w_sh)
+    w2 = e.param("w2s", w2_shape, w_sh)
+
+    def zeros(shape, spec, base):
+        return e.emit(base, shape, "broadcast(%%%s), dimensions={}" % e.const(fd, 0, "fzero"),
+                      sharding(spec, p.mesh))
+
+    init = [e.const("s32", 0, "zero"), zeros(buf_shape, ("stage", "data", None, None), "buf0"),
+            zeros(io_shape, (None, "data", None, None), "outs0"), x, w1, w2]
+    if p.train:
+        init.append(zeros(st[6], (None, "stage", "data", None, None), "acts0"))
+    w = e.while_(e.tuple(init, "init"), "pipeline_cond", "pipeline_body", "pipeline")
+    y = e.gte(w, 2, "y")
+    if not p.train:
+        e.set_root(y, io_sh)
+    else:
+        acts = e.gte(w, 6, "acts")
+        n_el = M * B * T * D
+        loss = e.mul(e.reduce(e.mul(y, y, "ysq"), e.const(fd, 0, "fzero"), [0, 1, 2, 3],
+                              "add_" + fd, "sumsq"), e.const(fd, 1.0 / n_el, "inv_n"), "loss")
+        dy = e.mul(y, e.full(fd, 2.0 / n_el, [M] + mb, "two_inv_n"), "dy")
+        bst = p.bwd_state_shapes()
+        acc_spec = ("stage", "data", None, None) if p.split_grads else ("stage", None, None)
+        acc = [zeros(bst[6 + j], acc_spec, "dw%d_0" % (1 + j // L)) for j in range(2 * L)]
+        bw = e.while_(e.tuple([e.const("s32", 0, "zero"),
+                               zeros(buf_shape, ("stage", "data", None, None), "gbuf0"),
+                               acts, dy, w1, w2] + acc, "binit"),
+                      "pipeline_bwd_cond", "pipeline_bwd_body", "pipeline_bwd")
+        news = []
+        for name, wt, base, dims in (("w1s", w1, 6, [D, F]), ("w2s", w2, 6 + L, [F, D])):
+            parts = []
+            for l in range(L):
+                d = e.gte(bw, base + l, "d%s_%d" % (name[:2], l))
+                if p.split_grads:  # the data shards' sums, added once (an all-reduce)
+                    d = e.reduce(d, e.const(fd, 0, "fzero"), [1], "add_" + fd,
+                                 "d%s_%d.sum" % (name[:2], l))
+                parts.append(e.reshape(d, [S, 1] + dims, "d%s_%d.r" % (name[:2], l)))
+            d = parts[0] if L == 1 else e.concat(parts, 1, "d" + name)
+            upd = e.mul(d, e.full(fd, 0.01, [S, L] + dims, "lr_" + name[:2]), "u" + name[:2])
+            news.append(e.sub(wt, upd, name + "_new"))
+        e.set_root(e.tuple([loss] + news, "out"), "{{replicated}, %s, %s}" % (w_sh, w_sh))
+    comps.append(e)
+
+    text = "HloModule gspmd_gen_pipeline%s\n\n" % ("_train" if p.train else "") + \
+        "\n\n".join(c.text() for c in comps) + "\n"
+    written = fb.dot_flops + (bb.dot_flops if bb else 0)
+    assert written == S * L * p.step_layer_flops()
+    stats = dict(written=written, executed=p.iterations() * written,
+                 dots=fb.n_dots + (bb.n_dots if bb else 0))
+    return text, stats
+
+
+# ----------------------------------------------------------------------------------------------
 # Presets
 
 
@@ -671,6 +1031,12 @@ PRESETS = {
                            mesh="data=2,model=4", train=True),
     "tiny-moe": _p("moe", layers=2, batch=8, seq=8, model=16, ffn=32, experts=4, capacity=4,
                    heads=4, top=2, mesh="data=2,expert=4", train=True),
+    # pipelining as sharding (Section 3.3): stages vectorised along a dim split over `stage`
+    "tiny-pipeline": _p("pipeline", stages=4, microbatches=8, layers_per_stage=2,
+                        microbatch_size=2, seq=4, model=8, ffn=16, mesh="stage=4"),
+    "pipeline-64b-128": _p("pipeline", stages=16, microbatches=64, layers_per_stage=4,
+                           microbatch_size=16, seq=1024, model=8192, ffn=61440,
+                           mesh="stage=16,data=8"),
 }
 
 
@@ -718,6 +1084,23 @@ def make_parser():
     mo.add_argument("--capacity", type=int, default=0,
                     help="expert capacity per group (default ceil(top * seq / experts))")
     mo.add_argument("--top", type=int, choices=[1, 2], default=2)
+    pp = sub.add_parser("pipeline", help="pipelined MLP stack (pipelining as sharding, "
+                        "stage x data)")
+    pp.add_argument("--stages", type=int, required=True)
+    pp.add_argument("--microbatches", type=int, required=True)
+    pp.add_argument("--layers-per-stage", type=int, required=True)
+    pp.add_argument("--microbatch-size", type=int, required=True)
+    pp.add_argument("--seq", type=int, required=True)
+    pp.add_argument("--model", type=int, required=True)
+    pp.add_argument("--ffn", type=int, required=True)
+    pp.add_argument("--mesh", type=parse_mesh, required=True, help="stage=S[,data=X]")
+    pp.add_argument("--shift", choices=Pipeline.SHIFTS, default="pad",
+                    help="how the buffer moves one stage on (default pad)")
+    pp.add_argument("--feed", choices=Pipeline.FEEDS, default="select",
+                    help="how slot 0 takes the next microbatch (default select)")
+    pp.add_argument("--collect", choices=Pipeline.COLLECTS, default="reduce",
+                    help="how the last stage's output is read (default reduce)")
+    add_common(pp)
     pr = sub.add_parser("preset", help="one of --list-presets")
     pr.add_argument("name")
     add_common(pr)
@@ -730,7 +1113,8 @@ def preset_args(name, dtype=None, train=None):
     if name not in PRESETS:
         raise SystemExit("gen.py: unknown preset %r (see --list-presets)" % name)
     d = dict(PRESETS[name])
-    a = argparse.Namespace(heads=0, experts=0, capacity=0, top=2, dtype="f32", train=False)
+    a = argparse.Namespace(heads=0, experts=0, capacity=0, top=2, dtype="f32", train=False,
+                           shift="pad", feed="select", collect="reduce")
     for k, v in d.items():
         setattr(a, k, v)
     a.mesh = parse_mesh(d["mesh"])
@@ -767,12 +1151,38 @@ def summary(m, stats):
                 ",".join("%s=%d" % ms for ms in m.mesh)))
 
 
+def pipeline_summary(p, stats):
+    assert stats["executed"] == p.loop_flops()
+    return ("gen: pipeline%s: stages %d, microbatches %d, layers per stage %d (%d layers), "
+            "microbatch [%d,%d,%d], ffn %d, shift %s, feed %s, collect %s; params %d (%s); "
+            "model FLOPs/step %.4g (%d x params x %d tokens); useful model "
+            "FLOPs %d (%d microbatches x %d layers x %d, each once); executed loop FLOPs %d "
+            "(%d iterations x %d stages x %d layers x %d); bubble fraction (S-1)/(M+S-1) = "
+            "%d/%d = %.9f; dot FLOPs emitted: %d per step executed (loop bodies x %d iterations), "
+            "%d as written (each computation once, %d dots); devices %d (%s)" % (
+                " train" if p.train else "", p.S, p.M, p.L, p.S * p.L, p.B, p.T, p.D, p.F,
+                p.shift, p.feed, p.collect, p.params(), human(p.params()), p.model_flops(),
+                6 if p.train else 2, p.M * p.B * p.T, p.useful_flops(), p.M, p.S * p.L,
+                p.step_layer_flops(), p.loop_flops(), p.iterations(), p.S, p.L,
+                p.step_layer_flops(), p.S - 1,
+                p.iterations(), p.bubble(), stats["executed"], p.iterations(),
+                stats["written"], stats["dots"], p.devices,
+                ",".join("%s=%d" % ms for ms in p.mesh if ms[0] != "data" or ms[1] > 1)))
+
+
 def main(argv=None):
     ap = make_parser()
     a = ap.parse_args(argv)
     if a.list_presets:
         for name, d in PRESETS.items():
             pa = preset_args(name)
+            if pa.kind == "pipeline":
+                p = Pipeline(pa)
+                print("%-18s %-11s params %-8s devices %-5d S=%d M=%d L=%d B=%d T=%d D=%d F=%d "
+                      "mesh %s (bubble %.3f)" % (name, "pipeline", human(p.params()), p.devices,
+                                                 p.S, p.M, p.L, p.B, p.T, p.D, p.F, d["mesh"],
+                                                 p.bubble()))
+                continue
             m = Model(pa)
             extra = ""
             if m.kind == "moe":
@@ -792,6 +1202,15 @@ def main(argv=None):
         a.kind = a.cmd
         a.dtype = a.dtype or "f32"
         a.train = bool(a.train)
+    if a.kind == "pipeline":
+        for k in ("stages", "microbatches", "layers_per_stage", "microbatch_size", "seq", "model",
+                  "ffn"):
+            if getattr(a, k) < 1:
+                raise SystemExit("gen.py: --%s must be positive" % k.replace("_", "-"))
+        p = Pipeline(a)
+        text, stats = build_pipeline(p)
+        emit(a, text, pipeline_summary(p, stats))
+        return 0
     for k in ("layers", "batch", "seq", "model", "ffn"):
         if getattr(a, k) < 1:
             raise SystemExit("gen.py: --%s must be positive" % k)
@@ -799,13 +1218,18 @@ def main(argv=None):
         raise SystemExit("gen.py: --experts must be positive")
     m = Model(a)
     text, stats = build(m)
+    emit(a, text, summary(m, stats))
+    return 0
+
+
+def emit(a, text, summary_line):
+    """Writes the module to -o FILE (or stdout) and its summary to stderr."""
     if a.output:
         with open(a.output, "w") as f:
             f.write(text)
     else:
         sys.stdout.write(text)
-    print(summary(m, stats), file=sys.stderr)
-    return 0
+    print(summary_line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -241,54 +241,83 @@ static int64_t dims_product(const gs_value *v, gs_ints l) {
 }
 
 /* Are the dims in l the consecutive dims first, first+1, ... in that order? */
-static bool consecutive(gs_ints l, int64_t first) {
-    for (int i = 0; i < l.n; i++)
-        if (l.v[i] != first + i) return false;
+/* How one operand already in memory is a batch of strided matrices: its contracting dims
+ * adjacent and in the listed order, its free dims adjacent and in order, one of the two runs
+ * innermost (`k_last`: [.., free, .., K] read as [M,K] with rows `ld` apart; else [.., K, ..,
+ * free] read as [K,M]), and the batch dims anywhere (their strides in `bstride`, in the listed
+ * order). Attention's [B,T,H,D] operands with batch dims {0,2} are such a layout. False
+ * otherwise. */
+static bool strided_layout(const gs_value *v, gs_ints batch, gs_ints contr, bool *k_last,
+                           int64_t *ld, int64_t *bstride) {
+    int64_t st[GS_MAX_RANK];
+    gs_strides(v->rank, v->dims, st);
+    int n_free = 0, free_first = -1;
+    for (int d = 0; d < v->rank; d++) {
+        if (find_dim(batch, d) >= 0 || find_dim(contr, d) >= 0) continue;
+        if (n_free > 0 && d != free_first + n_free) return false; /* free dims not adjacent */
+        if (n_free == 0) free_first = d;
+        n_free++;
+    }
+    for (int i = 1; i < contr.n; i++)
+        if (contr.v[i] != contr.v[0] + i) return false;
+    int last = v->rank - 1;
+    bool k_inner = contr.n > 0 ? contr.v[contr.n - 1] == last : n_free == 0;
+    bool f_inner = n_free > 0 && free_first + n_free - 1 == last;
+    /* The row step: the last dim of the outer run's stride; -1 when that run is empty (one
+     * row: any step will do). */
+    if (k_inner) {
+        *k_last = true;
+        *ld = n_free > 0 ? st[free_first + n_free - 1] : -1;
+    } else if (f_inner) {
+        *k_last = false;
+        *ld = contr.n > 0 ? st[contr.v[contr.n - 1]] : -1;
+    } else {
+        return false;
+    }
+    for (int i = 0; i < batch.n; i++) bstride[i] = st[batch.v[i]];
     return true;
 }
 
-/* The layout of one operand already in memory as a batch of matrices: batch dims leading in
- * the listed order, then the contracting dims in order either after the free dims (`rows_k`:
- * [batch, free, K]) or before them ([batch, K, free]). False when the dims are otherwise. */
-static bool matrix_layout(const gs_value *v, gs_ints batch, gs_ints contr, bool *k_last) {
-    if (!consecutive(batch, 0)) return false;
-    int64_t free_dims = v->rank - batch.n - contr.n;
-    if (consecutive(contr, batch.n + free_dims)) {
-        *k_last = true;
-        return true;
-    }
-    if (consecutive(contr, batch.n)) {
-        *k_last = false;
-        return true;
-    }
-    return false;
-}
-
-/* f32 and f64 dots whose operands are batches of matrices in memory (matrix_layout) run as one
- * gemm per batch straight on the operands' and the result's buffers, transposed as the layout
- * says: no copies. False (nothing done) otherwise. */
+/* f32 and f64 dots whose operands are batches of strided matrices in memory (strided_layout)
+ * run as one gemm per batch straight on the operands' and the result's buffers, transposed and
+ * strided as the layout says: no copies. False (nothing done) otherwise. */
 static bool direct_gemm(const gs_value *l, const gs_value *r, gs_ints lb, gs_ints lc, gs_ints rb,
                         gs_ints rc, int64_t B, int64_t M, int64_t N, int64_t K, gs_value *res) {
     bool f32 = res->type == GS_F32, f64 = res->type == GS_F64;
     if (!(f32 || f64) || l->type != res->type || r->type != res->type) return false;
     bool lk_last, rk_last;
-    if (!matrix_layout(l, lb, lc, &lk_last) || !matrix_layout(r, rb, rc, &rk_last)) return false;
+    int64_t lld, rld, lbs[GS_MAX_RANK], rbs[GS_MAX_RANK];
+    if (!strided_layout(l, lb, lc, &lk_last, &lld, lbs) ||
+        !strided_layout(r, rb, rc, &rk_last, &rld, rbs))
+        return false;
+    /* cblas wants the leading dimension at least the row length. */
+    if (lld < 0) lld = lk_last ? K : M;
+    if (rld < 0) rld = rk_last ? K : N;
+    if (lld < (lk_last ? K : M) || rld < (rk_last ? K : N) || !blas_fits(lld) || !blas_fits(rld))
+        return false;
     /* lhs [M,K] as is, or [K,M] transposed; rhs [K,N] as is, or [N,K] transposed. */
     enum CBLAS_TRANSPOSE ta = lk_last ? CblasNoTrans : CblasTrans;
     enum CBLAS_TRANSPOSE tb = rk_last ? CblasTrans : CblasNoTrans;
     blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
-    blasint lda = lk_last ? k : m, ldb = rk_last ? k : n;
     size_t es = f32 ? 4 : 8;
+    int64_t idx[GS_MAX_RANK] = {0}, bdims[GS_MAX_RANK];
+    for (int i = 0; i < lb.n; i++) bdims[i] = l->dims[lb.v[i]];
     for (int64_t b = 0; b < B; b++) {
-        const char *A = (const char *)l->data + (size_t)(b * M * K) * es;
-        const char *Bm = (const char *)r->data + (size_t)(b * K * N) * es;
+        int64_t lo = 0, ro = 0;
+        for (int i = 0; i < lb.n; i++) {
+            lo += idx[i] * lbs[i];
+            ro += idx[i] * rbs[i];
+        }
+        const char *A = (const char *)l->data + (size_t)lo * es;
+        const char *Bm = (const char *)r->data + (size_t)ro * es;
         char *C = (char *)res->data + (size_t)(b * M * N) * es;
         if (f32)
-            cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)A, lda,
-                        (const float *)Bm, ldb, 0.0f, (float *)C, n);
+            cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)A, (blasint)lld,
+                        (const float *)Bm, (blasint)rld, 0.0f, (float *)C, n);
         else
-            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)A, lda,
-                        (const double *)Bm, ldb, 0.0, (double *)C, n);
+            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)A, (blasint)lld,
+                        (const double *)Bm, (blasint)rld, 0.0, (double *)C, n);
+        gs_index_next(lb.n, bdims, idx);
     }
     return true;
 }

@@ -492,6 +492,31 @@ done:
     return GS_OK;
 }
 
+/* f32 and s32 comparisons as one loop per direction, with gs_scalar_compare's results (C's
+ * float comparisons are false on NaN except !=, as XLA's are); false for other cases. */
+static bool compare_fast(const gs_value *a, const gs_value *b, const char *dir, const char *type,
+                         unsigned char *z) {
+    if (a->type != b->type || a->n != b->n || (type && strcmp(type, "TOTALORDER") == 0))
+        return false;
+    int64_t n = a->n;
+#define CMP_LOOPS(T)                                                                              \
+    do {                                                                                          \
+        const T *x = a->data, *y = b->data;                                                       \
+        if (strcmp(dir, "EQ") == 0) for (int64_t i = 0; i < n; i++) z[i] = x[i] == y[i];          \
+        else if (strcmp(dir, "NE") == 0) for (int64_t i = 0; i < n; i++) z[i] = x[i] != y[i];     \
+        else if (strcmp(dir, "LT") == 0) for (int64_t i = 0; i < n; i++) z[i] = x[i] < y[i];      \
+        else if (strcmp(dir, "LE") == 0) for (int64_t i = 0; i < n; i++) z[i] = x[i] <= y[i];     \
+        else if (strcmp(dir, "GT") == 0) for (int64_t i = 0; i < n; i++) z[i] = x[i] > y[i];      \
+        else if (strcmp(dir, "GE") == 0) for (int64_t i = 0; i < n; i++) z[i] = x[i] >= y[i];     \
+        else return false;                                                                        \
+        return true;                                                                              \
+    } while (0)
+    if (a->type == GS_F32) CMP_LOOPS(float);
+    if (a->type == GS_S32) CMP_LOOPS(int32_t);
+#undef CMP_LOOPS
+    return false;
+}
+
 static gs_status k_compare(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *a = ops[0], *b = ops[1];
     const char *dir = gs_instr_str(in, GS_ATTR_DIRECTION);
@@ -500,7 +525,9 @@ static gs_status k_compare(gs_eval *ev, const gs_instr *in, gs_value *const *ops
     gs_value *r = gs_eval_new_result(ev, in);
     if (!r) return GS_ERR;
     unsigned char *z = r->data;
-    for (int64_t i = 0; i < a->n; i++) z[i] = gs_scalar_compare(a->type, a->data, i, b->data, i, dir, type);
+    if (!compare_fast(a, b, dir, type, z))
+        for (int64_t i = 0; i < a->n; i++)
+            z[i] = gs_scalar_compare(a->type, a->data, i, b->data, i, dir, type);
     *out = r;
     return GS_OK;
 }
@@ -512,6 +539,13 @@ static gs_status k_select(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     const unsigned char *pv = p->data;
     int size = gs_type_size(r->type);
     bool scalar_pred = p->n == 1 && r->n != 1;
+    if (size == 4 && !scalar_pred) { /* f32, s32, u32: one loop */
+        const uint32_t *tv = t->data, *fv = f->data;
+        uint32_t *rv = r->data;
+        for (int64_t i = 0; i < r->n; i++) rv[i] = pv[i] ? tv[i] : fv[i];
+        *out = r;
+        return GS_OK;
+    }
     for (int64_t i = 0; i < r->n; i++) {
         bool c = pv[scalar_pred ? 0 : i] != 0;
         gs_copy_elem(r->data, i, c ? t->data : f->data, i, size);

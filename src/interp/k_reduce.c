@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "base/sysalloc.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,15 +124,20 @@ static bool leaves_have_dims(const gs_instr *in, int n, int rank, const int64_t 
 
 /* ------------------------------------------------------------------ reduce */
 
-/* A float sum over a run of adjacent dims, the input seen as [A, R, B] (A kept dims before the
- * run, R the reduced run, B kept dims after): acc[a, b] += x[a, r, b] for r ascending, the
- * order the row-major walk takes, as loops over contiguous memory. False (nothing done) for
- * other reductions. */
+/* A float sum (or an f32 maximum or minimum, as float_binary computes them) over a run of
+ * adjacent dims, the input seen as [A, R, B] (A kept dims before the run, R the reduced run, B
+ * kept dims after): acc[a, b] = acc[a, b] op x[a, r, b] for r ascending, the order the
+ * row-major walk takes, as loops over contiguous memory. False (nothing done) for other
+ * reductions. */
 static bool add_block(const reducer *rd, const gs_value *x, const bool *reduced, const void *xs,
                       void *acc) {
-    if (!rd->simple || rd->op != GS_OP_ADD || rd->n != 1) return false;
+    if (!rd->simple || rd->n != 1) return false;
     gs_type t = rd->types[0];
-    if (t != GS_F32 && t != GS_F64) return false;
+    if (rd->op == GS_OP_MAXIMUM || rd->op == GS_OP_MINIMUM) {
+        if (t != GS_F32) return false;
+    } else if (rd->op != GS_OP_ADD || (t != GS_F32 && t != GS_F64)) {
+        return false;
+    }
     int first = -1, last = -1;
     for (int d = 0; d < x->rank; d++)
         if (reduced[d]) {
@@ -142,13 +148,27 @@ static bool add_block(const reducer *rd, const gs_value *x, const bool *reduced,
     if (first < 0) return false;
     int64_t A = 1, R = 1, B = 1;
     for (int d = 0; d < x->rank; d++) *(d < first ? &A : d <= last ? &R : &B) *= x->dims[d];
-    if (B == 1 && t == GS_F32) { /* a run of adjacent elements per output: a register sum */
+    if (B == 1 && t == GS_F32 && rd->op == GS_OP_ADD) { /* adjacent elements: a register sum */
         for (int64_t a = 0; a < A; a++) {
             const float *xv = (const float *)xs + a * R;
             float sum = ((float *)acc)[a];
             for (int64_t r = 0; r < R; r++) sum += xv[r];
             ((float *)acc)[a] = sum;
         }
+        return true;
+    }
+    if (rd->op != GS_OP_ADD) { /* f32 maximum or minimum: one element at a time, in order */
+        float *av = acc;
+        const float *xv = xs;
+        bool mx = rd->op == GS_OP_MAXIMUM;
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t b = 0; b < B; b++) {
+                    float u = av[a * B + b], v = xv[(a * R + r) * B + b];
+                    av[a * B + b] = isnan(u) || isnan(v) ? NAN
+                                    : mx ? (u > v ? u : (v > u ? v : (signbit(u) ? v : u)))
+                                         : (u < v ? u : (v < u ? v : (signbit(u) ? u : v)));
+                }
         return true;
     }
     for (int64_t a = 0; a < A; a++)

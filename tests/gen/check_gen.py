@@ -10,10 +10,32 @@ collective the sharding calls for (all-reduce for the Megatron transformer, all-
 dispatch); the dot FLOPs gen.py prints "as written" must equal those of the independent counter
 ../shared/tools/flops.py when that exists. Large presets (dense-1t-2048, moe-1t-2048 training
 steps): the module stays small as text and `partition --propagate` exits 0 in under 30 s.
+
+Pipelined Transformer (gen.py pipeline, the paper's Section 3.3: stages vectorised along a
+stage dim split over the `stage` mesh axis, a buffer shifted by collective-permute): tiny ones
+(tiny-pipeline S=4 M=8 forward and training step, a stage x data mesh, other formulations of the
+feed and the last stage's read, bf16) and pipeline-64b-128 (128 devices) must
+  - partition with --propagate --stats: exit 0, per-device FLOPs ratio 1.000 (each device
+    computes only its stage), no warning, nothing computed whole, no full rematerialisation;
+  - hold, in every while body of the partitioned program, at least one collective-permute (the
+    shift) and no all-gather (the buffer and the weights are never gathered); the other
+    collectives there are reported (an all-reduce reading the last stage's output is expected);
+  - cost --json --machine tpu-v3: matmul_flops x N equals the loop FLOPs gen.py prints (while
+    loops run their trip count; none unknown), and 1 - useful / (matmul_flops x N) equals the
+    bubble fraction (S-1)/(M+S-1) within 1e-9;
+  - (tiny) run --verify on threads, and under mpirun (--backend mpi, 4 ranks) when it exists;
+    and (f32) compute what the unpipelined model computes: the output for given inputs equals
+    every microbatch sent through all S x L layers in order, and with --train the loss and the
+    SGD-updated weights equal those of a pure-Python backward pass (no numpy needed).
 One line per case; exit 1 if any fails.
 """
+import ast
+import json
 import os
+import random
 import re
+import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -36,6 +58,27 @@ LARGE = [
     ("dense-1t-2048 train", ["preset", "dense-1t-2048", "--train"]),
     ("moe-1t-2048 train", ["preset", "moe-1t-2048", "--train"]),
 ]
+# (case name, gen.py arguments, run under mpirun too, check the values against pure Python)
+PIPE_TINY = [
+    ("tiny-pipeline fwd", ["preset", "tiny-pipeline"], True, True),
+    ("tiny-pipeline train", ["preset", "tiny-pipeline", "--train"], True, True),
+    ("pipeline stage x data train", [
+        "pipeline", "--stages", "4", "--microbatches", "6", "--layers-per-stage", "2",
+        "--microbatch-size", "4", "--seq", "2", "--model", "8", "--ffn", "16",
+        "--mesh", "stage=4,data=2", "--train"], False, True),
+    ("pipeline feed=dus collect=dslice", [
+        "pipeline", "--stages", "4", "--microbatches", "8", "--layers-per-stage", "2",
+        "--microbatch-size", "2", "--seq", "4", "--model", "8", "--ffn", "16",
+        "--mesh", "stage=4", "--feed", "dus", "--collect", "dslice"], False, True),
+    ("tiny-pipeline train bf16", ["preset", "tiny-pipeline", "--train", "--dtype", "bf16"],
+     False, False),
+]
+PIPE_LARGE = [
+    ("pipeline-64b-128 fwd", ["preset", "pipeline-64b-128"]),
+    ("pipeline-64b-128 train", ["preset", "pipeline-64b-128", "--train", "--dtype", "bf16"]),
+]
+MPI_RANKS = 4
+LR = 0.01  # gen.py's SGD step
 LARGE_SECONDS = 30.0
 LARGE_TEXT_BYTES = 64 * 1024
 TIMEOUT = 120
@@ -110,6 +153,284 @@ def check_large(gspmd, name, args, tmp):
         params.group(1) if params else "?", n, size, t)
 
 
+# ----------------------------------------------------------------------------------------------
+# Pipelined Transformer
+
+
+def save_npy(path, dims, vals):
+    """A little-endian f32 .npy file, written without numpy."""
+    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join(
+        "%d," % d for d in dims)
+    hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode("latin1"))
+        f.write(struct.pack("<%df" % len(vals), *vals))
+
+
+def load_npy(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError("%s is not an .npy file" % path)
+    if data[6] == 1:
+        n, off = struct.unpack("<H", data[8:10])[0], 10
+    else:
+        n, off = struct.unpack("<I", data[8:12])[0], 12
+    h = ast.literal_eval(data[off:off + n].decode("latin1"))
+    if h["descr"] != "<f4" or h["fortran_order"]:
+        raise ValueError("%s: expected C-order <f4, not %s" % (path, h))
+    cnt = 1
+    for d in h["shape"]:
+        cnt *= d
+    return list(h["shape"]), list(struct.unpack("<%df" % cnt, data[off + n:off + n + 4 * cnt]))
+
+
+def pipe_dims(summary):
+    """S, M, L, B, T, D, F, train from gen.py's pipeline summary."""
+    m = re.search(r"pipeline( train)?: stages (\d+), microbatches (\d+), layers per stage (\d+) "
+                  r"\(\d+ layers\), microbatch \[(\d+),(\d+),(\d+)\], ffn (\d+)", summary)
+    if not m:
+        raise ValueError("no pipeline dims in gen.py's summary: %s" % summary)
+    return [int(g) for g in m.groups()[1:]] + [bool(m.group(1))]
+
+
+def pipe_flops(summary):
+    """(useful, executed, bubble as printed) from gen.py's pipeline summary."""
+    u = re.search(r"useful model FLOPs (\d+)", summary)
+    e = re.search(r"executed loop FLOPs (\d+)", summary)
+    b = re.search(r"bubble fraction \(S-1\)/\(M\+S-1\) = \d+/\d+ = ([0-9.]+)", summary)
+    if not (u and e and b):
+        raise ValueError("gen.py's summary lacks the pipeline FLOPs: %s" % summary)
+    return int(u.group(1)), int(e.group(1)), float(b.group(1))
+
+
+def while_bodies(text):
+    """{body computation name: its text} for every while of a (partitioned) module."""
+    names = set(re.findall(r"\bwhile\(.*?\bbody=%?([\w.\-]+)", text))
+    comps, cur, lines = {}, None, []
+    for line in text.splitlines():
+        h = re.match(r"^(?:ENTRY\s+)?%([\w.\-]+)\s*\(", line)
+        if h and line.rstrip().endswith("{"):
+            cur, lines = h.group(1), []
+        elif line.startswith("}") and cur is not None:
+            comps[cur] = "\n".join(lines)
+            cur = None
+        elif cur is not None:
+            lines.append(line)
+    return {n: comps.get(n, "") for n in sorted(names)}
+
+
+COLLECTIVES = ("collective-permute", "all-gather", "all-reduce", "reduce-scatter", "all-to-all",
+               "collective-broadcast")
+
+
+def count_collectives(body):
+    counts = {}
+    for c in COLLECTIVES:
+        k = len(re.findall(r"\s%s(?:-start)?\(" % re.escape(c), body))
+        if k:
+            counts[c] = k
+    return counts
+
+
+def permuted_elements(body):
+    """Elements the collective-permutes of a computation move (per device, summed)."""
+    n = 0
+    for dims in re.findall(r"=\s*\w+\[([\d,]*)\]\S*\s+collective-permute(?:-start)?\(", body):
+        k = 1
+        for d in dims.split(","):
+            k *= int(d) if d else 1
+        n += k
+    return n
+
+
+def pipe_reference(dims, x, w1, w2):
+    """Every microbatch row through all S x L MLP layers in order (pure Python, float64); with
+    train also the loss mean(y^2) and the weight gradients, as gen.py's step computes them."""
+    S, M, L, B, T, D, F, train = dims
+    rows = M * B * T
+    y = []
+    g1, g2 = [0.0] * len(w1), [0.0] * len(w2)
+    loss = 0.0
+    n_el = rows * D
+    for r in range(rows):
+        v = x[r * D:(r + 1) * D]
+        tape = []
+        for o in range(S * L):  # layer o = s * L + l
+            h0 = [sum(v[d] * w1[(o * D + d) * F + f] for d in range(D)) for f in range(F)]
+            h = [max(0.0, a) for a in h0]
+            tape.append((o, v, h0, h))
+            v = [v[d] + sum(h[f] * w2[(o * F + f) * D + d] for f in range(F)) for d in range(D)]
+        y += v
+        if not train:
+            continue
+        loss += sum(a * a for a in v)
+        g = [2.0 * a / n_el for a in v]
+        for o, xin, h0, h in reversed(tape):
+            for f in range(F):
+                for d in range(D):
+                    g2[(o * F + f) * D + d] += h[f] * g[d]
+            dh = [sum(g[d] * w2[(o * F + f) * D + d] for d in range(D)) if h0[f] > 0 else 0.0
+                  for f in range(F)]
+            for d in range(D):
+                for f in range(F):
+                    g1[(o * D + d) * F + f] += xin[d] * dh[f]
+            g = [g[d] + sum(dh[f] * w1[(o * D + d) * F + f] for f in range(F)) for d in range(D)]
+    return y, loss / n_el, g1, g2
+
+
+def close(got, want, rel, what):
+    scale = max([abs(a) for a in want] + [1e-30])
+    err = max(abs(a - b) for a, b in zip(got, want))
+    if len(got) != len(want) or err > rel * scale:
+        raise ValueError("%s: max error %.3g of max |value| %.3g (limit %.1g relative)"
+                         % (what, err, scale, rel))
+    return err / scale
+
+
+def check_semantics(gspmd, path, n, dims, tmp):
+    """Runs the pipelined module on given inputs and compares with the unpipelined model."""
+    S, M, L, B, T, D, F, train = dims
+    rng = random.Random(1)
+    x = [rng.gauss(0, 1) for _ in range(M * B * T * D)]
+    w1 = [rng.gauss(0, 1) / D ** 0.5 for _ in range(S * L * D * F)]
+    w2 = [rng.gauss(0, 1) / F ** 0.5 for _ in range(S * L * F * D)]
+    # the values the run sees are the f32 ones
+    x, w1, w2 = ([struct.unpack("<f", struct.pack("<f", v))[0] for v in a] for a in (x, w1, w2))
+    d = os.path.join(tmp, "sem")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for name, shape, vals in (("x", [M, B, T, D], x), ("w1s", [S, L, D, F], w1),
+                              ("w2s", [S, L, F, D], w2)):
+        save_npy(os.path.join(d, name + ".npy"), shape, vals)
+    out = os.path.join(d, "out")
+    rc, o, err, _ = run([gspmd, "run", path, "--num-partitions", str(n), "--output-dir", out]
+                        + sum([["--input", "%s=%s" % (nm, os.path.join(d, nm + ".npy"))]
+                               for nm in ("x", "w1s", "w2s")], []))
+    if rc != 0:
+        raise ValueError("run --input exited %d: %s" % (rc, last_line(err) or last_line(o)))
+    y, loss, g1, g2 = pipe_reference(dims, x, w1, w2)
+    if not train:
+        shape, got = load_npy(os.path.join(out, "out0.npy"))
+        if shape != [M, B, T, D]:
+            raise ValueError("output shape %s, expected %s" % (shape, [M, B, T, D]))
+        e = close(got, y, 1e-5, "pipelined output vs all layers in order")
+        return "output = %d microbatches through %d layers in order (rel. error %.1e)" % (
+            M, S * L, e)
+    _, got_loss = load_npy(os.path.join(out, "out0.npy"))
+    _, n1 = load_npy(os.path.join(out, "out1.npy"))
+    _, n2 = load_npy(os.path.join(out, "out2.npy"))
+    close(got_loss, [loss], 1e-5, "loss")
+    e1 = close([(a - b) / LR for a, b in zip(w1, n1)], g1, 1e-3, "dW1 (from the SGD update)")
+    e2 = close([(a - b) / LR for a, b in zip(w2, n2)], g2, 1e-3, "dW2 (from the SGD update)")
+    return "loss and SGD-updated weights = pure-Python backward (rel. error %.1e)" % max(e1, e2)
+
+
+def check_pipeline(gspmd, name, args, tmp, tiny=True, mpi=False, semantics=False):
+    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
+    n, written, summary = generate(args, path)
+    dims = pipe_dims(summary)
+    S, M = dims[0], dims[1]
+    useful, executed, bubble = pipe_flops(summary)
+    notes = ["S=%d M=%d, %d devices" % (S, M, n)]
+    # gen.py's own arithmetic: executed = useful x (M + S - 1) / M
+    if useful * (M + S - 1) != executed * M or abs(bubble - (S - 1) / (M + S - 1)) > 1e-9:
+        raise ValueError("gen.py's FLOPs disagree: useful %d, executed %d, bubble %.9f"
+                         % (useful, executed, bubble))
+    if not tiny:
+        size = os.path.getsize(path)
+        if size > LARGE_TEXT_BYTES:
+            raise ValueError("module is %d bytes of text (limit %d)" % (size, LARGE_TEXT_BYTES))
+    # 1. partition: each device computes only its stage; the shift is a collective-permute
+    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
+                           "--stats"])
+    if rc != 0:
+        raise ValueError("partition exited %d: %s" % (rc, last_line(err)))
+    if not tiny and t >= LARGE_SECONDS:
+        raise ValueError("partition took %.1fs (limit %.0fs)" % (t, LARGE_SECONDS))
+    ratio = re.search(r"per-device FLOPs: .*ratio ([0-9.]+)", err)
+    if not ratio or ratio.group(1) != "1.000":
+        raise ValueError("per-device FLOPs ratio %s, expected 1.000"
+                         % (ratio.group(1) if ratio else "missing"))
+    warn = [l for l in err.splitlines() if "warning" in l]
+    if warn:
+        raise ValueError("partition warns: %s" % warn[0])
+    for what in ("default action", "computed whole", "full remat"):
+        m = re.search(r"^%s\s+(\d+)" % what, err, re.M)
+        if not m or m.group(1) != "0":
+            raise ValueError("%s: %s" % (what, m.group(1) if m else "not printed"))
+    bodies = while_bodies(out)
+    if not bodies:
+        raise ValueError("the partitioned program has no while loop")
+    # the shift moves one slot of the buffer per device: [1, B / data, T, D]
+    X = re.search(r"devices \d+ \([^)]*\bdata=(\d+)", summary)
+    X = int(X.group(1)) if X else 1
+    slot = -(-dims[3] // X) * dims[4] * dims[5]
+    desc = []
+    for body, text in bodies.items():
+        c = count_collectives(text)
+        if c.get("collective-permute", 0) < 1:
+            raise ValueError("while body %s has no collective-permute (%s)" % (body, c or "none"))
+        if c.get("all-gather", 0):
+            raise ValueError("while body %s all-gathers (%s)" % (body, c))
+        moved = permuted_elements(text)
+        if moved > slot:
+            raise ValueError("while body %s: its %d collective-permutes move %d elements per "
+                             "device, more than the one buffer slot of %d the shift needs"
+                             % (body, c["collective-permute"], moved, slot))
+        desc.append("%s: %s" % (body, ", ".join("%d %s" % (k, c_) for c_, k in c.items())))
+    notes.append("ratio 1.000, partition %.2fs; in the loops: %s" % (t, "; ".join(desc)))
+    # 3. the cost model: executed FLOPs and the bubble fraction
+    rc, out, err, _ = run([gspmd, "cost", path, "--num-partitions", str(n), "--json",
+                           "--machine", "tpu-v3"])
+    if rc != 0:
+        raise ValueError("cost exited %d: %s" % (rc, last_line(err)))
+    cost = json.loads(out)
+    mf = cost["matmul_flops"]
+    if cost.get("unknown_trip_counts", 0):
+        raise ValueError("cost: %d while loops of unknown trip count" % cost["unknown_trip_counts"])
+    if (mf * n != executed) if isinstance(mf, int) else (abs(mf * n - executed) > 1e-12 * executed):
+        raise ValueError("cost: matmul_flops %r x %d = %r, gen.py executes %d" % (
+            mf, n, mf * n, executed))
+    cb = 1.0 - useful / float(mf * n)
+    if abs(cb - (S - 1) / float(M + S - 1)) > 1e-9:
+        raise ValueError("cost: 1 - useful/(matmul_flops x N) = %.12f, bubble (S-1)/(M+S-1) = "
+                         "%.12f" % (cb, (S - 1) / float(M + S - 1)))
+    notes.append("cost matmul_flops x %d = %d = executed, bubble %.9f = %d/%d" % (
+        n, executed, cb, S - 1, M + S - 1))
+    if os.path.exists(FLOPS):
+        rc, out, err, _ = run([sys.executable, FLOPS, path])
+        if rc != 0 or int(out.split()[0]) != written:
+            raise ValueError("dot FLOPs as written: gen.py %d, flops.py %s" % (
+                written, out.split()[0] if rc == 0 else "failed"))
+    if not tiny:
+        return ", ".join(notes)
+    # 2. run on threads (and MPI), verified against the reference interpreter
+    rc, out, err, t = run([gspmd, "run", path, "--num-partitions", str(n), "--verify"])
+    if rc != 0:
+        raise ValueError("run --verify exited %d: %s" % (rc, last_line(err) or last_line(out)))
+    notes.append("run --verify %.2fs" % t)
+    mpirun = shutil.which("mpirun")
+    if mpi and mpirun and n == MPI_RANKS:
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([mpirun, "--oversubscribe", "-np", str(n), gspmd, "run", path,
+                                "--num-partitions", str(n), "--backend", "mpi", "--verify"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True, timeout=TIMEOUT, env=env)
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired:
+            rc, out, err = 124, "", "timed out after %d s" % TIMEOUT
+        if rc != 0 or "matches the reference" not in out:
+            raise ValueError("mpirun -np %d run --verify exited %d: %s"
+                             % (n, rc, last_line(err) or last_line(out)))
+        notes.append("mpirun -np %d --verify %.2fs" % (n, time.monotonic() - t0))
+    if semantics:
+        notes.append(check_semantics(gspmd, path, n, dims, tmp))
+    return ", ".join(notes)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -124,10 +445,14 @@ def main():
                  for name, args, coll in TINY]
         cases += [(name, lambda a=args, nm=name: check_large(gspmd, nm, a, tmp))
                   for name, args in LARGE]
+        cases += [(name, lambda a=args, nm=name, mp=mp, sem=sem: check_pipeline(
+            gspmd, nm, a, tmp, True, mp, sem)) for name, args, mp, sem in PIPE_TINY]
+        cases += [(name, lambda a=args, nm=name: check_pipeline(gspmd, nm, a, tmp, False))
+                  for name, args in PIPE_LARGE]
         for name, fn in cases:
             try:
                 print("PASS %-22s %s" % (name, fn()), flush=True)
-            except ValueError as e:
+            except (ValueError, KeyError, OSError) as e:
                 failed += 1
                 print("FAIL %-22s %s" % (name, e), flush=True)
     print("%d of %d cases passed" % (len(cases) - failed, len(cases)))
