@@ -2,10 +2,11 @@
 """paper_table.py [GSPMD] [--svg FILE] — the GSPMD paper's scaling table, predicted.
 
 For the paper's two families at its device counts (tools/gen.py presets: dense Transformers of
-64B..1T parameters on 128..2048 TPU v3 cores, GShard MoE of 78B..1T), in bf16 as training
-steps: generate, propagate and partition (`gspmd cost --json --machine tpu-v3`), and print the
-predicted step time, model FLOPs utilization and per-device peak memory next to the paper's
-published utilization (50-62%). Then the compile time of one model (the 1T dense Transformer)
+64B..1T parameters on 128..2048 TPU v3 cores, GShard MoE of 78B..1T, a 64B pipeline of 16
+stages), in bf16 as training steps: generate, propagate and partition (`gspmd cost --json
+--machine tpu-v3`), and print the predicted step time, model FLOPs utilization (6 x parameters
+used per token x tokens, as the paper counts it, over step time x peak) and per-device peak
+memory next to the paper's published utilization (50-62%). Then the compile time of one model (the 1T dense Transformer)
 partitioned for 128 .. 2048 devices (mesh data=N/16 x model=16): it must be flat in N. With --svg, writes a plot of
 predicted step time and MFU against device count for each family (plain SVG, no dependencies).
 
@@ -14,6 +15,7 @@ generated models do no rematerialization, so activations may not fit a TPU v3 co
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,7 @@ GEN = os.path.join(ROOT, "tools", "gen.py")
 
 DENSE = ["dense-64b-128", "dense-128b-256", "dense-256b-512", "dense-512b-1024", "dense-1t-2048"]
 MOE = ["moe-78b-128", "moe-309b-512", "moe-1t-2048"]
+PIPE = ["pipeline-64b-128"]
 
 
 def presets():
@@ -49,7 +52,7 @@ def svg_plot(rows, path):
     """Two panels: step time (log) and MFU against devices (log2), one line per family."""
     import math
     W, H, P = 760, 300, 60
-    colors = {"dense": "#1f77b4", "moe": "#d62728"}
+    colors = {"dense": "#1f77b4", "moe": "#d62728", "pipeline": "#9467bd"}
     parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
              'font-family="sans-serif" font-size="12">' % (W, H)]
     panels = [("predicted step time (s)", "step_s", True), ("predicted MFU", "mfu", False)]
@@ -114,13 +117,16 @@ def main():
         print("  %-16s %7s %7s %9s %9s %7s %12s %10s" % ("model", "params", "devices",
                                                          "compile s", "step s", "MFU",
                                                          "peak GiB/dev", "paper MFU"))
-        for name in DENSE + MOE:
+        for name in DENSE + MOE + PIPE:
             path = os.path.join(tmp, name + ".hlo")
-            subprocess.run([sys.executable, GEN, "preset", name, "--train", "--dtype", "bf16",
-                            "-o", path], check=True, capture_output=True)
+            g = subprocess.run([sys.executable, GEN, "preset", name, "--train", "--dtype", "bf16",
+                                "-o", path], check=True, capture_output=True, text=True)
+            # MFU as the paper counts it: 6 x parameters (used per token) x tokens per step.
+            model = re.search(r"model FLOPs/step ([0-9.e+]+)", g.stderr)
             n = info[name]["devices"]
-            c = cost(gspmd, path, n)
-            row = {"family": "moe" if name.startswith("moe") else "dense", "name": name,
+            c = cost(gspmd, path, n, ["--model-flops", model.group(1)] if model else [])
+            fam = name.split("-")[0]
+            row = {"family": "dense" if fam == "dense" else fam, "name": name,
                    "devices": n, "step_s": c["step_s"], "mfu": c.get("mfu", 0),
                    "peak": c["peak_bytes"] / 2 ** 30, "compile": c.get("compile_s", 0)}
             rows.append(row)

@@ -21,7 +21,7 @@
 
 static const char *COST_USAGE =
     "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--no-propagate] [--spmd] [--json] "
-    "[--mesh M --shard NAME=SPEC]...";
+    "[--model-flops F] [--mesh M --shard NAME=SPEC]...";
 
 static const char *COST_HELP =
     "Predicts what one step of FILE, partitioned for N devices, costs each device on a machine:\n"
@@ -39,6 +39,9 @@ static const char *COST_HELP =
     "  --spmd               FILE is already a partitioned program (no MFU: its model FLOPs are\n"
     "                       unknown)\n"
     "  --json               print the figures as one JSON object\n"
+    "  --model-flops F      the model's useful FLOPs per step for MFU (e.g. 6 x parameters x\n"
+    "                       tokens; default: the unpartitioned module's matmul FLOPs, which for a\n"
+    "                       pipeline in the vectorised-stage form include its bubbles)\n"
     "%s"
     "\n"
     "Example:\n"
@@ -137,6 +140,7 @@ static void print_json(const char *file, long n, const gs_machine *mc, const gs_
 
 int gs_cli_cost(int argc, char **argv) {
     const char *file = NULL, *machine = "tpu-v3";
+    double given_flops = 0;
     long n = 0;
     bool propagate = true, spmd = false, json = false;
     gs_cli_shardings sh = {0};
@@ -157,6 +161,13 @@ int gs_cli_cost(int argc, char **argv) {
             json = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--machine", &v)) {
             machine = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--model-flops", &v)) {
+            char *end;
+            given_flops = strtod(v, &end);
+            if (*end || !(given_flops > 0) || given_flops > 1e30) {
+                rc = cost_usage("--model-flops wants a number of FLOPs > 0, not '%s'", v);
+                goto done;
+            }
         } else if ((k = gs_cli_devices_option(argc, argv, &i, "cost", 1L << 20, &n)) != 0) {
             if (k < 0) goto done;
         } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
@@ -206,6 +217,7 @@ int gs_cli_cost(int argc, char **argv) {
         gs_cost_step(m, &mc, &whole);
         model_flops = whole.matmul_flops;
     }
+    if (given_flops > 0) model_flops = given_flops;
     gs_step_cost c;
     gs_cost_step(p ? p : m, &mc, &c);
     gs_cost site; /* each loop body once, as the FLOPs ratios (and flops.py) count */
