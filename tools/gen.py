@@ -17,6 +17,9 @@ Usage:
       --seq T --model D --ffn F --mesh stage=S[,data=X] [--dtype f32|bf16] [--train] \\
       [--shift pad|concat|pad-slice|rotate] [--feed select|dus|concat] \\
       [--collect reduce|slice|dslice] [-o FILE]
+  tools/gen.py unet3d --levels K --channels C --depth D --height H --width W [--batch B] \\
+      [--in-channels I] [--classes N] --mesh d=X,h=Y[,w=Z][,data=M] [--down conv|pool] \\
+      [--up transpose|resize] [--dtype f32|bf16] [--train] [-o FILE]
   tools/gen.py --list-presets
   tools/gen.py preset NAME [--dtype f32|bf16] [--train | --no-train] [-o FILE]
 
@@ -67,10 +70,34 @@ gives the useful FLOPs (M microbatches through all S x L layers, once each), the
 executes ((M+S-1) iterations x S stages x L layers: the bubbles compute garbage) and the bubble
 fraction (S-1)/(M+S-1) = 1 - useful / executed.
 
---train adds the backward pass and an SGD update: loss = mean(y^2), a second `while` running
-the layers in reverse over the layer inputs the forward loop saved (dynamic-update-slice),
-recomputing each layer's forward and differentiating every weight (attention, MLP or experts
-and the router), accumulating the gradients into stacks; the entry returns (loss, new weights).
+unet3d: the paper's spatially partitioned 3D U-Net (image segmentation). Volumes [B,D,H,W,I]
+(NDHWC; convolutions dim_labels=b012f_012io->b012f, kernels DHWIO, no loops: each level has
+its own weights). K levels of C x 2^l channels: per level two 3x3x3 convolutions (padding 1)
+with relu (maximum with 0); between levels a downsampling by 2 (--down conv: a 2x2x2 stride-2
+convolution; pool: a 2x2x2 max-pool, reduce-window) and on the way up an upsampling by 2 (--up
+transpose: a 2x2x2 transposed convolution, lhs_dilate=2 as jax.lax.conv_transpose emits it;
+resize: nearest neighbour, broadcast + reshape), the skip connection concatenated along the
+channels, two 3x3x3 convolutions; a 1x1x1 head to N classes. The volume (entry parameter x) is
+split along depth, height and width over the mesh axes d, h, w (and the batch over data);
+the weights are replicated; propagation does the rest, and the partitioner keeps every
+convolution spatially split, exchanging halos by collective-permute. --train: loss = mean(y^2)
+and the backward pass as JAX's transpose rules write it: each convolution's input gradient (dy
+by the reversed kernel, labels b012f_012oi->b012f, strides and lhs dilation exchanged, padding
+as _conv_general_vjp_lhs_padding; none for x) and filter gradient (x by dy, labels
+f012b_i012o->012bf, the window dy's spatial size, rhs dilation = the strides; its partial sums
+all-reduced), relu's by select, max-pool's by select-and-scatter, the resize's by reshape +
+reduce, the concatenate's by slices; then SGD. The summary counts convolution FLOPs as
+flops.py and `gspmd cost` do: 2 x output elements x kernel elements per output feature
+(windows over padding and dilation holes included, so the transposed convolution, its
+filter gradient and the strided convolution's input gradient, all over lhs-dilated volumes,
+count 8x their useful multiply-adds). Volume sides must be multiples of 2^(K-1); a mesh axis
+that does not divide a side leaves uneven, padded shards.
+
+--train (transformer, moe) adds the backward pass and an SGD update: loss = mean(y^2), a
+second `while` running the layers in reverse over the layer inputs the forward loop saved
+(dynamic-update-slice), recomputing each layer's forward and differentiating every weight
+(attention, MLP or experts and the router), accumulating the gradients into stacks; the entry
+returns (loss, new weights).
 Without --train the entry returns the activations after the last layer.
 """
 import argparse
@@ -112,6 +139,9 @@ class Comp:
         self.index = {}  # instruction name -> line index
         self.dot_flops = 0
         self.n_dots = 0
+        self.conv_flops = 0
+        self.n_convs = 0
+        self.hole_flops = 0
         self.root = None
 
     def _fresh(self, base):
@@ -253,6 +283,51 @@ class Comp:
         self.n_dots += 1
         return self.emit(base, (self.dt(a), out),
                          "dot(%%%s, %%%s), %s" % (a, b, ", ".join(attrs)), sharding)
+
+    def conv(self, lhs, rhs, win, labels, base="conv", sharding=None):
+        """A convolution: win a Window over the spatial dims, labels XLA's dim_labels
+        (b012f_012io->b012f). Counts 2 x output elements x the kernel's elements per output
+        feature, as ../shared/tools/flops.py and `gspmd cost` do (window positions over padding
+        and dilation holes included)."""
+        ll, rest = labels.split("_")
+        rl, ol = rest.split("->")
+        dl, dr = self.dims(lhs), self.dims(rhs)
+        ns = len(win.size)
+        assert len(ll) == len(dl) and len(rl) == len(dr) and len(ol) == len(dl), labels
+        assert [dr[rl.index(str(i))] for i in range(ns)] == win.size, ("window", rhs, labels)
+        assert dl[ll.index("f")] == dr[rl.index("i")], ("features", lhs, rhs, labels)
+        sp = win.out([dl[ll.index(str(i))] for i in range(ns)])
+        out = [dl[ll.index("b")] if ch == "b" else dr[rl.index("o")] if ch == "f" else sp[int(ch)]
+               for ch in ol]
+        assert all(d > 0 for d in out), ("empty convolution", lhs, rhs, out)
+        flops = 2 * prod(out) * prod(dr) // dr[rl.index("o")]
+        self.conv_flops += flops
+        self.n_convs += 1
+        # an lhs-dilated volume: all but one in prod(dilation) window positions read a hole
+        self.hole_flops += flops - flops // prod(win.lhs_dil)
+        name = self.emit(base, (self.dt(lhs), out), "convolution(%%%s, %%%s), window=%s, "
+                         "dim_labels=%s" % (lhs, rhs, win.text(), labels), sharding)
+        return name, flops
+
+    def reverse(self, x, dims, base=None):
+        return self.emit(base or (x + ".rev"), self.shapes[x],
+                         "reverse(%%%s), dimensions=%s" % (x, dims_str(dims)))
+
+    def reduce_window(self, x, init, size, stride, comp, base=None):
+        """A reduce-window without padding (a pooling layer)."""
+        out = [(n - k) // s + 1 for n, k, s in zip(self.dims(x), size, stride)]
+        return self.emit(base or (x + ".rw"), (self.dt(x), out),
+                         "reduce-window(%%%s, %%%s), window={size=%s stride=%s}, to_apply=%%%s"
+                         % (x, init, "x".join(map(str, size)), "x".join(map(str, stride)),
+                            comp))
+
+    def select_and_scatter(self, x, src, init, size, stride, select, scatter, base=None):
+        """The gradient of a max-pool (XLA's, as JAX's select_and_scatter_add lowers)."""
+        return self.emit(base or (x + ".sas"), self.shapes[x],
+                         "select-and-scatter(%%%s, %%%s, %%%s), window={size=%s stride=%s}, "
+                         "select=%%%s, scatter=%%%s"
+                         % (x, src, init, "x".join(map(str, size)), "x".join(map(str, stride)),
+                            select, scatter))
 
     def tuple(self, xs, base="tuple"):
         return self.emit(base, [self.shapes[x] for x in xs],
@@ -993,6 +1068,314 @@ def build_pipeline(p):
 
 
 # ----------------------------------------------------------------------------------------------
+# 3D U-Net, spatially partitioned (GSPMD paper, Section 5: 3D image segmentation)
+
+
+def dilated(n, d):
+    return 0 if n == 0 else 1 + d * (n - 1)
+
+
+class Window:
+    """A convolution's window over the spatial dims, as lax.conv_general_dilated takes it:
+    kernel sizes, strides, (low, high) padding, lhs (base) and rhs (window) dilation."""
+
+    def __init__(self, size, stride=None, pad=None, lhs_dil=None, rhs_dil=None):
+        n = len(size)
+        self.size = list(size)
+        self.stride = list(stride or [1] * n)
+        self.pad = [tuple(p) for p in (pad or [(0, 0)] * n)]
+        self.lhs_dil = list(lhs_dil or [1] * n)
+        self.rhs_dil = list(rhs_dil or [1] * n)
+
+    def out(self, n_in):
+        return [(dilated(n, ld) + lo + hi - dilated(k, rd)) // s + 1 for n, k, s, (lo, hi), ld, rd
+                in zip(n_in, self.size, self.stride, self.pad, self.lhs_dil, self.rhs_dil)]
+
+    def text(self):
+        def x(v):
+            return "x".join(str(i) for i in v)
+        parts = ["size=" + x(self.size)]
+        if any(s != 1 for s in self.stride):
+            parts.append("stride=" + x(self.stride))
+        if any(p != (0, 0) for p in self.pad):
+            parts.append("pad=" + "x".join("%d_%d" % p for p in self.pad))
+        if any(d != 1 for d in self.lhs_dil):
+            parts.append("lhs_dilate=" + x(self.lhs_dil))
+        if any(d != 1 for d in self.rhs_dil):
+            parts.append("rhs_dilate=" + x(self.rhs_dil))
+        return "{" + " ".join(parts) + "}"
+
+
+# NDHWC activations, DHWIO kernels (jax.lax.conv_general_dilated with ("NDHWC", "DHWIO",
+# "NDHWC")), and the dim_labels of JAX's two transposes of such a convolution
+FWD_LABELS = "b012f_012io->b012f"
+LHS_GRAD_LABELS = "b012f_012oi->b012f"  # the input gradient: dy by the reversed kernel
+RHS_GRAD_LABELS = "f012b_i012o->012bf"  # the filter gradient: x by dy, batch contracted
+
+
+def conv_input_grad(c, g, k, win, in_sp, base):
+    """jax's _conv_general_dilated_transpose_lhs: dy convolved with the spatially reversed
+    kernel (its i and o swapped), strides and lhs dilation exchanged, padding by
+    _conv_general_vjp_lhs_padding."""
+    out_sp = [c.dims(g)[1 + i] for i in range(3)]
+    pad = []
+    for n, k_, s, (lo, _), ld, rd, o in zip(in_sp, win.size, win.stride, win.pad, win.lhs_dil,
+                                            win.rhs_dil, out_sp):
+        before = dilated(k_, rd) - lo - 1
+        after = dilated(n, ld) + dilated(k_, rd) - 1 - dilated(o, s) - before
+        pad.append((before, after))
+    kr = c.reverse(k, [0, 1, 2], k + ".rev")
+    tw = Window(win.size, win.lhs_dil, pad, win.stride, win.rhs_dil)
+    return c.conv(g, kr, tw, LHS_GRAD_LABELS, base)
+
+
+def conv_filter_grad(c, x, g, win, base):
+    """jax's _conv_general_dilated_transpose_rhs: x convolved with dy (the batch contracted,
+    dy's spatial dims the window), rhs dilation = the strides, padding by
+    _conv_general_vjp_rhs_padding."""
+    in_sp = [c.dims(x)[1 + i] for i in range(3)]
+    out_sp = [c.dims(g)[1 + i] for i in range(3)]
+    pad = []
+    for n, k_, s, (lo, _), ld, rd, o in zip(in_sp, win.size, win.stride, win.pad, win.lhs_dil,
+                                            win.rhs_dil, out_sp):
+        hi = (dilated(o, s) - dilated(n, ld)) + (dilated(k_, rd) - lo - 1)
+        pad.append((lo, hi))
+    tw = Window(out_sp, win.rhs_dil, pad, win.lhs_dil, win.stride)
+    return c.conv(x, g, tw, RHS_GRAD_LABELS, base)
+
+
+class UNet3D:
+    """K levels; level l has C * 2^l channels. Encoder: per level two 3x3x3 convolutions
+    (padding 1) with relu, then (but for the last level) a downsampling by 2 (a 2x2x2 stride-2
+    convolution or a 2x2x2 max-pool); decoder: per level an upsampling by 2 (a 2x2x2 transposed
+    convolution, i.e. lhs-dilated, or a nearest-neighbour broadcast + reshape), the skip
+    connection concatenated along channels, two 3x3x3 convolutions with relu; a 1x1x1 head to
+    the classes."""
+
+    AXES = ("data", "d", "h", "w")  # the mesh axes: batch, depth, height, width
+    DOWNS = ("conv", "pool")
+    UPS = ("transpose", "resize")
+
+    def __init__(self, a):
+        self.kind = "unet3d"
+        self.K, self.C = a.levels, a.channels
+        self.B, self.D, self.H, self.W = a.batch, a.depth, a.height, a.width
+        self.Cin, self.NC = a.in_channels, a.classes
+        self.dt = a.dtype
+        self.train = bool(a.train)
+        self.down, self.up = a.down, a.up
+        self.mesh = a.mesh
+        self.devices = prod(s for _, s in a.mesh)
+        names = [n for n, _ in a.mesh]
+        for n in names:
+            if n not in self.AXES:
+                raise SystemExit("gen.py: unet3d's mesh axes are data (batch), d, h, w (the "
+                                 "spatial dims), not %r" % n)
+        if len(set(names)) != len(names):
+            raise SystemExit("gen.py: a mesh axis repeats: %s" % ",".join(names))
+        for k in ("levels", "channels", "depth", "height", "width", "batch", "in_channels",
+                  "classes"):
+            if getattr(a, k) < 1:
+                raise SystemExit("gen.py: --%s must be positive" % k.replace("_", "-"))
+        f = 2 ** (self.K - 1)
+        for n, v in (("depth", self.D), ("height", self.H), ("width", self.W)):
+            if v % f:
+                raise SystemExit("gen.py: --%s %d is not a multiple of 2^(levels-1) = %d"
+                                 % (n, v, f))
+        sizes = dict(a.mesh)
+        # the volume split along its spatial dims (and the batch over data), weights replicated
+        self.x_spec = tuple(ax if ax in sizes else None for ax in self.AXES) + (None,)
+        self.weights = []  # (name, [kd, kh, kw, in, out])
+        cin = self.Cin
+        for l in range(self.K):
+            ch = self.ch(l)
+            self.weights += [("enc%da" % l, [3, 3, 3, cin, ch]), ("enc%db" % l, [3, 3, 3, ch, ch])]
+            if l < self.K - 1 and self.down == "conv":
+                self.weights.append(("down%d" % l, [2, 2, 2, ch, ch]))
+            cin = ch
+        for l in reversed(range(self.K - 1)):
+            ch = self.ch(l)
+            if self.up == "transpose":
+                self.weights.append(("up%d" % l, [2, 2, 2, self.ch(l + 1), ch]))
+                cat = 2 * ch
+            else:
+                cat = self.ch(l + 1) + ch
+            self.weights += [("dec%da" % l, [3, 3, 3, cat, ch]), ("dec%db" % l, [3, 3, 3, ch, ch])]
+        self.weights.append(("head", [1, 1, 1, self.ch(0), self.NC]))
+
+    def ch(self, l):
+        return self.C * 2 ** l
+
+    def params(self):
+        return sum(prod(s) for _, s in self.weights)
+
+    def voxels(self):
+        return self.B * self.D * self.H * self.W
+
+
+CONV3 = Window([3, 3, 3], pad=[(1, 1)] * 3)
+DOWN2 = Window([2, 2, 2], stride=[2, 2, 2])
+# jax.lax.conv_transpose(x, k, (2, 2, 2), "SAME") with a 2x2x2 kernel: lhs dilation 2, padding
+# (k - 1, k + s - 2 - (k - 1)) = (1, 1): each input voxel spreads to 2x2x2 outputs
+UP2 = Window([2, 2, 2], pad=[(1, 1)] * 3, lhs_dil=[2, 2, 2])
+HEAD = Window([1, 1, 1])
+
+
+def unet_fwd(c, u, x, w, tape, stats):
+    """The forward network; records each op on tape for the backward pass."""
+    fd = u.dt
+
+    def conv(h, wname, win, base):
+        z, f = c.conv(h, w[wname], win, FWD_LABELS, base)
+        stats["forward"] += f
+        tape.append(("conv", z, h, wname, win))
+        return z
+
+    def relu(z, base):
+        zero = c.full(fd, 0, c.dims(z), base + ".zeros")
+        r = c.binop("maximum", z, zero, base)
+        tape.append(("relu", r, z, zero))
+        return r
+
+    def block(h, l, side):
+        h = relu(conv(h, "%s%da" % (side, l), CONV3, "%s%d.z1" % (side, l)), "%s%d.a1" % (side, l))
+        return relu(conv(h, "%s%db" % (side, l), CONV3, "%s%d.z2" % (side, l)),
+                    "%s%d.a2" % (side, l))
+
+    skips = []
+    h = x
+    for l in range(u.K):
+        h = block(h, l, "enc")
+        if l == u.K - 1:
+            break
+        skips.append(h)
+        if u.down == "conv":
+            h = conv(h, "down%d" % l, DOWN2, "down%d.z" % l)
+        else:
+            p = c.reduce_window(h, c.const(fd, float("-inf"), "ninf"), [1, 2, 2, 2, 1],
+                                [1, 2, 2, 2, 1], "max_" + fd, "pool%d" % l)
+            tape.append(("pool", p, h))
+            h = p
+    for l in reversed(range(u.K - 1)):
+        if u.up == "transpose":
+            up = conv(h, "up%d" % l, UP2, "up%d.z" % l)
+        else:
+            B, D, H, W, Ch = c.dims(h)
+            b = c.bcast(h, [B, D, 2, H, 2, W, 2, Ch], (0, 1, 3, 5, 7), "up%d.b" % l)
+            up = c.reshape(b, [B, 2 * D, 2 * H, 2 * W, Ch], "up%d" % l)
+            tape.append(("resize", up, h))
+        cat = c.concat([up, skips[l]], 4, "skip%d" % l)
+        tape.append(("concat", cat, [up, skips[l]]))
+        h = block(cat, l, "dec")
+    return conv(h, "head", HEAD, "logits")
+
+
+def unet_bwd(c, u, x, w, tape, y, dy, stats):
+    """Reverse-mode through the tape: returns {weight name: gradient}."""
+    fd = u.dt
+    grads = {y: dy}
+    dw = {}
+
+    def acc(v, g):
+        grads[v] = c.add(grads[v], g, v + ".g") if v in grads else g
+
+    for rec in reversed(tape):
+        kind, out = rec[0], rec[1]
+        if out not in grads:
+            continue
+        g = grads.pop(out)
+        if kind == "conv":
+            _, _, h, wname, win = rec
+            dw[wname], f = conv_filter_grad(c, h, g, win, "d" + wname)
+            stats["filter"] += f
+            if h != x:  # the input volume needs no gradient
+                sp = [c.dims(h)[1 + i] for i in range(3)]
+                dh, f = conv_input_grad(c, g, w[wname], win, sp, out + ".dx")
+                stats["input"] += f
+                acc(h, dh)
+        elif kind == "relu":
+            _, _, z, zero = rec
+            acc(z, c.select(c.compare(z, zero, "GT", out + ".on"), g, zero, out + ".dz"))
+        elif kind == "pool":
+            h = rec[2]
+            acc(h, c.select_and_scatter(h, g, c.const(fd, 0, "fzero"), [1, 2, 2, 2, 1],
+                                        [1, 2, 2, 2, 1], "ge_" + fd, "add_" + fd, out + ".dx"))
+        elif kind == "resize":
+            h = rec[2]
+            B, D, H, W, Ch = c.dims(h)
+            gr = c.reshape(g, [B, D, 2, H, 2, W, 2, Ch], out + ".g8")
+            acc(h, c.reduce(gr, c.const(fd, 0, "fzero"), [2, 4, 6], "add_" + fd, out + ".dx"))
+        elif kind == "concat":
+            parts = rec[2]
+            lo = 0
+            for p in parts:
+                d = c.dims(p)
+                acc(p, c.slice_(g, [0, 0, 0, 0, lo], d[:4] + [lo + d[4]], p + ".dcat"))
+                lo += d[4]
+    return dw
+
+
+def build_unet(u):
+    fd = u.dt
+    comps = [scalar_comp("add_" + fd, fd, "add")]
+    if u.down == "pool":
+        comps.append(scalar_comp("max_" + fd, fd, "maximum"))
+        if u.train:
+            ge = Comp("ge_" + fd)
+            a = ge.param("a", (fd, []))
+            b = ge.param("b", (fd, []))
+            ge.set_root(ge.compare(a, b, "GE", "r"))
+            comps.append(ge)
+    e = Comp("main", entry=True)
+    xs = sharding(u.x_spec, u.mesh)
+    x = e.param("x", (fd, [u.B, u.D, u.H, u.W, u.Cin]), xs)
+    w = {n: e.param(n, (fd, s), "{replicated}") for n, s in u.weights}
+    tape = []
+    stats = dict(forward=0, input=0, filter=0)
+    y = unet_fwd(e, u, x, w, tape, stats)
+    if not u.train:
+        e.set_root(y, xs)
+    else:
+        dims = e.dims(y)
+        n_el = prod(dims)
+        loss = e.mul(e.reduce(e.mul(y, y, "ysq"), e.const(fd, 0, "fzero"), [0, 1, 2, 3, 4],
+                              "add_" + fd, "sumsq"), e.const(fd, 1.0 / n_el, "inv_n"), "loss")
+        dy = e.mul(y, e.full(fd, 2.0 / n_el, dims, "two_inv_n"), "dy")
+        dw = unet_bwd(e, u, x, w, tape, y, dy, stats)
+        news = []
+        for n, s in u.weights:
+            upd = e.mul(dw[n], e.full(fd, 0.01, s, "lr_" + n), "u_" + n)
+            news.append(e.sub(w[n], upd, n + "_new"))
+        e.set_root(e.tuple([loss] + news, "out"),
+                   "{" + ", ".join(["{replicated}"] * (1 + len(news))) + "}")
+    comps.append(e)
+    text = "HloModule gspmd_gen_unet3d%s\n\n" % ("_train" if u.train else "") + \
+        "\n\n".join(c.text() for c in comps) + "\n"
+    assert e.conv_flops == stats["forward"] + stats["input"] + stats["filter"]
+    stats.update(written=e.conv_flops, executed=e.conv_flops, convs=e.n_convs,
+                 holes=e.hole_flops)
+    return text, stats
+
+
+def unet_summary(u, stats):
+    chans = "%d" % u.ch(0) if u.K == 1 else "%d..%d" % (u.ch(0), u.ch(u.K - 1))
+    parts = "forward %d" % stats["forward"]
+    if u.train:
+        parts += ", input gradients %d, filter gradients %d" % (stats["input"], stats["filter"])
+    return ("gen: unet3d%s: levels %d, channels %s, volume [%d,%d,%d,%d,%d] (NDHWC), classes %d, "
+            "down %s, up %s; params %d (%s); conv FLOPs/step %d (%s; %.4g per voxel; 2 x "
+            "output x kernel window, padding and dilation holes included; %d of them, %.1f%%, "
+            "over the holes of lhs-dilated volumes); conv FLOPs emitted: "
+            "%d per step executed (no loops), %d as written (each computation once, %d "
+            "convolutions); devices %d (%s)" % (
+                " train" if u.train else "", u.K, chans, u.B, u.D, u.H, u.W, u.Cin, u.NC,
+                u.down, u.up, u.params(), human(u.params()), stats["written"], parts,
+                stats["written"] / float(u.voxels()), stats["holes"],
+                100.0 * stats["holes"] / stats["written"], stats["executed"], stats["written"],
+                stats["convs"], u.devices, ",".join("%s=%d" % ms for ms in u.mesh)))
+
+
+# ----------------------------------------------------------------------------------------------
 # Presets
 
 
@@ -1037,6 +1420,14 @@ PRESETS = {
     "pipeline-64b-128": _p("pipeline", stages=16, microbatches=64, layers_per_stage=4,
                            microbatch_size=16, seq=1024, model=8192, ffn=61440,
                            mesh="stage=16,data=8"),
+    # 3D U-Net, spatial partitioning: the volume split along depth x height x width, the
+    # convolutions' halos exchanged by collective-permute, weights replicated
+    "tiny-unet3d": _p("unet3d", levels=3, channels=4, depth=32, height=32, width=32, batch=1,
+                      in_channels=1, classes=2, mesh="d=2,h=2,w=2", train=True),
+    "unet3d-256-256": _p("unet3d", levels=4, channels=32, depth=256, height=256, width=256,
+                         batch=1, in_channels=1, classes=4, mesh="d=4,h=8,w=8", train=True),
+    "unet3d-256-512": _p("unet3d", levels=4, channels=32, depth=256, height=256, width=256,
+                         batch=1, in_channels=1, classes=4, mesh="d=8,h=8,w=8", train=True),
 }
 
 
@@ -1101,6 +1492,26 @@ def make_parser():
     pp.add_argument("--collect", choices=Pipeline.COLLECTS, default="reduce",
                     help="how the last stage's output is read (default reduce)")
     add_common(pp)
+    un = sub.add_parser("unet3d", help="3D U-Net (spatial partitioning over d x h x w)")
+    un.add_argument("--levels", type=int, required=True,
+                    help="resolution levels (the volume is halved K-1 times)")
+    un.add_argument("--channels", type=int, required=True,
+                    help="channels of level 0 (level l has C x 2^l)")
+    un.add_argument("--depth", type=int, required=True)
+    un.add_argument("--height", type=int, required=True)
+    un.add_argument("--width", type=int, required=True)
+    un.add_argument("--batch", type=int, default=1)
+    un.add_argument("--in-channels", type=int, default=1)
+    un.add_argument("--classes", type=int, default=2, help="output channels of the 1x1x1 head")
+    un.add_argument("--mesh", type=parse_mesh, required=True,
+                    help="d=X,h=Y[,w=Z][,data=B]: the axes splitting depth, height, width "
+                    "(and batch)")
+    un.add_argument("--down", choices=UNet3D.DOWNS, default="conv",
+                    help="downsampling: a 2x2x2 stride-2 convolution (default) or max-pool")
+    un.add_argument("--up", choices=UNet3D.UPS, default="transpose",
+                    help="upsampling: a 2x2x2 transposed (lhs-dilated) convolution (default) "
+                    "or nearest-neighbour broadcast + reshape")
+    add_common(un)
     pr = sub.add_parser("preset", help="one of --list-presets")
     pr.add_argument("name")
     add_common(pr)
@@ -1114,7 +1525,8 @@ def preset_args(name, dtype=None, train=None):
         raise SystemExit("gen.py: unknown preset %r (see --list-presets)" % name)
     d = dict(PRESETS[name])
     a = argparse.Namespace(heads=0, experts=0, capacity=0, top=2, dtype="f32", train=False,
-                           shift="pad", feed="select", collect="reduce")
+                           shift="pad", feed="select", collect="reduce", in_channels=1,
+                           classes=2, down="conv", up="transpose")
     for k, v in d.items():
         setattr(a, k, v)
     a.mesh = parse_mesh(d["mesh"])
@@ -1176,6 +1588,14 @@ def main(argv=None):
     if a.list_presets:
         for name, d in PRESETS.items():
             pa = preset_args(name)
+            if pa.kind == "unet3d":
+                u = UNet3D(pa)
+                print("%-18s %-11s params %-8s devices %-5d K=%d C=%d volume %dx%dx%dx%d "
+                      "in=%d classes=%d down=%s up=%s mesh %s%s"
+                      % (name, "unet3d", human(u.params()), u.devices, u.K, u.C, u.B, u.D, u.H,
+                         u.W, u.Cin, u.NC, u.down, u.up, d["mesh"],
+                         " (train)" if u.train else ""))
+                continue
             if pa.kind == "pipeline":
                 p = Pipeline(pa)
                 print("%-18s %-11s params %-8s devices %-5d S=%d M=%d L=%d B=%d T=%d D=%d F=%d "
@@ -1202,6 +1622,11 @@ def main(argv=None):
         a.kind = a.cmd
         a.dtype = a.dtype or "f32"
         a.train = bool(a.train)
+    if a.kind == "unet3d":
+        u = UNet3D(a)
+        text, stats = build_unet(u)
+        emit(a, text, unet_summary(u, stats))
+        return 0
     if a.kind == "pipeline":
         for k in ("stages", "microbatches", "layers_per_stage", "microbatch_size", "seq", "model",
                   "ffn"):

@@ -27,6 +27,25 @@ feed and the last stage's read, bf16) and pipeline-64b-128 (128 devices) must
     and (f32) compute what the unpipelined model computes: the output for given inputs equals
     every microbatch sent through all S x L layers in order, and with --train the loss and the
     SGD-updated weights equal those of a pure-Python backward pass (no numpy needed).
+3D U-Net with spatial partitioning (gen.py unet3d: NDHWC volumes split along depth x height x
+width, 3x3x3 convolutions, strided-convolution or max-pool downsampling, transposed-convolution
+or broadcast-reshape upsampling, skip connections; weights replicated): tiny ones (tiny-unet3d on
+8 devices, forward and training step, bf16, 4 devices with the other down/up formulations, and
+volumes the mesh does not divide evenly) and unet3d-256-256 / unet3d-256-512 (256^3 volumes on
+4x8x8 and 8x8x8 devices) must
+  - partition with --propagate --stats: exit 0, no warning, nothing computed whole, no default
+    action, no full rematerialisation; per-device FLOPs ratio 1.000 (at most a bound for uneven
+    splits, whose shards are padded); at least one collective-permute, no all-to-all, and no
+    all-gather (activations are never gathered; only the uneven training case, whose filter
+    gradients the partitioner computes on gathered activations along the uneven dims, reports
+    them instead); every collective-permute a halo, one voxel thick along some spatial dim
+    (even splits);
+  - cost --json --machine tpu-v3: model_flops equals the conv FLOPs gen.py prints, the
+    per-site matmul FLOPs equal flops.py's count of the partitioned program (when flops.py
+    exists), MFU in (0, 1]; the predicted step time, MFU and peak memory are reported;
+  - (tiny) run --verify on threads (and under mpirun with 4 ranks for the 4-device case), and
+    (f32 training steps) the weight gradients, read from the SGD update, agree with central
+    finite differences of the loss along each weight's gradient direction.
 One line per case; exit 1 if any fails.
 """
 import ast
@@ -76,6 +95,32 @@ PIPE_TINY = [
 PIPE_LARGE = [
     ("pipeline-64b-128 fwd", ["preset", "pipeline-64b-128"]),
     ("pipeline-64b-128 train", ["preset", "pipeline-64b-128", "--train", "--dtype", "bf16"]),
+]
+# (case name, gen.py arguments, options): ratio: the largest per-device FLOPs ratio allowed
+# (None: exactly 1.000); gather: all-gathers allowed (reported); mpi: also under mpirun; grad:
+# the finite-difference check of the gradients
+UNET_4 = ["unet3d", "--levels", "2", "--channels", "4", "--depth", "16", "--height", "16",
+          "--width", "16", "--mesh", "d=2,h=2", "--train"]
+UNET_UNEVEN = ["unet3d", "--levels", "2", "--channels", "4", "--depth", "12", "--height", "10",
+               "--width", "14", "--mesh", "d=2,h=2,w=2"]
+UNET_TINY = [
+    ("tiny-unet3d train", ["preset", "tiny-unet3d"], {}),
+    ("tiny-unet3d fwd", ["preset", "tiny-unet3d", "--no-train"], {}),
+    ("tiny-unet3d train bf16", ["preset", "tiny-unet3d", "--dtype", "bf16"], {}),
+    ("unet3d 4 dev conv/transpose", UNET_4, dict(mpi=True, grad=True)),
+    ("unet3d 4 dev pool/resize", UNET_4 + ["--down", "pool", "--up", "resize"],
+     dict(grad=True)),
+    ("unet3d 8 dev pool/transpose", [
+        "unet3d", "--levels", "3", "--channels", "4", "--depth", "32", "--height", "32",
+        "--width", "32", "--mesh", "d=2,h=2,w=2", "--down", "pool", "--train"], {}),
+    ("unet3d uneven fwd", UNET_UNEVEN, dict(ratio=1.10)),
+    ("unet3d uneven train", UNET_UNEVEN + ["--train"], dict(ratio=1.50, gather=True)),
+]
+UNET_LARGE = [
+    ("unet3d-256-256 train", ["preset", "unet3d-256-256"]),
+    ("unet3d-256-512 train", ["preset", "unet3d-256-512"]),
+    ("unet3d-256-512 train bf16", ["preset", "unet3d-256-512", "--dtype", "bf16"]),
+    ("unet3d-256-512 fwd bf16", ["preset", "unet3d-256-512", "--no-train", "--dtype", "bf16"]),
 ]
 MPI_RANKS = 4
 LR = 0.01  # gen.py's SGD step
@@ -406,29 +451,214 @@ def check_pipeline(gspmd, name, args, tmp, tiny=True, mpi=False, semantics=False
     if not tiny:
         return ", ".join(notes)
     # 2. run on threads (and MPI), verified against the reference interpreter
+    notes.extend(run_verified(gspmd, path, n, mpi))
+    if semantics:
+        notes.append(check_semantics(gspmd, path, n, dims, tmp))
+    return ", ".join(notes)
+
+
+# ----------------------------------------------------------------------------------------------
+# 3D U-Net, spatially partitioned
+
+
+def stats_collectives(err):
+    """{collective: (count, bytes)} from partition --stats."""
+    got = {}
+    for c in COLLECTIVES:
+        m = re.search(r"^%s\s+(\d+)\s+(\d+) bytes" % re.escape(c), err, re.M)
+        if m:
+            got[c] = (int(m.group(1)), int(m.group(2)))
+    return got
+
+
+def halo_thickness(text):
+    """The thickest collective-permute of a partitioned NDHWC program: for each permute the
+    smallest of its spatial dims (1..3), the largest of those (1: every permute a face)."""
+    worst = 0
+    for dims in re.findall(r"=\s*\w+\[([\d,]*)\]\S*\s+collective-permute(?:-start)?\(", text):
+        d = [int(x) for x in dims.split(",") if x]
+        worst = max(worst, min(d[1:4]) if len(d) == 5 else max(d + [1]))
+    return worst
+
+
+def entry_params(text):
+    """[(name, dims)] of the entry computation's f32 parameters, in order."""
+    entry = text[text.index("ENTRY"):]
+    return [(m.group(1), [int(d) for d in m.group(2).split(",") if d]) for m in
+            re.finditer(r"%([\w.\-]+) = f32\[([\d,]*)\]\S* parameter\((\d+)\)", entry)]
+
+
+def unet_gradients(gspmd, path, n, tmp, eps=1e-3, rel=2e-2):
+    """Each weight's gradient (read from the SGD update w - LR dw) against a central finite
+    difference of the loss along it: (L(w + eps v) - L(w - eps v)) / 2 eps = dw . v for
+    v = dw scaled to the weight's size. Independent of how gen.py writes the backward pass."""
+    params = entry_params(open(path).read())
+    rng = random.Random(3)
+
+    def f32(a):
+        return [struct.unpack("<f", struct.pack("<f", v))[0] for v in a]
+
+    vals = {}
+    for name, dims in params:
+        cnt = 1
+        for d in dims:
+            cnt *= d
+        scale = 1.0 if name == "x" else (2.0 * dims[-1] / cnt) ** 0.5  # He: 2 / fan-in
+        vals[name] = f32([rng.gauss(0, 1) * scale for _ in range(cnt)])
+    k = [0]
+
+    def run_with(v, outputs):
+        k[0] += 1
+        d = os.path.join(tmp, "grad%d" % k[0])
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        args = []
+        for name, dims in params:
+            f = os.path.join(d, name + ".npy")
+            save_npy(f, dims, v[name])
+            args += ["--input", "%s=%s" % (name, f)]
+        rc, o, err, _ = run([gspmd, "run", path, "--num-partitions", str(n), "--output-dir",
+                             os.path.join(d, "out")] + args)
+        if rc != 0:
+            raise ValueError("run --input exited %d: %s" % (rc, last_line(err) or last_line(o)))
+        return [load_npy(os.path.join(d, "out", "out%d.npy" % i))[1] for i in range(outputs)]
+
+    weights = [nm for nm, _ in params if nm != "x"]
+    outs = run_with(vals, 1 + len(weights))
+    worst = 0.0
+    for i, nm in enumerate(weights):
+        dw = [(a - b) / LR for a, b in zip(vals[nm], outs[1 + i])]
+        norm = (sum(a * a for a in dw) / len(dw)) ** 0.5
+        wsz = (sum(a * a for a in vals[nm]) / len(dw)) ** 0.5
+        if norm == 0:
+            raise ValueError("the gradient of %s is zero" % nm)
+        v = [a / norm * wsz for a in dw]
+        want = sum(a * b for a, b in zip(dw, v))
+        lp = run_with(dict(vals, **{nm: f32([a + eps * b for a, b in zip(vals[nm], v)])}), 1)
+        lm = run_with(dict(vals, **{nm: f32([a - eps * b for a, b in zip(vals[nm], v)])}), 1)
+        got = (lp[0][0] - lm[0][0]) / (2 * eps)
+        e = abs(got - want) / abs(want)
+        if e > rel:
+            raise ValueError("d loss / d %s along its gradient: %.6g from the SGD update, %.6g "
+                             "by finite differences (rel. error %.2g, limit %g)"
+                             % (nm, want, got, e, rel))
+        worst = max(worst, e)
+    return "gradients of %d weights = finite differences (rel. error <= %.1e)" % (
+        len(weights), worst)
+
+
+def run_verified(gspmd, path, n, mpi):
+    """`run --verify` on n device threads, and on n MPI ranks when asked and mpirun exists."""
     rc, out, err, t = run([gspmd, "run", path, "--num-partitions", str(n), "--verify"])
     if rc != 0:
         raise ValueError("run --verify exited %d: %s" % (rc, last_line(err) or last_line(out)))
-    notes.append("run --verify %.2fs" % t)
-    mpirun = shutil.which("mpirun")
-    if mpi and mpirun and n == MPI_RANKS:
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   ASAN_OPTIONS="detect_leaks=0")  # Open MPI's own allocations
-        t0 = time.monotonic()
-        try:
-            p = subprocess.run([mpirun, "--oversubscribe", "-np", str(n), gspmd, "run", path,
-                                "--num-partitions", str(n), "--backend", "mpi", "--verify"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               universal_newlines=True, timeout=TIMEOUT, env=env)
-            rc, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired:
-            rc, out, err = 124, "", "timed out after %d s" % TIMEOUT
-        if rc != 0 or "matches the reference" not in out:
-            raise ValueError("mpirun -np %d run --verify exited %d: %s"
-                             % (n, rc, last_line(err) or last_line(out)))
-        notes.append("mpirun -np %d --verify %.2fs" % (n, time.monotonic() - t0))
-    if semantics:
-        notes.append(check_semantics(gspmd, path, n, dims, tmp))
+    notes = ["run --verify %.2fs" % t]
+    if mpi and shutil.which("mpirun") and n == MPI_RANKS:
+        notes.append(mpirun_verify(gspmd, path, n))
+    return notes
+
+
+def mpirun_verify(gspmd, path, n):
+    """`run --verify` of path on n MPI ranks (Open MPI's own allocations are not leak-checked)."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               ASAN_OPTIONS="detect_leaks=0")
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([shutil.which("mpirun"), "--oversubscribe", "-np", str(n), gspmd, "run",
+                            path, "--num-partitions", str(n), "--backend", "mpi", "--verify"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT, env=env)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        rc, out, err = 124, "", "timed out after %d s" % TIMEOUT
+    if rc != 0 or "matches the reference" not in out:
+        raise ValueError("mpirun -np %d run --verify exited %d: %s"
+                         % (n, rc, last_line(err) or last_line(out)))
+    return "mpirun -np %d --verify %.2fs" % (n, time.monotonic() - t0)
+
+
+def check_unet(gspmd, name, args, tmp, tiny=True, ratio=None, gather=False, mpi=False,
+               grad=False):
+    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
+    n, written, summary = generate(args, path)
+    m = re.search(r"conv FLOPs/step (\d+)", summary)
+    if not m or int(m.group(1)) != written:
+        raise ValueError("gen.py's summary: conv FLOPs/step %s, %d as written"
+                         % (m.group(1) if m else "missing", written))
+    mesh = re.search(r"devices \d+ \(([^)]*)\)", summary)
+    notes = ["%d devices (%s)" % (n, mesh.group(1) if mesh else "?")]
+    size = os.path.getsize(path)
+    if not tiny and size > LARGE_TEXT_BYTES:
+        raise ValueError("module is %d bytes of text (limit %d)" % (size, LARGE_TEXT_BYTES))
+    # 1. partition: halo exchanges, no gathered activation, nothing computed whole
+    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
+                           "--stats"])
+    if rc != 0:
+        raise ValueError("partition exited %d: %s" % (rc, last_line(err)))
+    if not tiny and t >= LARGE_SECONDS:
+        raise ValueError("partition took %.1fs (limit %.0fs)" % (t, LARGE_SECONDS))
+    r = re.search(r"per-device FLOPs: .*ratio ([0-9.]+)", err)
+    if not r:
+        raise ValueError("partition --stats printed no FLOPs ratio")
+    if (r.group(1) != "1.000") if ratio is None else (float(r.group(1)) > ratio):
+        raise ValueError("per-device FLOPs ratio %s, expected %s" % (
+            r.group(1), "1.000" if ratio is None else "at most %.3f" % ratio))
+    warn = [l for l in err.splitlines() if "warning" in l]
+    if warn:
+        raise ValueError("partition warns (%d): %s" % (len(warn), warn[0]))
+    for what in ("default action", "computed whole", "full remat"):
+        m = re.search(r"^%s\s+(\d+)" % what, err, re.M)
+        if not m or m.group(1) != "0":
+            raise ValueError("%s: %s" % (what, m.group(1) if m else "not printed"))
+    coll = stats_collectives(err)
+    if coll.get("collective-permute", (0, 0))[0] < 1:
+        raise ValueError("no collective-permute (no halo exchange): %s" % coll)
+    if coll.get("all-to-all", (0, 0))[0]:
+        raise ValueError("%d all-to-alls" % coll["all-to-all"][0])
+    if coll.get("all-gather", (0, 0))[0] and not gather:
+        raise ValueError("%d all-gathers (%d bytes): an activation gathered, not halo-exchanged"
+                         % coll["all-gather"])
+    thick = halo_thickness(out)
+    if ratio is None and thick > 1:
+        raise ValueError("a collective-permute %d voxels thick in every spatial dim: more than "
+                         "a halo" % thick)
+    notes.append("ratio %s, partition %.2fs, %s; halos %d voxel%s thick" % (
+        r.group(1), t, ", ".join("%d %s" % (c[0], k) for k, c in coll.items() if c[0]),
+        thick, "" if thick == 1 else "s"))
+    # 3. the cost model and the independent FLOP counter
+    program = os.path.join(tmp, "p.hlo")
+    with open(program, "w") as f:
+        f.write(out)
+    rc, o, e, _ = run([gspmd, "cost", path, "--num-partitions", str(n), "--json", "--machine",
+                       "tpu-v3"])
+    if rc != 0:
+        raise ValueError("cost exited %d: %s" % (rc, last_line(e)))
+    cost = json.loads(o)
+    if cost["model_flops"] != written:
+        raise ValueError("cost: model_flops %r, gen.py's conv FLOPs %d" % (cost["model_flops"],
+                                                                           written))
+    if not 0 < cost.get("mfu", 0) <= 1:
+        raise ValueError("cost: MFU %r outside (0, 1]" % cost.get("mfu"))
+    if os.path.exists(FLOPS):
+        rc, o, e, _ = run([sys.executable, FLOPS, path])
+        if rc != 0 or int(o.split()[0]) != written:
+            raise ValueError("conv FLOPs as written: gen.py %d, flops.py %s" % (
+                written, o.split()[0] if rc == 0 else "failed"))
+        rc, o, e, _ = run([sys.executable, FLOPS, program])
+        if rc != 0:
+            raise ValueError("flops.py exited %d on the partitioned program" % rc)
+        if abs(cost["site_matmul_flops"] - int(o.split()[0])) > 1e-9 * int(o.split()[0]):
+            raise ValueError("cost: site_matmul_flops %r, flops.py counts %s in the partitioned "
+                             "program" % (cost["site_matmul_flops"], o.split()[0]))
+    notes.append("tpu-v3: step %.4g s, MFU %.1f%%, peak %.1f MiB%s" % (
+        cost["step_s"], 100 * cost["mfu"], cost["peak_bytes"] / 2.0 ** 20,
+        ", site FLOPs = flops.py" if os.path.exists(FLOPS) else ""))
+    if not tiny:
+        return ", ".join(notes)
+    # 2. run, verified against the reference interpreter
+    notes.extend(run_verified(gspmd, path, n, mpi))
+    if grad:
+        notes.append(unet_gradients(gspmd, path, n, tmp))
     return ", ".join(notes)
 
 
@@ -450,6 +680,10 @@ def main():
             gspmd, nm, a, tmp, True, mp, sem)) for name, args, mp, sem in PIPE_TINY]
         cases += [(name, lambda a=args, nm=name: check_pipeline(gspmd, nm, a, tmp, False))
                   for name, args in PIPE_LARGE]
+        cases += [(name, lambda a=args, nm=name, o=opts: check_unet(gspmd, nm, a, tmp, True, **o))
+                  for name, args, opts in UNET_TINY]
+        cases += [(name, lambda a=args, nm=name: check_unet(gspmd, nm, a, tmp, False))
+                  for name, args in UNET_LARGE]
         for name, fn in cases:
             try:
                 print("PASS %-22s %s" % (name, fn()), flush=True)
