@@ -70,7 +70,7 @@ static inline float tanh_f32(float x) {
     q = q * x2 + 1.18534705686654e-04f;
     q = q * x2 + 2.26843463243900e-03f;
     q = q * x2 + 4.89352518554385e-03f;
-    float r = p * c / q; /* computed unconditionally, so that the selects vectorise */
+    float r = p * c / q; /* computed unconditionally: the selects vectorise */
     return fabsf(x) < 0.0004f ? x : r;
 }
 
@@ -406,7 +406,7 @@ bool gs_unary_f32(gs_opcode op, const float *x, float *y, int64_t n) {
     switch (op) {
     case GS_OP_NEGATE: SIMD_UNARY(-x[i]);
     case GS_OP_ABS: SIMD_UNARY(fabsf(x[i]));
-    case GS_OP_TANH: LOOP(tanh_f32(v));
+    case GS_OP_TANH: SIMD_UNARY(tanh_f32(x[i]));
     case GS_OP_EXP: LOOP(expf(v));
     case GS_OP_EXPM1: LOOP(expm1f(v));
     case GS_OP_LOG: LOOP(logf(v));
