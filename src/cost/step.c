@@ -256,74 +256,94 @@ static void compute_passes(step_walk *w, double s) {
     for (int k = 0; k < w->n_pending; k++) w->compute_since[k] += s;
 }
 
+/* A while, call, conditional or async start: the called computations' costs, times how often
+ * they run (a loop's body its trip count, its condition once more; a conditional's most
+ * expensive branch). */
+static void step_called(step_walk *w, const gs_instr *in, gs_step_cost *out) {
+    gs_computation *called[64];
+    int nc = gs_instr_called(in, called, 64);
+    int64_t trips = 1;
+    bool known = in->op != GS_OP_WHILE || gs_cost_trip_count(in, &trips);
+    if (!known) out->unknown_trip_counts++;
+    gs_step_cost best = {0};
+    for (int k = 0; k < nc && k < 64; k++) {
+        if (!called[k] || called[k] == in->parent) continue;
+        gs_step_cost sub = {0};
+        step_comp(w, called[k], &sub);
+        if (in->op == GS_OP_CONDITIONAL) {
+            if (sub.compute_s + sub.exposed_comm_s >= best.compute_s + best.exposed_comm_s)
+                best = sub;
+            continue;
+        }
+        bool is_cond = in->op == GS_OP_WHILE && called[k] == gs_instr_comp(in, GS_ATTR_CONDITION);
+        double times = (double)trips + (is_cond ? 1 : 0);
+        add_cost(out, &sub, times);
+        compute_passes(w, (times - 1) * sub.compute_s); /* the walk passed it once */
+    }
+    if (in->op == GS_OP_CONDITIONAL) add_cost(out, &best, 1);
+}
+
+/* A collective of kind `kind`: its time by algorithm over the link its group uses; exposed
+ * unless it is the start of an asynchronous pair. */
+static void step_collective(step_walk *w, const gs_instr *in, int kind, gs_step_cost *out) {
+    const gs_machine *mc = w->mc;
+    const gs_op_info *info = gs_op_info_of(in->op);
+    bool one_node;
+    int g = group_of(in, w->m, mc, &one_node);
+    double b = 0;
+    if (kind == GS_COST_ALL_GATHER) { /* the gathered result (of -start: its last element) */
+        const gs_shape *r = in->shape;
+        if (!gs_shape_is_array(r) && r->n_tuple > 0) r = r->tuple[r->n_tuple - 1];
+        b = bytes_of(r);
+    } else {
+        for (int k = 0; k < in->n_operands; k++) b += bytes_of(in->operands[k]->shape);
+    }
+    double wire, s = coll_time(kind, g, b, one_node ? &mc->intra : &mc->inter, &wire);
+    out->coll[kind].count += 1;
+    out->coll[kind].bytes += b;
+    out->coll[kind].wire_bytes += wire;
+    out->coll[kind].seconds += s;
+    out->comm_s += s;
+    if ((info->flags & GS_OPF_ASYNC_START) && w->n_pending < 64) {
+        w->pending[w->n_pending] = in;
+        w->pending_comm[w->n_pending] = s;
+        w->compute_since[w->n_pending] = 0;
+        w->n_pending++;
+    } else {
+        out->exposed_comm_s += s;
+    }
+}
+
+/* The done half of an asynchronous pair: what of its collective's time the compute since its
+ * start did not hide is exposed. */
+static void step_done(step_walk *w, const gs_instr *in, gs_step_cost *out) {
+    for (int k = 0; k < w->n_pending; k++)
+        if (in->n_operands == 1 && w->pending[k] == in->operands[0]) {
+            double hidden = fmin(w->pending_comm[k], w->compute_since[k]);
+            out->exposed_comm_s += w->pending_comm[k] - hidden;
+            w->n_pending--;
+            w->pending[k] = w->pending[w->n_pending];
+            w->pending_comm[k] = w->pending_comm[w->n_pending];
+            w->compute_since[k] = w->compute_since[w->n_pending];
+            break;
+        }
+}
+
 static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_cost *out) {
     const gs_machine *mc = w->mc;
     const gs_op_info *info = gs_op_info_of(in->op);
-    /* Control flow: the called computations' costs, times how often they run. */
     if (in->op == GS_OP_WHILE || in->op == GS_OP_CALL || in->op == GS_OP_CONDITIONAL ||
         (info->family == GS_FAM_ASYNC && (info->flags & GS_OPF_ASYNC_START))) {
-        gs_computation *called[64];
-        int nc = gs_instr_called(in, called, 64);
-        int64_t trips = 1;
-        bool known = in->op != GS_OP_WHILE || gs_cost_trip_count(in, &trips);
-        if (!known) out->unknown_trip_counts++;
-        gs_step_cost best = {0};
-        for (int k = 0; k < nc && k < 64; k++) {
-            if (!called[k] || called[k] == in->parent) continue;
-            gs_step_cost sub = {0};
-            step_comp(w, called[k], &sub);
-            if (in->op == GS_OP_CONDITIONAL) {
-                if (sub.compute_s + sub.exposed_comm_s >= best.compute_s + best.exposed_comm_s)
-                    best = sub;
-                continue;
-            }
-            bool is_cond = in->op == GS_OP_WHILE && called[k] == gs_instr_comp(in, GS_ATTR_CONDITION);
-            double times = (double)trips + (is_cond ? 1 : 0);
-            add_cost(out, &sub, times);
-            compute_passes(w, (times - 1) * sub.compute_s); /* the walk passed it once */
-        }
-        if (in->op == GS_OP_CONDITIONAL) add_cost(out, &best, 1);
+        step_called(w, in, out);
         return;
     }
     int kind = coll_kind(in);
     if (kind >= 0) {
-        bool one_node;
-        int g = group_of(in, w->m, mc, &one_node);
-        double b = 0;
-        if (kind == GS_COST_ALL_GATHER) { /* the gathered result (of -start: its last element) */
-            const gs_shape *r = in->shape;
-            if (!gs_shape_is_array(r) && r->n_tuple > 0) r = r->tuple[r->n_tuple - 1];
-            b = bytes_of(r);
-        } else {
-            for (int k = 0; k < in->n_operands; k++) b += bytes_of(in->operands[k]->shape);
-        }
-        double wire, s = coll_time(kind, g, b, one_node ? &mc->intra : &mc->inter, &wire);
-        out->coll[kind].count += 1;
-        out->coll[kind].bytes += b;
-        out->coll[kind].wire_bytes += wire;
-        out->coll[kind].seconds += s;
-        out->comm_s += s;
-        if ((info->flags & GS_OPF_ASYNC_START) && w->n_pending < 64) {
-            w->pending[w->n_pending] = in;
-            w->pending_comm[w->n_pending] = s;
-            w->compute_since[w->n_pending] = 0;
-            w->n_pending++;
-        } else {
-            out->exposed_comm_s += s;
-        }
+        step_collective(w, in, kind, out);
         return;
     }
     if (info->flags & GS_OPF_ASYNC_DONE) {
-        for (int k = 0; k < w->n_pending; k++)
-            if (in->n_operands == 1 && w->pending[k] == in->operands[0]) {
-                double hidden = fmin(w->pending_comm[k], w->compute_since[k]);
-                out->exposed_comm_s += w->pending_comm[k] - hidden;
-                w->n_pending--;
-                w->pending[k] = w->pending[w->n_pending];
-                w->pending_comm[k] = w->pending_comm[w->n_pending];
-                w->compute_since[k] = w->compute_since[w->n_pending];
-                break;
-            }
+        step_done(w, in, out);
         return;
     }
     if (free_instr(in)) return;
