@@ -91,7 +91,8 @@ static void print_text(const char *file, long n, const gs_machine *mc, const gs_
     printf("    matmul FLOPs     %.4g (%.0f%% in bf16/f16/f8; %.4g with each loop body once)\n",
            c->matmul_flops, c->matmul_flops > 0 ? 100 * c->matmul_flops_lowp / c->matmul_flops : 0,
            site_flops);
-    printf("    vector FLOPs     %.4g\n", c->vector_flops);
+    printf("    vector FLOPs     %.4g, transcendentals %.4g\n", c->vector_flops,
+           c->transcendentals);
     printf("    memory traffic   %.4g bytes\n", c->bytes);
     printf("    peak memory      %.4g GiB of %.4g GiB: %s\n", (double)c->peak_bytes / (1 << 30),
            mc->mem_capacity / (1 << 30), c->fits ? "fits" : "DOES NOT FIT");
@@ -120,9 +121,9 @@ static void print_json(const char *file, long n, const gs_machine *mc, const gs_
     }
     printf("\", \"devices\": %ld, \"machine\": \"%s\", ", n, mc->name);
     printf("\"matmul_flops\": %.17g, \"matmul_flops_lowp\": %.17g, \"site_matmul_flops\": "
-           "%.17g, \"vector_flops\": %.17g, \"bytes\": %.17g, \"peak_bytes\": %lld, "
+           "%.17g, \"vector_flops\": %.17g, \"transcendentals\": %.17g, \"bytes\": %.17g, \"peak_bytes\": %lld, "
            "\"fits\": %s, ", c->matmul_flops, c->matmul_flops_lowp, site_flops, c->vector_flops,
-           c->bytes,
+           c->transcendentals, c->bytes,
            (long long)c->peak_bytes, c->fits ? "true" : "false");
     printf("\"collectives\": {");
     for (int k = 0; k < GS_N_COST_COLL; k++)

@@ -73,6 +73,7 @@ typedef struct gs_machine {
     double flops_f32;     /* ... in f32 */
     double flops_f64;     /* ... in f64 */
     double vector_flops;  /* peak FLOP/s of elementwise arithmetic */
+    double transcendentals; /* elementwise exp, log, tanh, ... per second (0: 8 vector FLOPs) */
     double mem_bandwidth; /* bytes/s of device memory */
     double mem_capacity;  /* bytes of device memory */
     double op_overhead;   /* seconds each instruction (each fused loop) costs beyond its
@@ -90,7 +91,7 @@ const char *const *gs_machine_names(void);
 /* Fills *out with built-in profile `name`; false when there is none. */
 bool gs_machine_builtin(const char *name, gs_machine *out);
 /* Reads a profile from text: `key = value` lines, `#` comments. Keys: name, description,
- * flops.bf16, flops.f32, flops.f64, flops.vector, memory.bandwidth, memory.capacity,
+ * flops.bf16, flops.f32, flops.f64, flops.vector, transcendentals, memory.bandwidth, memory.capacity,
  * op.overhead, node.devices, and for link in {intra, inter}: link.bandwidth, link.latency, link.topology
  * (switch, ring or torus). Numbers may use e-notation and the suffixes K M G T (powers of 1000)
  * or Ki Mi Gi Ti (of 1024). `base = NAME` starts from a built-in profile. Errors are located. */
@@ -120,6 +121,8 @@ typedef struct gs_step_cost {
     double matmul_flops;      /* dot and convolution FLOPs */
     double matmul_flops_lowp; /* ... of them in bf16/f16/f8 */
     double vector_flops;      /* elementwise and reduction FLOPs (one per element and op) */
+    double transcendentals;   /* elementwise exp, log, tanh, logistic, ... (one per element),
+                                 as XLA's cost analysis counts them apart */
     double bytes;             /* memory traffic: each value in memory written once and read by
                                  each user; values loop fusion computes in their users' loops
                                  take none; slices read only what they keep, and

@@ -15,6 +15,7 @@
 #include "gspmd/text.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,7 +57,7 @@ static double gemm_rate(bool dbl) {
 
 static double vector_rate(void) {
     enum { N = 4096, REPS = 2000 };
-    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *z = malloc(N * sizeof *z);
+    float *x = calloc(N, sizeof *x), *y = calloc(N, sizeof *y), *z = calloc(N, sizeof *z);
     double best = 1e30;
     if (x && y && z) {
         for (int i = 0; i < N; i++) x[i] = y[i] = z[i] = 1.0f + (float)i * 1e-6f;
@@ -74,6 +75,28 @@ static double vector_rate(void) {
     free(y);
     free(z);
     return best < 1e30 ? 3.0 * N * REPS / best : 0;
+}
+
+/* expf per second over an array in cache (the interpreter's exp, log and friends call libm). */
+static double transcendental_rate(void) {
+    enum { N = 4096, REPS = 200 };
+    float *x = calloc(N, sizeof *x), *y = calloc(N, sizeof *y);
+    double best = 1e30;
+    if (x && y) {
+        for (int i = 0; i < N; i++) x[i] = -4.0f + 8.0f * (float)i / N;
+        for (int r = 0; r < 3; r++) {
+            double t0 = now();
+            for (int k = 0; k < REPS; k++)
+                for (int i = 0; i < N; i++) y[i] = expf(x[i]);
+            double t = now() - t0;
+            if (t < best) best = t;
+        }
+    }
+    volatile float sink = y ? y[N / 3] : 0;
+    (void)sink;
+    free(x);
+    free(y);
+    return best < 1e30 ? (double)N * REPS / best : 0;
 }
 
 static double memcpy_rate(void) {
@@ -176,7 +199,8 @@ gs_status gs_machine_calibrate(gs_machine *out, gs_diags *d) {
     openblas_set_num_threads(1);
     double f32 = gemm_rate(false), f64 = gemm_rate(true);
     openblas_set_num_threads(saved);
-    double vec = vector_rate(), bw = memcpy_rate(), op = op_overhead(d);
+    double vec = vector_rate(), trans = transcendental_rate(), bw = memcpy_rate();
+    double op = op_overhead(d);
     double t_small = all_reduce_time(1, d), t_big = all_reduce_time((int64_t)4 << 20, d);
     if (!(f32 > 0) || !(f64 > 0) || !(vec > 0) || !(bw > 0) || d->n_errors)
         return gs_error(d, gs_span_none(), "calibration failed (out of memory?)");
@@ -184,6 +208,7 @@ gs_status gs_machine_calibrate(gs_machine *out, gs_diags *d) {
     out->flops_bf16 = f32; /* the interpreter's bf16 matmuls run on the f32 path */
     out->flops_f64 = f64;
     out->vector_flops = vec;
+    if (trans > 0) out->transcendentals = trans;
     out->mem_bandwidth = bw;
     out->op_overhead = op;
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);

@@ -28,17 +28,17 @@
 
 static const gs_machine BUILTIN[] = {
     {"tpu-v3", "TPU v3, one core (the GSPMD paper's device)", 61.5 * T, 61.5 * T / 4, 61.5 * T / 16,
-     3.9 * T, 450 * G, 16 * GIB, 0, 0, {81 * G, 5e-6, GS_TOPO_TORUS}, {81 * G, 5e-6, GS_TOPO_TORUS}},
-    {"tpu-v4", "TPU v4 chip", 275 * T, 275 * T / 4, 275 * T / 16, 8.6 * T, 1200 * G, 32 * GIB, 0, 0,
+     3.9 * T, 3.9 * T / 8, 450 * G, 16 * GIB, 0, 0, {81 * G, 5e-6, GS_TOPO_TORUS}, {81 * G, 5e-6, GS_TOPO_TORUS}},
+    {"tpu-v4", "TPU v4 chip", 275 * T, 275 * T / 4, 275 * T / 16, 8.6 * T, 8.6 * T / 8, 1200 * G, 32 * GIB, 0, 0,
      {150 * G, 5e-6, GS_TOPO_TORUS}, {150 * G, 5e-6, GS_TOPO_TORUS}},
-    {"a100", "NVIDIA A100 SXM 80GB", 312 * T, 19.5 * T, 19.5 * T, 19.5 * T, 2039 * G, 80 * GIB, 0, 8,
+    {"a100", "NVIDIA A100 SXM 80GB", 312 * T, 19.5 * T, 19.5 * T, 19.5 * T, 19.5 * T / 4, 2039 * G, 80 * GIB, 0, 8,
      {300 * G, 5e-6, GS_TOPO_SWITCH}, {25 * G, 1e-5, GS_TOPO_SWITCH}},
-    {"h100", "NVIDIA H100 SXM", 989 * T, 67 * T, 67 * T, 67 * T, 3350 * G, 80e9, 0, 8,
+    {"h100", "NVIDIA H100 SXM", 989 * T, 67 * T, 67 * T, 67 * T, 67 * T / 4, 3350 * G, 80e9, 0, 8,
      {450 * G, 5e-6, GS_TOPO_SWITCH}, {50 * G, 1e-5, GS_TOPO_SWITCH}},
-    {"h200", "NVIDIA H200 SXM", 989 * T, 67 * T, 67 * T, 67 * T, 4800 * G, 141e9, 0, 8,
+    {"h200", "NVIDIA H200 SXM", 989 * T, 67 * T, 67 * T, 67 * T, 67 * T / 4, 4800 * G, 141e9, 0, 8,
      {450 * G, 5e-6, GS_TOPO_SWITCH}, {50 * G, 1e-5, GS_TOPO_SWITCH}},
     {"this-cpu", "one core of a small x86 server (run `gspmd calibrate` for this machine's)",
-     100 * G, 100 * G, 50 * G, 8 * G, 10 * G, 8 * GIB, 1e-6, 0, {10 * G, 2e-5, GS_TOPO_SWITCH},
+     100 * G, 100 * G, 50 * G, 8 * G, 0.5 * G, 10 * G, 8 * GIB, 1e-6, 0, {10 * G, 2e-5, GS_TOPO_SWITCH},
      {1 * G, 5e-5, GS_TOPO_SWITCH}},
 };
 
@@ -108,6 +108,7 @@ static double *number_slot(gs_machine *m, const char *key) {
         {"flops.f32", offsetof(gs_machine, flops_f32)},
         {"flops.f64", offsetof(gs_machine, flops_f64)},
         {"flops.vector", offsetof(gs_machine, vector_flops)},
+        {"transcendentals", offsetof(gs_machine, transcendentals)},
         {"memory.bandwidth", offsetof(gs_machine, mem_bandwidth)},
         {"memory.capacity", offsetof(gs_machine, mem_capacity)},
         {"op.overhead", offsetof(gs_machine, op_overhead)},
@@ -196,8 +197,9 @@ gs_status gs_machine_parse(const gs_source *src, gs_machine *out, gs_diags *d) {
 void gs_machine_print(const gs_machine *m, FILE *out) {
     fprintf(out, "name = %s\n", m->name);
     if (m->description[0]) fprintf(out, "description = %s\n", m->description);
-    fprintf(out, "flops.bf16 = %.6g\nflops.f32 = %.6g\nflops.f64 = %.6g\nflops.vector = %.6g\n",
-            m->flops_bf16, m->flops_f32, m->flops_f64, m->vector_flops);
+    fprintf(out, "flops.bf16 = %.6g\nflops.f32 = %.6g\nflops.f64 = %.6g\nflops.vector = %.6g\n"
+            "transcendentals = %.6g\n", m->flops_bf16, m->flops_f32, m->flops_f64, m->vector_flops,
+            m->transcendentals);
     fprintf(out, "memory.bandwidth = %.6g\nmemory.capacity = %.6g\nop.overhead = %.6g\n"
             "node.devices = %d\n", m->mem_bandwidth, m->mem_capacity, m->op_overhead,
             m->node_devices);

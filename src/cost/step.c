@@ -132,6 +132,17 @@ static double matmul_peak(const gs_machine *mc, gs_type t) {
     return mc->flops_f32;
 }
 
+/* Elementwise ops a device computes by a polynomial or a library call, not one instruction. */
+static bool transcendental(gs_opcode op) {
+    switch (op) {
+    case GS_OP_EXP: case GS_OP_EXPM1: case GS_OP_LOG: case GS_OP_LOG1P: case GS_OP_TANH:
+    case GS_OP_LOGISTIC: case GS_OP_SIN: case GS_OP_COS: case GS_OP_TAN: case GS_OP_ERF:
+    case GS_OP_POWER: case GS_OP_ATAN2: case GS_OP_RSQRT: case GS_OP_SQRT: case GS_OP_CBRT:
+        return true;
+    default: return false;
+    }
+}
+
 /* Values XLA's loop fusion computes inside their users (as cost.c's peak does): elementwise
  * ops and broadcasts of scalars whose users are all elementwise. */
 static bool elementwise(const gs_instr *in) {
@@ -236,6 +247,7 @@ static void add_cost(gs_step_cost *to, const gs_step_cost *c, double times) {
     to->matmul_flops += times * c->matmul_flops;
     to->matmul_flops_lowp += times * c->matmul_flops_lowp;
     to->vector_flops += times * c->vector_flops;
+    to->transcendentals += times * c->transcendentals;
     to->bytes += times * c->bytes;
     to->compute_s += times * c->compute_s;
     to->comm_s += times * c->comm_s;
@@ -348,18 +360,21 @@ static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_co
     }
     if (free_instr(in)) return;
     /* Arithmetic. */
-    double mm = gs_cost_instr_flops(in), vec = 0;
+    double mm = gs_cost_instr_flops(in), vec = 0, trans = 0;
     gs_type t = in->n_operands > 0 && in->operands[0]->shape ? in->operands[0]->shape->type
                                                              : in->shape->type;
     if (mm > 0) {
         out->matmul_flops += mm;
         if (low_precision(t)) out->matmul_flops_lowp += mm;
+    } else if (transcendental(in->op)) {
+        trans = elements(in->shape);
     } else if (info->flags & GS_OPF_ELEMENTWISE) {
         vec = elements(in->shape);
     } else if (in->op == GS_OP_REDUCE || in->op == GS_OP_REDUCE_WINDOW) {
         for (int k = 0; k < in->n_operands / 2; k++) vec += elements(in->operands[k]->shape);
     }
     out->vector_flops += vec;
+    out->transcendentals += trans;
     /* Memory traffic: a fused value none; others write their result and read operands that
      * are in memory (a fused operand's own operands are read instead). */
     double bytes = 0;
@@ -384,6 +399,9 @@ static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_co
     double work = 0;
     if (mm > 0) work = fmax(work, mm / matmul_peak(mc, t));
     if (vec > 0) work = fmax(work, vec / mc->vector_flops);
+    if (trans > 0)
+        work = fmax(work, trans / (mc->transcendentals > 0 ? mc->transcendentals
+                                                           : mc->vector_flops / 8));
     if (bytes > 0) work = fmax(work, bytes / mc->mem_bandwidth);
     s += work;
     out->compute_s += s;

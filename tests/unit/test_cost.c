@@ -217,6 +217,20 @@ static void test_step_loop_flops(void **state) {
     assert_true(c.step_s >= c.compute_s);
 }
 
+static void test_step_transcendentals(void **state) {
+    (void)state;
+    gs_machine mc = test_machine();
+    mc.transcendentals = 1e8;
+    gs_step_cost c;
+    /* exp of 1000 elements: 1000 transcendentals at 1e8/s = 10 us, more than its 8000 bytes at
+     * 1e11 B/s; the add is 1000 vector FLOPs */
+    step_of("HloModule t\nENTRY e {\n  x = f32[1000] parameter(0)\n  y = f32[1000] exponential(x)\n"
+            "  ROOT z = f32[1000] add(y, x)\n}\n",
+            &mc, &c);
+    assert_true(c.transcendentals == 1000 && c.vector_flops == 1000);
+    assert_true(c.compute_s >= 1e-5 * (1 - 1e-12));
+}
+
 static void test_step_collectives(void **state) {
     (void)state;
     gs_machine mc = test_machine();
@@ -302,6 +316,7 @@ int main(void) {
         cmocka_unit_test(test_peak_memory),
         cmocka_unit_test(test_trip_counts),
         cmocka_unit_test(test_step_loop_flops),
+        cmocka_unit_test(test_step_transcendentals),
         cmocka_unit_test(test_step_collectives),
         cmocka_unit_test(test_step_async_overlap),
         cmocka_unit_test(test_machine_profiles),
