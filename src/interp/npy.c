@@ -34,7 +34,7 @@ static const char *descr_of(gs_type t) {
 
 static gs_type type_of_descr(const char *d) {
     /* Accept '=' and '<' (native little-endian here) and '|' for one-byte types. */
-    char norm[8] = {0};
+    char norm[16] = {0};
     snprintf(norm, sizeof norm, "%s", d);
     if (norm[0] == '=') norm[0] = '<';
     if (norm[0] == '<' && (norm[2] == '1' && norm[3] == 0)) norm[0] = '|';
@@ -96,89 +96,73 @@ static const char *dict_value(const char *hdr, const char *key) {
     return p;
 }
 
-gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return gs_error(d, gs_span_none(), "%s: cannot open: %s", path, strerror(errno));
+/* Reads the magic, version and header text of .npy file f into *hdr (malloc'd). */
+static gs_status read_header(FILE *f, const char *path, char **hdr, gs_diags *d) {
     unsigned char pre[12];
-    char *hdr = NULL;
-    gs_value *v = NULL;
-    gs_status st = GS_ERR;
-    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-        gs_error(d, gs_span_none(), "%s: not a .npy file", path);
-        goto done;
-    }
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0)
+        return gs_error(d, gs_span_none(), "%s: not a .npy file", path);
     size_t hlen;
     if (pre[6] == 1) {
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
     } else if (pre[6] == 2 || pre[6] == 3) {
-        if (fread(pre + 10, 1, 2, f) != 2) {
-            gs_error(d, gs_span_none(), "%s: truncated header", path);
-            goto done;
-        }
+        if (fread(pre + 10, 1, 2, f) != 2)
+            return gs_error(d, gs_span_none(), "%s: truncated header", path);
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
     } else {
-        gs_error(d, gs_span_none(), "%s: unsupported .npy version %d", path, pre[6]);
-        goto done;
+        return gs_error(d, gs_span_none(), "%s: unsupported .npy version %d", path, pre[6]);
     }
-    if (hlen > (1u << 20)) {
-        gs_error(d, gs_span_none(), "%s: header too long", path);
-        goto done;
-    }
-    hdr = gs_sys_malloc(hlen + 1);
-    if (!hdr || fread(hdr, 1, hlen, f) != hlen) {
-        gs_error(d, gs_span_none(), "%s: truncated header", path);
-        goto done;
-    }
-    hdr[hlen] = 0;
+    if (hlen > (1u << 20)) return gs_error(d, gs_span_none(), "%s: header too long", path);
+    *hdr = gs_sys_malloc(hlen + 1);
+    if (!*hdr || fread(*hdr, 1, hlen, f) != hlen)
+        return gs_error(d, gs_span_none(), "%s: truncated header", path);
+    (*hdr)[hlen] = 0;
+    return GS_OK;
+}
+
+/* The dtype (descr, its text), rank and dims the header dictionary hdr declares. */
+static gs_status parse_header(const char *hdr, const char *path, char descr[16], gs_type *t,
+                              int *rank, int64_t *dims, gs_diags *d) {
     const char *dv = dict_value(hdr, "descr"), *fo = dict_value(hdr, "fortran_order"),
                *sh = dict_value(hdr, "shape");
-    if (!dv || !fo || !sh || *dv != '\'' || *sh != '(') {
-        gs_error(d, gs_span_none(), "%s: malformed .npy header", path);
-        goto done;
-    }
-    char descr[16] = {0};
+    if (!dv || !fo || !sh || *dv != '\'' || *sh != '(')
+        return gs_error(d, gs_span_none(), "%s: malformed .npy header", path);
+    memset(descr, 0, 16);
     const char *q = strchr(dv + 1, '\'');
-    if (!q || q - dv - 1 >= (long)sizeof descr) {
-        gs_error(d, gs_span_none(), "%s: malformed dtype in header", path);
-        goto done;
-    }
+    if (!q || q - dv - 1 >= 16)
+        return gs_error(d, gs_span_none(), "%s: malformed dtype in header", path);
     memcpy(descr, dv + 1, (size_t)(q - dv - 1));
-    if (strncmp(fo, "False", 5) != 0) {
-        gs_error(d, gs_span_none(), "%s: Fortran-order arrays are not supported (save with C order)", path);
-        goto done;
-    }
-    gs_type t = type_of_descr(descr);
-    if (t == GS_INVALID_TYPE) {
-        gs_error(d, gs_span_none(), "%s: dtype '%s' is not supported (big-endian or unknown)", path, descr);
-        goto done;
-    }
-    int64_t dims[GS_MAX_RANK];
-    int rank = 0;
+    if (strncmp(fo, "False", 5) != 0)
+        return gs_error(d, gs_span_none(),
+                        "%s: Fortran-order arrays are not supported (save with C order)", path);
+    *t = type_of_descr(descr);
+    if (*t == GS_INVALID_TYPE)
+        return gs_error(d, gs_span_none(), "%s: dtype '%s' is not supported (big-endian or unknown)",
+                        path, descr);
+    *rank = 0;
     const char *p = sh + 1;
     for (;;) {
         while (*p == ' ' || *p == ',') p++;
         if (*p == ')') break;
-        if (!isdigit((unsigned char)*p) || rank == GS_MAX_RANK) {
-            gs_error(d, gs_span_none(), "%s: malformed shape in header", path);
-            goto done;
-        }
+        if (!isdigit((unsigned char)*p) || *rank == GS_MAX_RANK)
+            return gs_error(d, gs_span_none(), "%s: malformed shape in header", path);
         char *end;
         errno = 0;
-        dims[rank++] = strtoll(p, &end, 10);
-        if (errno == ERANGE) {
-            gs_error(d, gs_span_none(), "%s: a dim in the header's shape is too large", path);
-            goto done;
-        }
+        dims[(*rank)++] = strtoll(p, &end, 10);
+        if (errno == ERANGE)
+            return gs_error(d, gs_span_none(), "%s: a dim in the header's shape is too large", path);
         p = end;
     }
-    /* The data must be there before anything is allocated for it: a header may claim any
-     * shape, and the element count and byte size must not overflow. */
+    return GS_OK;
+}
+
+/* The data must be there before anything is allocated for it: a header may claim any shape,
+ * and the element count and byte size must not overflow. */
+static gs_status check_data_size(FILE *f, const char *path, const char *descr, gs_type t,
+                                 int rank, const int64_t *dims, gs_diags *d) {
     long data_at = ftell(f);
     struct stat fs;
-    if (data_at < 0 || fstat(fileno(f), &fs) != 0) {
-        gs_error(d, gs_span_none(), "%s: cannot read: %s", path, strerror(errno));
-        goto done;
-    }
+    if (data_at < 0 || fstat(fileno(f), &fs) != 0)
+        return gs_error(d, gs_span_none(), "%s: cannot read: %s", path, strerror(errno));
     int64_t have = S_ISREG(fs.st_mode) ? (int64_t)fs.st_size - data_at : INT64_MAX;
     int64_t elems = 1, size = gs_type_size(t);
     bool fits = true;
@@ -186,36 +170,40 @@ gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
         if (dims[i] != 0 && elems > INT64_MAX / dims[i]) fits = false;
         else elems *= dims[i];
     }
-    if (!fits || elems > INT64_MAX / size || elems * size > have) {
-        char shape[64];
-        int k = 0;
-        for (int i = 0; i < rank && k < (int)sizeof shape - 24; i++)
-            k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", i ? "," : "",
-                          (long long)dims[i]);
-        if (!fits || elems > INT64_MAX / size)
-            gs_error(d, gs_span_none(), "%s: the header's shape (%s) has too many elements",
-                     path, shape);
-        else
-            gs_error(d, gs_span_none(),
-                     "%s: file holds fewer bytes than its shape needs (%s of %s: %lld bytes, "
-                     "%lld there)", path, descr, shape, (long long)(elems * size),
-                     (long long)have);
-        goto done;
+    if (fits && elems <= INT64_MAX / size && elems * size <= have) return GS_OK;
+    char shape[64];
+    int k = 0;
+    for (int i = 0; i < rank && k < (int)sizeof shape - 24; i++)
+        k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", i ? "," : "",
+                      (long long)dims[i]);
+    if (!fits || elems > INT64_MAX / size)
+        return gs_error(d, gs_span_none(), "%s: the header's shape (%s) has too many elements",
+                        path, shape);
+    return gs_error(d, gs_span_none(),
+                    "%s: file holds fewer bytes than its shape needs (%s of %s: %lld bytes, "
+                    "%lld there)", path, descr, shape, (long long)(elems * size),
+                    (long long)have);
+}
+
+gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return gs_error(d, gs_span_none(), "%s: cannot open: %s", path, strerror(errno));
+    char *hdr = NULL, descr[16];
+    gs_value *v = NULL;
+    gs_type t = GS_INVALID_TYPE;
+    int rank = 0;
+    int64_t dims[GS_MAX_RANK] = {0};
+    gs_status st = read_header(f, path, &hdr, d);
+    if (st == GS_OK) st = parse_header(hdr, path, descr, &t, &rank, dims, d);
+    if (st == GS_OK) st = check_data_size(f, path, descr, t, rank, dims, d);
+    if (st == GS_OK && !(v = gs_value_new_array(t, rank, dims)))
+        st = gs_error(d, gs_span_none(), "%s: out of memory", path);
+    if (st == GS_OK && fread(v->data, 1, gs_value_bytes(v), f) != gs_value_bytes(v))
+        st = gs_error(d, gs_span_none(), "%s: file holds fewer bytes than its shape needs", path);
+    if (st == GS_OK) {
+        *out = v;
+        v = NULL;
     }
-    v = gs_value_new_array(t, rank, dims);
-    if (!v) {
-        gs_error(d, gs_span_none(), "%s: out of memory", path);
-        goto done;
-    }
-    size_t bytes = gs_value_bytes(v);
-    if (fread(v->data, 1, bytes, f) != bytes) {
-        gs_error(d, gs_span_none(), "%s: file holds fewer bytes than its shape needs", path);
-        goto done;
-    }
-    *out = v;
-    v = NULL;
-    st = GS_OK;
-done:
     gs_value_free(v);
     free(hdr);
     fclose(f);
