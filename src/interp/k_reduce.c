@@ -812,6 +812,54 @@ static void drop_dim(int rank, const int64_t *dims, int d, int64_t *outd) {
 }
 
 /* scan: see the file comment. */
+/* The length of scan `in` along dim d: its inputs' and outputs' extent there (all equal). */
+static gs_status scan_length(gs_eval *ev, const gs_instr *in, gs_value *const *ops, int n_in,
+                             int n_out, int d, int64_t *len) {
+    *len = -1;
+    for (int k = 0; k < n_in; k++) {
+        if (d < 0 || d >= ops[k]->rank) return gs_eval_error(ev, in, "scan dimension out of range");
+        if (*len >= 0 && ops[k]->dims[d] != *len)
+            return gs_eval_error(ev, in, "scan inputs differ along the scanned dim");
+        *len = ops[k]->dims[d];
+    }
+    for (int k = 0; k < n_out; k++) {
+        const gs_shape *s = leaf_shape(in, k);
+        if (!s || d < 0 || d >= s->rank || (*len >= 0 && s->dims[d] != *len))
+            return gs_eval_error(ev, in, "scan output %d does not have the scanned dim", k);
+        *len = s->dims[d];
+    }
+    if (*len < 0) *len = 0;
+    return GS_OK;
+}
+
+/* One step's to_apply result y: its n_out outputs copied into slice t (along d) of leaves, its
+ * nc carries replacing carries[] for the next step. */
+static gs_status scan_store(gs_eval *ev, const gs_instr *in, gs_value *y, gs_value **leaves,
+                            int n_out, gs_value **carries, int nc, int d, int64_t t) {
+    int ny = y->type == GS_TUPLE ? y->n_tuple : 1;
+    if (ny != n_out + nc)
+        return gs_eval_error(ev, in, "to_apply returns %d values, expected %d", ny, n_out + nc);
+    for (int k = 0; k < n_out + nc; k++) {
+        gs_value *e = y->type == GS_TUPLE ? y->tuple[k] : y;
+        if (k < n_out) {
+            gs_value *o = leaves[k];
+            int64_t sd[GS_MAX_RANK];
+            drop_dim(o->rank, o->dims, d, sd);
+            if (e->type != o->type || e->rank != o->rank - 1 ||
+                memcmp(e->dims, sd, sizeof(int64_t) * (size_t)e->rank))
+                return gs_eval_error(ev, in, "to_apply output %d has the wrong shape", k);
+            slice_copy(o, d, t, e, true);
+        } else {
+            gs_value *old = carries[k - n_out];
+            if (e->type != old->type || e->n != old->n)
+                return gs_eval_error(ev, in, "to_apply carry %d has the wrong shape", k - n_out);
+            carries[k - n_out] = gs_value_ref(e);
+            gs_value_free(old);
+        }
+    }
+    return GS_OK;
+}
+
 static gs_status k_scan(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     if (!comp) return gs_eval_error(ev, in, "scan needs to_apply=");
@@ -827,20 +875,8 @@ static gs_status k_scan(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
         return gs_eval_error(ev, in, "to_apply takes %d parameters, expected %d", comp->n_params,
                              n_in + (int)nc);
     int d = (int)dims.v[0];
-    int64_t len = -1;
-    for (int k = 0; k < n_in; k++) {
-        if (d < 0 || d >= ops[k]->rank) return gs_eval_error(ev, in, "scan dimension out of range");
-        if (len >= 0 && ops[k]->dims[d] != len)
-            return gs_eval_error(ev, in, "scan inputs differ along the scanned dim");
-        len = ops[k]->dims[d];
-    }
-    for (int k = 0; k < n_out; k++) {
-        const gs_shape *s = leaf_shape(in, k);
-        if (!s || d < 0 || d >= s->rank || (len >= 0 && s->dims[d] != len))
-            return gs_eval_error(ev, in, "scan output %d does not have the scanned dim", k);
-        len = s->dims[d];
-    }
-    if (len < 0) len = 0;
+    int64_t len;
+    if (scan_length(ev, in, ops, n_in, n_out, d, &len) != GS_OK) return GS_ERR;
     int n_args = n_in + (int)nc;
     gs_value **args = gs_sys_calloc((size_t)(n_args + 1), sizeof *args);
     gs_value **leaves = gs_sys_calloc((size_t)(n_leaves + 1), sizeof *leaves);
@@ -877,35 +913,7 @@ static gs_status k_scan(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
         gs_value *y;
         st = gs_eval_call(ev, comp, args, n_args, &y);
         if (st != GS_OK) break;
-        int ny = y->type == GS_TUPLE ? y->n_tuple : 1;
-        if (ny != n_out + nc) {
-            gs_value_free(y);
-            st = gs_eval_error(ev, in, "to_apply returns %d values, expected %d", ny,
-                               n_out + (int)nc);
-            break;
-        }
-        for (int k = 0; k < n_out + nc && st == GS_OK; k++) {
-            gs_value *e = y->type == GS_TUPLE ? y->tuple[k] : y;
-            if (k < n_out) {
-                gs_value *o = leaves[k];
-                int64_t sd[GS_MAX_RANK];
-                drop_dim(o->rank, o->dims, d, sd);
-                if (e->type != o->type || e->rank != o->rank - 1 ||
-                    memcmp(e->dims, sd, sizeof(int64_t) * (size_t)e->rank)) {
-                    st = gs_eval_error(ev, in, "to_apply output %d has the wrong shape", k);
-                    break;
-                }
-                slice_copy(o, d, t, e, true);
-            } else {
-                gs_value *old = args[n_in + k - n_out];
-                if (e->type != old->type || e->n != old->n) {
-                    st = gs_eval_error(ev, in, "to_apply carry %d has the wrong shape", k - n_out);
-                    break;
-                }
-                args[n_in + k - n_out] = gs_value_ref(e);
-                gs_value_free(old);
-            }
-        }
+        st = scan_store(ev, in, y, leaves, n_out, args + n_in, (int)nc, d, t);
         gs_value_free(y);
     }
     for (int k = 0; k < nc && st == GS_OK; k++) leaves[n_out + k] = gs_value_ref(args[n_in + k]);
