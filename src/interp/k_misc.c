@@ -236,6 +236,33 @@ static inline int64_t bn_index(const bn_geom *g, int64_t o, int64_t c, int64_t i
     return (o * g->c + c) * g->inner + i;
 }
 
+/* Per feature c: the mean and variance batch-norm `in` normalises with, given (inference:
+ * operands 3 and 4; grad: 2 and 3) or computed over the batch (training). */
+static void bn_statistics(const gs_instr *in, gs_value *const *ops, const bn_geom *g,
+                          double *mean, double *var) {
+    const gs_value *x = ops[0];
+    gs_type t = x->type;
+    int given = in->op == GS_OP_BATCH_NORM_INFERENCE ? 3 : in->op == GS_OP_BATCH_NORM_GRAD ? 2 : 0;
+    for (int64_t c = 0; c < g->c; c++) {
+        if (given) {
+            mean[c] = gs_elem_get_f(ops[given]->data, ops[given]->type, c);
+            var[c] = gs_elem_get_f(ops[given + 1]->data, ops[given + 1]->type, c);
+            continue;
+        }
+        double s = 0, s2 = 0;
+        for (int64_t o = 0; o < g->outer; o++)
+            for (int64_t i = 0; i < g->inner; i++) s += gs_elem_get_f(x->data, t, bn_index(g, o, c, i));
+        double m = g->count ? s / (double)g->count : 0;
+        for (int64_t o = 0; o < g->outer; o++)
+            for (int64_t i = 0; i < g->inner; i++) {
+                double dv = gs_elem_get_f(x->data, t, bn_index(g, o, c, i)) - m;
+                s2 += dv * dv;
+            }
+        mean[c] = m;
+        var[c] = g->count ? s2 / (double)g->count : 0;
+    }
+}
+
 static gs_status k_batch_norm(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *x = ops[0];
     int64_t f = gs_instr_int(in, GS_ATTR_FEATURE_INDEX, -1);
@@ -253,31 +280,7 @@ static gs_status k_batch_norm(gs_eval *ev, const gs_instr *in, gs_value *const *
     }
     gs_status st = GS_OK;
     gs_value *res[3] = {NULL, NULL, NULL};
-    if (in->op == GS_OP_BATCH_NORM_INFERENCE) {
-        for (int64_t c = 0; c < g.c; c++) {
-            mean[c] = gs_elem_get_f(ops[3]->data, ops[3]->type, c);
-            var[c] = gs_elem_get_f(ops[4]->data, ops[4]->type, c);
-        }
-    } else if (in->op == GS_OP_BATCH_NORM_GRAD) {
-        for (int64_t c = 0; c < g.c; c++) {
-            mean[c] = gs_elem_get_f(ops[2]->data, ops[2]->type, c);
-            var[c] = gs_elem_get_f(ops[3]->data, ops[3]->type, c);
-        }
-    } else {
-        for (int64_t c = 0; c < g.c; c++) {
-            double s = 0, s2 = 0;
-            for (int64_t o = 0; o < g.outer; o++)
-                for (int64_t i = 0; i < g.inner; i++) s += gs_elem_get_f(x->data, t, bn_index(&g, o, c, i));
-            double m = g.count ? s / (double)g.count : 0;
-            for (int64_t o = 0; o < g.outer; o++)
-                for (int64_t i = 0; i < g.inner; i++) {
-                    double dv = gs_elem_get_f(x->data, t, bn_index(&g, o, c, i)) - m;
-                    s2 += dv * dv;
-                }
-            mean[c] = m;
-            var[c] = g.count ? s2 / (double)g.count : 0;
-        }
-    }
+    bn_statistics(in, ops, &g, mean, var);
     const gs_value *scale = ops[1];
     if (in->op == GS_OP_BATCH_NORM_GRAD) {
         const gs_value *dy = ops[4];
