@@ -705,34 +705,67 @@ static bool parse_subgroup_types(cursor *c, gs_subgroup_kind *types, int *n) {
 }
 
 /* A leaf in XLA's V2 syntax, after the opening '{', through the closing '}'. */
-static gs_sharding *parse_leaf(cursor *c, size_t start) {
-    enum { K_NONE, K_REPLICATED, K_MANUAL, K_UNKNOWN, K_UNREDUCED, K_MAXIMAL };
-    static const char *const kind_names[] = {"",        "replicated", "manual",
-                                             "unknown", "unreduced",  "maximal"};
-    int kind = K_NONE;
-    bool has_device = false, has_tiles = false, last_rep = false, has_types = false;
-    int64_t device = 0;
-    size_t tiles_at = 0, types_at = 0;
+/* What the words of one leaf sharding said (parse_leaf_words), before it is built. */
+enum { K_NONE, K_REPLICATED, K_MANUAL, K_UNKNOWN, K_UNREDUCED, K_MAXIMAL };
+static const char *const LEAF_KIND_NAMES[] = {"",        "replicated", "manual",
+                                              "unknown", "unreduced",  "maximal"};
+typedef struct leaf_words {
+    int kind;
+    bool has_device, has_tiles, last_rep, has_types;
+    int64_t device;
+    size_t tiles_at, types_at;
     gs_tile_assignment tiles;
     int64_t tdims[GS_MAX_TILE_RANK];
-    int rank = 0, n_types = 0;
+    int rank, n_types;
     gs_subgroup_kind types[GS_MAX_TILE_RANK];
-    gs_shard_group_kind group = GS_SHARD_GROUP_NONE;
-    int64_t group_id = 0;
-    const char *metadata = NULL;
-    char what[256] = "devices=[...]";
+    gs_shard_group_kind group;
+    int64_t group_id;
+    const char *metadata;
+    char what[256]; /* devices=[...] as written, for messages */
+} leaf_words;
+
+/* devices=[dims]<order>: the tile dims and assignment into l. */
+static bool parse_leaf_devices(cursor *c, size_t at, leaf_words *l) {
+    if (l->has_tiles) {
+        fail_at(c, at, "devices=[...] is given twice");
+        return false;
+    }
+    l->tiles_at = at;
+    if (!expect(c, '=', "after devices")) return false;
+    size_t dat = c->i;
+    if (!parse_ints(c, '[', ']', l->tdims, GS_MAX_TILE_RANK, &l->rank, "devices=[...]"))
+        return false;
+    int64_t total;
+    if (l->rank == 0) {
+        fail_at(c, dat, "devices=[] has no dims");
+        return false;
+    }
+    if (!checked_prod(c, dat, l->tdims, l->rank, "devices=[...]", &total)) return false;
+    int wp = snprintf(l->what, sizeof l->what, "devices=[");
+    for (int i = 0; i < l->rank && wp < (int)sizeof l->what - 24; i++)
+        wp += snprintf(l->what + wp, sizeof l->what - (size_t)wp, "%s%lld", i ? "," : "",
+                       (long long)l->tdims[i]);
+    snprintf(l->what + wp, sizeof l->what - (size_t)wp, "]");
+    if (!parse_order(c, l->rank, l->tdims, total, false, l->what, "tiles", &l->tiles))
+        return false;
+    l->has_tiles = true;
+    return true;
+}
+
+/* The words of a leaf sharding up to its closing '}'. */
+static bool parse_leaf_words(cursor *c, size_t start, leaf_words *l) {
     for (;;) {
-        if (accept(c, '}')) break;
+        if (accept(c, '}')) return true;
         size_t at = c->i;
         if (at >= c->n) {
             fail_at(c, start, "unterminated sharding: expected '}'");
-            return NULL;
+            return false;
         }
         const char *w;
         size_t len;
         if (!word(c, &w, &len)) {
             fail_at(c, at, "unexpected '%c' in sharding", c->s[at]);
-            return NULL;
+            return false;
         }
         int k = is_word(w, len, "replicated")  ? K_REPLICATED
                 : is_word(w, len, "manual")    ? K_MANUAL
@@ -741,105 +774,98 @@ static gs_sharding *parse_leaf(cursor *c, size_t start) {
                 : is_word(w, len, "maximal")   ? K_MAXIMAL
                                                : K_NONE;
         if (k != K_NONE) {
-            if (kind != K_NONE && kind != k) {
-                fail_at(c, at, "conflicting sharding kinds '%s' and '%s'", kind_names[kind],
-                        kind_names[k]);
-                return NULL;
+            if (l->kind != K_NONE && l->kind != k) {
+                fail_at(c, at, "conflicting sharding kinds '%s' and '%s'",
+                        LEAF_KIND_NAMES[l->kind], LEAF_KIND_NAMES[k]);
+                return false;
             }
-            kind = k;
+            l->kind = k;
         } else if (is_word(w, len, "device")) {
-            if (!expect(c, '=', "after device") || !parse_int(c, &device, "a device id"))
-                return NULL;
-            has_device = true;
+            if (!expect(c, '=', "after device") || !parse_int(c, &l->device, "a device id"))
+                return false;
+            l->has_device = true;
         } else if (is_word(w, len, "devices")) {
-            if (has_tiles) {
-                fail_at(c, at, "devices=[...] is given twice");
-                return NULL;
-            }
-            tiles_at = at;
-            if (!expect(c, '=', "after devices")) return NULL;
-            size_t dat = c->i;
-            if (!parse_ints(c, '[', ']', tdims, GS_MAX_TILE_RANK, &rank, "devices=[...]"))
-                return NULL;
-            int64_t total;
-            if (rank == 0) {
-                fail_at(c, dat, "devices=[] has no dims");
-                return NULL;
-            }
-            if (!checked_prod(c, dat, tdims, rank, "devices=[...]", &total)) return NULL;
-            int wp = snprintf(what, sizeof what, "devices=[");
-            for (int i = 0; i < rank && wp < (int)sizeof what - 24; i++)
-                wp += snprintf(what + wp, sizeof what - (size_t)wp, "%s%lld", i ? "," : "",
-                               (long long)tdims[i]);
-            snprintf(what + wp, sizeof what - (size_t)wp, "]");
-            if (!parse_order(c, rank, tdims, total, false, what, "tiles", &tiles)) return NULL;
-            has_tiles = true;
+            if (!parse_leaf_devices(c, at, l)) return false;
         } else if (is_word(w, len, "last_tile_dim_replicate")) {
-            last_rep = true;
+            l->last_rep = true;
         } else if (is_word(w, len, "last_tile_dims")) {
-            types_at = at;
+            l->types_at = at;
             if (!expect(c, '=', "after last_tile_dims") ||
-                !parse_subgroup_types(c, types, &n_types))
-                return NULL;
-            has_types = true;
+                !parse_subgroup_types(c, l->types, &l->n_types))
+                return false;
+            l->has_types = true;
         } else if (is_word(w, len, "shard_as") || is_word(w, len, "shard_like")) {
-            group = w[6] == 'a' ? GS_SHARD_GROUP_AS : GS_SHARD_GROUP_LIKE;
-            if (!parse_int(c, &group_id, "a shard group id")) return NULL;
+            l->group = w[6] == 'a' ? GS_SHARD_GROUP_AS : GS_SHARD_GROUP_LIKE;
+            if (!parse_int(c, &l->group_id, "a shard group id")) return false;
         } else if (is_word(w, len, "metadata")) {
-            if (!expect(c, '=', "after metadata") || !parse_balanced(c, &metadata)) return NULL;
+            if (!expect(c, '=', "after metadata") || !parse_balanced(c, &l->metadata))
+                return false;
         } else {
             fail_at(c, at, "unknown sharding attribute '%.*s'", (int)len, w);
-            return NULL;
+            return false;
         }
     }
+}
+
+/* The tiled sharding the words describe (no kind word): partial or with subgroup types. */
+static gs_sharding *build_tiled_leaf(cursor *c, size_t start, leaf_words *l) {
+    if (!l->has_tiles) {
+        fail_at(c, start,
+                l->has_device ? "device=N needs the word maximal"
+                              : "expected replicated, maximal, manual, unknown, "
+                                "unreduced or devices=[...] in the sharding");
+        return NULL;
+    }
+    if (l->last_rep && l->has_types) {
+        fail_at(c, l->types_at,
+                "last_tile_dim_replicate and last_tile_dims cannot both be "
+                "given");
+        return NULL;
+    }
+    if (l->n_types > l->rank) {
+        fail_at(c, l->types_at, "last_tile_dims lists %d types but %s has only %d dims",
+                l->n_types, l->what, l->rank);
+        return NULL;
+    }
+    gs_sharding *s = l->last_rep ? gs_sharding_partial(c->a, &l->tiles)
+                                 : gs_sharding_subgroup(c->a, &l->tiles, l->n_types, l->types);
+    if (!s) fail_at(c, start, "out of memory");
+    return s;
+}
+
+static gs_sharding *parse_leaf(cursor *c, size_t start) {
+    leaf_words l = {.kind = K_NONE, .group = GS_SHARD_GROUP_NONE, .what = "devices=[...]"};
+    if (!parse_leaf_words(c, start, &l)) return NULL;
     gs_sharding *s = NULL;
-    if (kind == K_MAXIMAL) {
-        if (!has_device) {
+    if (l.kind == K_MAXIMAL) {
+        if (!l.has_device) {
             fail_at(c, start, "a maximal sharding needs device=N");
             return NULL;
         }
-        if (has_tiles) {
-            fail_at(c, tiles_at, "a maximal sharding takes device=N, not devices=[...]");
+        if (l.has_tiles) {
+            fail_at(c, l.tiles_at, "a maximal sharding takes device=N, not devices=[...]");
             return NULL;
         }
-        s = gs_sharding_maximal(c->a, device);
-    } else if (kind != K_NONE) {
-        if (has_tiles || has_device) {
-            fail_at(c, has_tiles ? tiles_at : start,
+        s = gs_sharding_maximal(c->a, l.device);
+    } else if (l.kind != K_NONE) {
+        if (l.has_tiles || l.has_device) {
+            fail_at(c, l.has_tiles ? l.tiles_at : start,
                     "%s shardings should not have any devices "
                     "assigned",
-                    kind_names[kind]);
+                    LEAF_KIND_NAMES[l.kind]);
             return NULL;
         }
-        s = kind == K_REPLICATED ? gs_sharding_replicated(c->a)
-            : kind == K_MANUAL   ? gs_sharding_manual(c->a)
-            : kind == K_UNKNOWN  ? gs_sharding_unknown(c->a)
-                                 : gs_sharding_unreduced(c->a);
+        s = l.kind == K_REPLICATED ? gs_sharding_replicated(c->a)
+            : l.kind == K_MANUAL   ? gs_sharding_manual(c->a)
+            : l.kind == K_UNKNOWN  ? gs_sharding_unknown(c->a)
+                                   : gs_sharding_unreduced(c->a);
     } else {
-        if (!has_tiles) {
-            fail_at(c, start,
-                    has_device ? "device=N needs the word maximal"
-                               : "expected replicated, maximal, manual, unknown, "
-                                 "unreduced or devices=[...] in the sharding");
-            return NULL;
-        }
-        if (last_rep && has_types) {
-            fail_at(c, types_at,
-                    "last_tile_dim_replicate and last_tile_dims cannot both be "
-                    "given");
-            return NULL;
-        }
-        if (n_types > rank) {
-            fail_at(c, types_at, "last_tile_dims lists %d types but %s has only %d dims", n_types,
-                    what, rank);
-            return NULL;
-        }
-        s = last_rep ? gs_sharding_partial(c->a, &tiles)
-                     : gs_sharding_subgroup(c->a, &tiles, n_types, types);
+        s = build_tiled_leaf(c, start, &l);
+        if (!s) return NULL;
     }
-    if (s && (group != GS_SHARD_GROUP_NONE || metadata)) {
-        s = gs_sharding_with_group(c->a, s, group, group_id);
-        if (s) s->metadata = metadata;
+    if (s && (l.group != GS_SHARD_GROUP_NONE || l.metadata)) {
+        s = gs_sharding_with_group(c->a, s, l.group, l.group_id);
+        if (s) s->metadata = l.metadata;
     }
     if (!s) fail_at(c, start, "out of memory");
     return s;
