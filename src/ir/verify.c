@@ -1225,6 +1225,9 @@ static gs_status infer_fft(ictx *c, gs_shape **out) {
     if (need_ints(c, GS_ATTR_FFT_LENGTH, &len) != GS_OK) return GS_ERR;
     int n = len.n, r = s->rank;
     if (n < 1 || n > 3) return fail(c, "fft_length must have 1 to 3 entries, not %d", n);
+    for (int i = 0; i < n; i++)
+        if (len.v[i] < 0)
+            return fail(c, "fft_length %s has a negative entry", ints_text(c, len));
     if (r < n) return fail(c, "an FFT of rank %d needs an operand of rank >= %d, not %s", n, n,
                            sh(c, s));
     int64_t dims[GS_MAX_RANK];

@@ -184,6 +184,8 @@ static bool parse_balanced(cursor *c, const char **out) {
     bool quote = false;
     while (c->i < c->n) {
         char ch = c->s[c->i];
+        if ((unsigned char)ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+            return fail_at(c, c->i, "a control character (0x%02x) in metadata", (unsigned)ch);
         if (quote) {
             if (ch == '\\')
                 c->i++;

@@ -117,6 +117,8 @@ static void test_bad_sharding_text(void **state) {
          * that could not be parsed back. */
         {"{replicated metadata={/p(q}}", "unbalanced brackets in metadata (a module could not read it back)", 22},
         {"{replicated metadata={a] b}}", "unbalanced brackets in metadata (a module could not read it back)", 22},
+        /* fuzz_front: a vertical tab in metadata printed into text that read back otherwise. */
+        {"{replicated metadata={name\v=\"a\"}}", "a control character (0x0b) in metadata", 27},
         /* Tuples. */
         {"{{replicated}, {{manual}}}", "tuple shardings cannot nest", 16},
         {"{{replicated} {manual}}", "expected '}' to close the tuple sharding, found '{'", 15},
