@@ -539,32 +539,113 @@ static gs_sharding *finish_named(cursor *c, size_t at, gs_named *nm, const char 
 
 /* The body of a named sharding after the opening '{' (the cursor is at `mesh` or
  * `maximal_mesh`), through the closing '}'. */
+/* maximal_mesh[device_id=N] (the word read), its metadata and the closing '}'. */
+static gs_sharding *parse_named_maximal(cursor *c, size_t start, gs_named *nm) {
+    const char *metadata = NULL;
+    nm->form = GS_NAMED_MAXIMAL;
+    if (!expect(c, '[', "after maximal_mesh") || !accept_word(c, "device_id")) {
+        if (!c->failed) fail_at(c, c->i, "expected device_id=N in maximal_mesh[...]");
+        return NULL;
+    }
+    if (!expect(c, '=', "after device_id") || !parse_int(c, &nm->device, "a device id") ||
+        !expect(c, ']', "to close maximal_mesh[...]"))
+        return NULL;
+    if (accept(c, ',')) {
+        if (!accept_word(c, "metadata")) {
+            fail_at(c, c->i, "expected metadata={...} after maximal_mesh[...]");
+            return NULL;
+        }
+        if (!expect(c, '=', "after metadata") || !parse_balanced(c, &metadata)) return NULL;
+    }
+    if (!expect(c, '}', "to close the sharding")) return NULL;
+    return finish_named(c, start, nm, metadata);
+}
+
+/* After the mesh: [dim shardings], replicated, unreduced or manual. */
+static bool parse_named_form(cursor *c, named_ctx *nc, gs_named *nm) {
+    bool ok = true;
+    accept(c, ',');
+    size_t bat = c->i;
+    if (accept(c, '[')) {
+        nm->form = GS_NAMED_DIMS;
+        gs_vec dims;
+        gs_vec_init(&dims, sizeof(gs_axis_list));
+        if (!accept(c, ']')) {
+            do {
+                gs_axis_list l;
+                if (!(ok = expect(c, '{', "to open a dim sharding") &&
+                           parse_refs(c, nc, '}', true, &l)))
+                    break;
+                if (gs_vec_push(&dims, &l) != GS_OK) ok = fail_at(c, c->i, "out of memory");
+            } while (ok && accept(c, ','));
+            if (ok) ok = expect(c, ']', "to close the dim shardings");
+        }
+        if (ok) {
+            nm->n_dims = (int)dims.n;
+            nm->dims =
+                dims.n ? gs_arena_memdup(c->a, dims.data, dims.n * sizeof(gs_axis_list)) : NULL;
+            if (dims.n && !nm->dims) ok = fail_at(c, bat, "out of memory");
+        }
+        gs_vec_free(&dims);
+    } else if (accept_word(c, "replicated")) {
+        nm->form = GS_NAMED_REPLICATED;
+    } else if (accept_word(c, "unreduced")) {
+        nm->form = GS_NAMED_UNREDUCED;
+    } else if (accept_word(c, "manual")) {
+        nm->form = GS_NAMED_MANUAL;
+    } else {
+        char buf[8];
+        ok = fail_at(c, bat,
+                     "expected [dim shardings], replicated, unreduced or manual "
+                     "after the mesh, found %s",
+                     found(c, buf, sizeof buf));
+    }
+    return ok;
+}
+
+/* The attributes after the form, up to the closing '}': metadata, replicated={...},
+ * unreduced[ kind]={...}, manual={...}. */
+static bool parse_named_attrs(cursor *c, named_ctx *nc, gs_named *nm, const char **metadata) {
+    bool ok = true;
+    while (ok && !accept(c, '}')) {
+        accept(c, ',');
+        size_t wat = c->i;
+        const char *w;
+        size_t len;
+        if (!word(c, &w, &len)) {
+            char buf[8];
+            return fail_at(c, wat, "expected '}' to close the sharding, found %s",
+                           found(c, buf, sizeof buf));
+        }
+        if (is_word(w, len, "metadata")) {
+            ok = expect(c, '=', "after metadata") && parse_balanced(c, metadata);
+            continue;
+        }
+        gs_axis_list *l = is_word(w, len, "replicated")  ? &nm->replicated
+                          : is_word(w, len, "unreduced") ? &nm->unreduced
+                          : is_word(w, len, "manual")    ? &nm->manual
+                                                         : NULL;
+        if (!l) return fail_at(c, wat, "unknown attribute '%.*s' in a named sharding", (int)len, w);
+        if (l->n) return fail_at(c, wat, "'%.*s={...}' is given twice", (int)len, w);
+        if (!expect(c, '=', "after the attribute name")) return false;
+        const char *red;
+        size_t rlen;
+        if (l == &nm->unreduced && peek(c) != '{' && word(c, &red, &rlen)) {
+            nm->reduction = gs_arena_strndup(c->a, red, rlen);
+            if (!nm->reduction) ok = fail_at(c, wat, "out of memory");
+        }
+        ok = ok && expect(c, '{', "to open the axis list") && parse_refs(c, nc, '}', false, l);
+    }
+    return ok;
+}
+
 static gs_sharding *parse_named(cursor *c, size_t start) {
     gs_named *nm = GS_NEW(c->a, gs_named);
     if (!nm) {
         fail_at(c, start, "out of memory");
         return NULL;
     }
-    const char *metadata = NULL;
-    if (accept_word(c, "maximal_mesh")) {
-        nm->form = GS_NAMED_MAXIMAL;
-        if (!expect(c, '[', "after maximal_mesh") || !accept_word(c, "device_id")) {
-            if (!c->failed) fail_at(c, c->i, "expected device_id=N in maximal_mesh[...]");
-            return NULL;
-        }
-        if (!expect(c, '=', "after device_id") || !parse_int(c, &nm->device, "a device id") ||
-            !expect(c, ']', "to close maximal_mesh[...]"))
-            return NULL;
-        if (accept(c, ',')) {
-            if (!accept_word(c, "metadata")) {
-                fail_at(c, c->i, "expected metadata={...} after maximal_mesh[...]");
-                return NULL;
-            }
-            if (!expect(c, '=', "after metadata") || !parse_balanced(c, &metadata)) return NULL;
-        }
-        if (!expect(c, '}', "to close the sharding")) return NULL;
-        return finish_named(c, start, nm, metadata);
-    }
+    if (accept_word(c, "maximal_mesh")) return parse_named_maximal(c, start, nm);
     if (!accept_word(c, "mesh")) {
         fail_at(c, c->i, "expected mesh[...]");
         return NULL;
@@ -575,6 +656,7 @@ static gs_sharding *parse_named(cursor *c, size_t start) {
     named_ctx nc = {&nm->mesh, {0}};
     gs_vec_init(&nc.uses, sizeof(ref_use));
     gs_sharding *result = NULL;
+    const char *metadata = NULL;
     bool ok = true;
     size_t save = c->i;
     accept(c, ',');
@@ -584,80 +666,7 @@ static gs_sharding *parse_named(cursor *c, size_t start) {
     } else {
         c->i = save;
     }
-    if (ok) {
-        accept(c, ',');
-        size_t bat = c->i;
-        if (accept(c, '[')) {
-            nm->form = GS_NAMED_DIMS;
-            gs_vec dims;
-            gs_vec_init(&dims, sizeof(gs_axis_list));
-            if (!accept(c, ']')) {
-                do {
-                    gs_axis_list l;
-                    if (!(ok = expect(c, '{', "to open a dim sharding") &&
-                               parse_refs(c, &nc, '}', true, &l)))
-                        break;
-                    if (gs_vec_push(&dims, &l) != GS_OK) ok = fail_at(c, c->i, "out of memory");
-                } while (ok && accept(c, ','));
-                if (ok) ok = expect(c, ']', "to close the dim shardings");
-            }
-            if (ok) {
-                nm->n_dims = (int)dims.n;
-                nm->dims =
-                    dims.n ? gs_arena_memdup(c->a, dims.data, dims.n * sizeof(gs_axis_list)) : NULL;
-                if (dims.n && !nm->dims) ok = fail_at(c, bat, "out of memory");
-            }
-            gs_vec_free(&dims);
-        } else if (accept_word(c, "replicated")) {
-            nm->form = GS_NAMED_REPLICATED;
-        } else if (accept_word(c, "unreduced")) {
-            nm->form = GS_NAMED_UNREDUCED;
-        } else if (accept_word(c, "manual")) {
-            nm->form = GS_NAMED_MANUAL;
-        } else {
-            char buf[8];
-            ok = fail_at(c, bat,
-                         "expected [dim shardings], replicated, unreduced or manual "
-                         "after the mesh, found %s",
-                         found(c, buf, sizeof buf));
-        }
-    }
-    while (ok && !accept(c, '}')) {
-        accept(c, ',');
-        size_t wat = c->i;
-        const char *w;
-        size_t len;
-        if (!word(c, &w, &len)) {
-            char buf[8];
-            ok = fail_at(c, wat, "expected '}' to close the sharding, found %s",
-                         found(c, buf, sizeof buf));
-            break;
-        }
-        if (is_word(w, len, "metadata")) {
-            ok = expect(c, '=', "after metadata") && parse_balanced(c, &metadata);
-            continue;
-        }
-        gs_axis_list *l = is_word(w, len, "replicated")  ? &nm->replicated
-                          : is_word(w, len, "unreduced") ? &nm->unreduced
-                          : is_word(w, len, "manual")    ? &nm->manual
-                                                         : NULL;
-        if (!l) {
-            ok = fail_at(c, wat, "unknown attribute '%.*s' in a named sharding", (int)len, w);
-            break;
-        }
-        if (l->n) {
-            ok = fail_at(c, wat, "'%.*s={...}' is given twice", (int)len, w);
-            break;
-        }
-        if (!(ok = expect(c, '=', "after the attribute name"))) break;
-        const char *red;
-        size_t rlen;
-        if (l == &nm->unreduced && peek(c) != '{' && word(c, &red, &rlen)) {
-            nm->reduction = gs_arena_strndup(c->a, red, rlen);
-            if (!nm->reduction) ok = fail_at(c, wat, "out of memory");
-        }
-        ok = ok && expect(c, '{', "to open the axis list") && parse_refs(c, &nc, '}', false, l);
-    }
+    ok = ok && parse_named_form(c, &nc, nm) && parse_named_attrs(c, &nc, nm, &metadata);
     if (ok && !c->failed) {
         /* Bound the tile dims (a dim per tensor dim, up to three subgroups) and the mesh
          * segments (each sub-axis cuts its axis at most twice). */
