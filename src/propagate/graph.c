@@ -504,47 +504,10 @@ static gs_status check_while_devices(gs_pctx *c, gs_instr *w) {
 
 /* ------------------------------------------------------------------ setup */
 
-gs_status gs_prop_setup(gs_pctx *c) {
+/* The computation map (each called computation's instructions know their caller) and the
+ * shardings a loop, branch or call shares with its computations' parameters and roots. */
+static gs_status share_called_shardings(gs_pctx *c) {
     gs_module *m = c->m;
-    int total = 0;
-    for (int ci = 0; ci < m->n_comps; ci++) total += m->comps[ci]->n_instrs;
-    c->n_nodes = total;
-    c->nodes = GS_NEW_ARRAY(&c->scratch, gs_pnode, total ? total : 1);
-    if (!c->nodes) return GS_ERR;
-    int k = 0;
-    for (int ci = 0; ci < m->n_comps; ci++) {
-        gs_computation *comp = m->comps[ci];
-        for (int i = 0; i < comp->n_instrs; i++) {
-            gs_instr *in = comp->instrs[i];
-            gs_pnode *n = &c->nodes[k++];
-            n->in = in;
-            n->group = -1;
-            n->comp = ci;
-            in->aux = n;
-        }
-    }
-    c->entry_root = m->entry ? m->entry->root : NULL;
-    /* Annotations. */
-    for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
-        const gs_sharding *s = gs_instr_get_sharding(n->in);
-        if (!s) continue;
-        if (check_fit(c, n->in, s) != GS_OK) return GS_ERR;
-        n->orig_had = true;
-        n->orig = s;
-        if (!c->cse_only && gs_prop_is_cse_marked(s)) continue;
-        n->sh = s;
-        if (c->record) gs_prop_set(c, n->in, s, GS_PDIR_ANNOTATION, NULL, "sharding attribute");
-    }
-    if (build_users(c) != GS_OK || build_orders(c) != GS_OK) return GS_ERR;
-    /* Sharding custom-calls and shard groups. */
-    bool any_alias = false;
-    for (int ci = 0; ci < m->n_comps; ci++) {
-        if (process_sharding_ccs(c, ci, !c->cse_only) != GS_OK) return GS_ERR;
-    }
-    for (int i = 0; i < c->n_nodes; i++) any_alias = any_alias || c->nodes[i].alias;
-    if (any_alias && (build_users(c) != GS_OK || build_orders(c) != GS_OK)) return GS_ERR;
-    /* The computation map and the shared shardings of loops, branches and calls. */
     for (int ci = 0; ci < m->n_comps; ci++) {
         gs_computation *comp = m->comps[ci];
         for (int i = 0; i < comp->n_instrs; i++) {
@@ -591,7 +554,13 @@ gs_status gs_prop_setup(gs_pctx *c) {
                     GS_PN(called[j]->instrs[l])->caller = in;
         }
     }
-    /* Provided shardings. */
+    return GS_OK;
+}
+
+/* Shardings the user provided: annotations other than the entry's root and parameters, and
+ * those too unless propagation to outputs / parameters is allowed. */
+static void mark_provided(gs_pctx *c) {
+    gs_module *m = c->m;
     for (int i = 0; i < c->n_nodes; i++) {
         gs_pnode *n = &c->nodes[i];
         if (!n->sh || n->alias) continue;
@@ -616,7 +585,10 @@ gs_status gs_prop_setup(gs_pctx *c) {
             if (n->sh && n->sh->kind != GS_SHARDING_UNKNOWN) n->provided = true;
         }
     }
-    /* Unknown shardings take part as replicated. */
+}
+
+/* Unknown shardings take part as replicated. */
+static gs_status unknown_as_replicated(gs_pctx *c) {
     for (int i = 0; i < c->n_nodes; i++) {
         gs_pnode *n = &c->nodes[i];
         if (!n->sh) continue;
@@ -643,4 +615,49 @@ gs_status gs_prop_setup(gs_pctx *c) {
         }
     }
     return GS_OK;
+}
+
+gs_status gs_prop_setup(gs_pctx *c) {
+    gs_module *m = c->m;
+    int total = 0;
+    for (int ci = 0; ci < m->n_comps; ci++) total += m->comps[ci]->n_instrs;
+    c->n_nodes = total;
+    c->nodes = GS_NEW_ARRAY(&c->scratch, gs_pnode, total ? total : 1);
+    if (!c->nodes) return GS_ERR;
+    int k = 0;
+    for (int ci = 0; ci < m->n_comps; ci++) {
+        gs_computation *comp = m->comps[ci];
+        for (int i = 0; i < comp->n_instrs; i++) {
+            gs_instr *in = comp->instrs[i];
+            gs_pnode *n = &c->nodes[k++];
+            n->in = in;
+            n->group = -1;
+            n->comp = ci;
+            in->aux = n;
+        }
+    }
+    c->entry_root = m->entry ? m->entry->root : NULL;
+    /* Annotations. */
+    for (int i = 0; i < c->n_nodes; i++) {
+        gs_pnode *n = &c->nodes[i];
+        const gs_sharding *s = gs_instr_get_sharding(n->in);
+        if (!s) continue;
+        if (check_fit(c, n->in, s) != GS_OK) return GS_ERR;
+        n->orig_had = true;
+        n->orig = s;
+        if (!c->cse_only && gs_prop_is_cse_marked(s)) continue;
+        n->sh = s;
+        if (c->record) gs_prop_set(c, n->in, s, GS_PDIR_ANNOTATION, NULL, "sharding attribute");
+    }
+    if (build_users(c) != GS_OK || build_orders(c) != GS_OK) return GS_ERR;
+    /* Sharding custom-calls and shard groups. */
+    bool any_alias = false;
+    for (int ci = 0; ci < m->n_comps; ci++) {
+        if (process_sharding_ccs(c, ci, !c->cse_only) != GS_OK) return GS_ERR;
+    }
+    for (int i = 0; i < c->n_nodes; i++) any_alias = any_alias || c->nodes[i].alias;
+    if (any_alias && (build_users(c) != GS_OK || build_orders(c) != GS_OK)) return GS_ERR;
+    if (share_called_shardings(c) != GS_OK) return GS_ERR;
+    mark_provided(c);
+    return unknown_as_replicated(c);
 }
