@@ -439,43 +439,81 @@ static bool scan_forward(gs_pctx *c, gs_instr *in, bool may) {
                            "scan rule");
 }
 
-bool gs_prop_forward(gs_pctx *c, gs_instr *in, int level) {
-    if (!gs_prop_level_ok(in, level)) return false;
-    const gs_sharding *cur = GS_PSH(in);
-    if (cur && gs_prop_manual(cur)) return false;
-    /* Manual shardings spread to array-shaped users (and correlated tuples). */
+/* Manual shardings spread to array-shaped users (and correlated tuples): *handled when `in`
+ * took (or must not take) one; returns whether it changed. */
+static bool manual_forward(gs_pctx *c, gs_instr *in, int level, const gs_sharding *cur,
+                           bool *handled) {
+    *handled = false;
     bool cc_tuple = in->op == GS_OP_CUSTOM_CALL && in->shape->type == GS_TUPLE;
     /* Asynchronous ops run their computation inside the manual region as a whole. */
     bool async = in->op == GS_OP_ASYNC_START || in->op == GS_OP_ASYNC_UPDATE ||
                  in->op == GS_OP_ASYNC_DONE || in->op == GS_OP_CALL_START ||
                  in->op == GS_OP_CALL_DONE;
-    if ((!cur || gs_prop_tile_maximal(cur)) &&
-        (in->shape->type != GS_TUPLE || in->op == GS_OP_REDUCE || in->op == GS_OP_SORT ||
-         in->op == GS_OP_REDUCE_WINDOW || cc_tuple || async)) {
-        for (int i = 0; i < in->n_operands; i++) {
-            gs_instr *op = gs_prop_operand(in, i);
-            if (!GS_PSH(op) || !gs_prop_manual(GS_PSH(op))) continue;
-            if (gs_prop_is_cc(in, "SPMDShardToFullShape")) return false;
-            if (level == 0 && (in->op == GS_OP_CONCATENATE || in->op == GS_OP_DYNAMIC_SLICE))
-                return false;
-            gs_prop_set(c, in, manual_for(c, in, GS_PSH(op)), GS_PDIR_FORWARD, op, "manual");
-            return true;
-        }
-    }
-    bool may = c->is_spmd && level > 0;
-    if (!gs_prop_supports(c, in, c->to_output, false)) {
-        if (in->shape->type == GS_TUPLE || in->n_operands == 0 || in == in->parent->root ||
-            has_side_effect(in))
-            return false;
-        for (int i = 0; i < in->n_operands; i++) {
-            gs_instr *op = gs_prop_operand(in, i);
-            const gs_sharding *s = GS_PSH(op);
-            if (s && gs_prop_tile_maximal(s) && gs_prop_unique_device(s) < 0)
-                return gs_prop_improve(c, in, s, may, false, GS_PDIR_FORWARD, op,
-                                       "replicated operand of an unpartitionable op");
-        }
+    if ((cur && !gs_prop_tile_maximal(cur)) ||
+        (in->shape->type == GS_TUPLE && in->op != GS_OP_REDUCE && in->op != GS_OP_SORT &&
+         in->op != GS_OP_REDUCE_WINDOW && !cc_tuple && !async))
         return false;
+    for (int i = 0; i < in->n_operands; i++) {
+        gs_instr *op = gs_prop_operand(in, i);
+        if (!GS_PSH(op) || !gs_prop_manual(GS_PSH(op))) continue;
+        *handled = true;
+        if (gs_prop_is_cc(in, "SPMDShardToFullShape")) return false;
+        if (level == 0 && (in->op == GS_OP_CONCATENATE || in->op == GS_OP_DYNAMIC_SLICE))
+            return false;
+        gs_prop_set(c, in, manual_for(c, in, GS_PSH(op)), GS_PDIR_FORWARD, op, "manual");
+        return true;
     }
+    return false;
+}
+
+/* An op propagation has no rule for: only a replicated operand's sharding passes on. */
+static bool unsupported_forward(gs_pctx *c, gs_instr *in, bool may) {
+    if (in->shape->type == GS_TUPLE || in->n_operands == 0 || in == in->parent->root ||
+        has_side_effect(in))
+        return false;
+    for (int i = 0; i < in->n_operands; i++) {
+        gs_instr *op = gs_prop_operand(in, i);
+        const gs_sharding *s = GS_PSH(op);
+        if (s && gs_prop_tile_maximal(s) && gs_prop_unique_device(s) < 0)
+            return gs_prop_improve(c, in, s, may, false, GS_PDIR_FORWARD, op,
+                                   "replicated operand of an unpartitionable op");
+    }
+    return false;
+}
+
+/* Ops without a case of their own: elementwise ones from each operand, others from their
+ * representative operand. */
+static bool default_forward(gs_pctx *c, gs_instr *in, bool may, bool aggr) {
+    if (gs_prop_is_elementwise(in) && may) {
+        bool changed = false;
+        for (int i = 0; i < in->n_operands; i++) {
+            gs_instr *op = gs_prop_operand(in, i);
+            if (!gs_prop_spatial(GS_PSH(op))) continue;
+            if (in->op == GS_OP_RNG) {
+                changed |= gs_prop_improve(
+                    c, in, gs_prop_replicate_all(c, GS_PSH(op), in->shape->rank), may, aggr,
+                    GS_PDIR_FORWARD, op, "rng");
+                continue;
+            }
+            changed |= gs_prop_improve(c, in, GS_PSH(op), may, in->n_operands == 1 && aggr,
+                                       GS_PDIR_FORWARD, op, "elementwise");
+        }
+        return changed;
+    }
+    gs_instr *op = representative(in);
+    if (!op || !gs_prop_spatial(GS_PSH(op))) return false;
+    return gs_prop_improve(c, in, GS_PSH(op), may, aggr, GS_PDIR_FORWARD, op,
+                           gs_prop_is_elementwise(in) ? "elementwise" : gs_op_name(in->op));
+}
+
+bool gs_prop_forward(gs_pctx *c, gs_instr *in, int level) {
+    if (!gs_prop_level_ok(in, level)) return false;
+    const gs_sharding *cur = GS_PSH(in);
+    if (cur && gs_prop_manual(cur)) return false;
+    bool handled, took_manual = manual_forward(c, in, level, cur, &handled);
+    if (handled) return took_manual;
+    bool may = c->is_spmd && level > 0;
+    if (!gs_prop_supports(c, in, c->to_output, false)) return unsupported_forward(c, in, may);
     bool aggr = gs_prop_non_root_users(in) == 1;
     switch (in->op) {
     case GS_OP_GET_TUPLE_ELEMENT: {
@@ -591,24 +629,5 @@ bool gs_prop_forward(gs_pctx *c, gs_instr *in, int level) {
     }
     default: break;
     }
-    if (gs_prop_is_elementwise(in) && may) {
-        bool changed = false;
-        for (int i = 0; i < in->n_operands; i++) {
-            gs_instr *op = gs_prop_operand(in, i);
-            if (!gs_prop_spatial(GS_PSH(op))) continue;
-            if (in->op == GS_OP_RNG) {
-                changed |= gs_prop_improve(
-                    c, in, gs_prop_replicate_all(c, GS_PSH(op), in->shape->rank), may, aggr,
-                    GS_PDIR_FORWARD, op, "rng");
-                continue;
-            }
-            changed |= gs_prop_improve(c, in, GS_PSH(op), may, in->n_operands == 1 && aggr,
-                                       GS_PDIR_FORWARD, op, "elementwise");
-        }
-        return changed;
-    }
-    gs_instr *op = representative(in);
-    if (!op || !gs_prop_spatial(GS_PSH(op))) return false;
-    return gs_prop_improve(c, in, GS_PSH(op), may, aggr, GS_PDIR_FORWARD, op,
-                           gs_prop_is_elementwise(in) ? "elementwise" : gs_op_name(in->op));
+    return default_forward(c, in, may, aggr);
 }
