@@ -30,13 +30,6 @@ extern "C" {
 /* Result of a fallible function. Details go to a gs_diags list. */
 typedef enum gs_status { GS_OK = 0, GS_ERR = 1 } gs_status;
 
-/* Internal invariant check: prints file:line and the expression, then aborts. Not for input
- * errors (those are diagnostics). */
-#define GS_ASSERT(cond)                                                                        \
-    do {                                                                                       \
-        if (!(cond)) gs_assert_fail(__FILE__, __LINE__, #cond);                                \
-    } while (0)
-void gs_assert_fail(const char *file, int line, const char *expr);
 
 /* ------------------------------------------------------------------ arena */
 
@@ -165,22 +158,6 @@ gs_status gs_strmap_put(gs_strmap *m, const char *key, void *val);
 /* The value, or NULL when absent. */
 void *gs_strmap_get(const gs_strmap *m, const char *key);
 void gs_strmap_free(gs_strmap *m);
-
-/* ------------------------------------------------------------------ growable arrays */
-
-/* A malloc-backed vector of elements of `elem_size`; for scratch lists during parsing. */
-typedef struct gs_vec {
-    void *data;
-    size_t n;
-    size_t cap;
-    size_t elem_size;
-} gs_vec;
-
-void gs_vec_init(gs_vec *v, size_t elem_size);
-/* Appends one element copied from elem. GS_ERR on allocation failure. */
-gs_status gs_vec_push(gs_vec *v, const void *elem);
-void gs_vec_free(gs_vec *v);
-#define GS_VEC_AT(v, type, i) (((type *)(v)->data)[i])
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
  * tests can walk every allocation site of a pass and check it fails cleanly.
  */
 #include "gspmd/base.h"
+#include "base/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

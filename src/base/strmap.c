@@ -2,6 +2,7 @@
  * strmap.c — string-keyed open-addressing hash map, growable arrays, and source files.
  */
 #include "gspmd/base.h"
+#include "base/internal.h"
 
 #include <stdlib.h>
 #include <errno.h>

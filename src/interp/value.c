@@ -2,6 +2,7 @@
  * value.c — runtime tensors (gs_value): allocation, reference counting, copies, leaves.
  */
 #include "gspmd/interp.h"
+#include "base/internal.h"
 #include "base/sysalloc.h"
 
 #include <stdlib.h>

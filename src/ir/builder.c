@@ -5,6 +5,7 @@
  * invariants (asserted).
  */
 #include "gspmd/builder.h"
+#include "base/internal.h"
 #include "gspmd/numeric.h"
 
 #include <math.h>

@@ -3,6 +3,7 @@
  * data, with lookups by name.
  */
 #include "gspmd/ir.h"
+#include "base/internal.h"
 
 #include <string.h>
 

@@ -27,6 +27,7 @@
  * and empty operands take the default action.
  */
 #include "internal.h"
+#include "base/internal.h"
 
 /* What the three handlers share about one instruction. */
 typedef struct bn_plan {

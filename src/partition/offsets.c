@@ -14,6 +14,7 @@
  * common cases stay a divide and a remainder. Values are cached per output and tile assignment.
  */
 #include "internal.h"
+#include "base/internal.h"
 #include "gspmd/numeric.h"
 
 #include <math.h>

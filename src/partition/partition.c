@@ -16,6 +16,7 @@
  * instructions carry the span of the source instruction being partitioned.
  */
 #include "internal.h"
+#include "base/internal.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

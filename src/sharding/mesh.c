@@ -12,6 +12,7 @@
  * default row-major mesh this is one iota, O(rank) at any device count.
  */
 #include "internal.h"
+#include "base/internal.h"
 
 #include <ctype.h>
 #include <string.h>

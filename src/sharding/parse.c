@@ -21,6 +21,7 @@
  * NAME is quoted ('x' or "x") or a bare identifier.
  */
 #include "internal.h"
+#include "base/internal.h"
 
 #include <ctype.h>
 #include <stdarg.h>

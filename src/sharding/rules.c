@@ -12,6 +12,7 @@
  * factor, which is always correct (replicate, compute, reshard).
  */
 #include "internal.h"
+#include "base/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,6 +11,7 @@
  * Queries cost O(rank) for iota tile assignments.
  */
 #include "internal.h"
+#include "base/internal.h"
 
 #include <string.h>
 

@@ -13,6 +13,7 @@
  * results are turned back into iota form when they are one, so equality stays structural.
  */
 #include "internal.h"
+#include "base/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

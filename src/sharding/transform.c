@@ -8,6 +8,7 @@
  * iota and cost O(rank); only the second method of merge (arbitrary device orders) materialises.
  */
 #include "internal.h"
+#include "base/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

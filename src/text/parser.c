@@ -20,6 +20,7 @@
  *   layout      := '{' INT,* (':' raw)? '}'   (immediately after ']')
  */
 #include "gspmd/numeric.h"
+#include "base/internal.h"
 #include "gspmd/sharding.h"
 #include "gspmd/text.h"
 

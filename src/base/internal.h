@@ -1,0 +1,34 @@
+/*
+ * base/internal.h — helpers the library's passes share that are not part of the public API:
+ * the invariant check and a growable array (include/gspmd/base.h has the public ground).
+ */
+#ifndef GSPMD_BASE_INTERNAL_H
+#define GSPMD_BASE_INTERNAL_H
+
+#include "gspmd/base.h"
+
+/* Internal invariant check: prints file:line and the expression, then aborts. Not for input
+ * errors (those are diagnostics). */
+#define GS_ASSERT(cond)                                                                        \
+    do {                                                                                       \
+        if (!(cond)) gs_assert_fail(__FILE__, __LINE__, #cond);                                \
+    } while (0)
+void gs_assert_fail(const char *file, int line, const char *expr);
+
+/* ------------------------------------------------------------------ growable arrays */
+
+/* A malloc-backed vector of elements of `elem_size`; for scratch lists during parsing. */
+typedef struct gs_vec {
+    void *data;
+    size_t n;
+    size_t cap;
+    size_t elem_size;
+} gs_vec;
+
+void gs_vec_init(gs_vec *v, size_t elem_size);
+/* Appends one element copied from elem. GS_ERR on allocation failure. */
+gs_status gs_vec_push(gs_vec *v, const void *elem);
+void gs_vec_free(gs_vec *v);
+#define GS_VEC_AT(v, type, i) (((type *)(v)->data)[i])
+
+#endif /* GSPMD_BASE_INTERNAL_H */
