@@ -5,6 +5,7 @@
  * are scalar and not counted.
  */
 #include "gspmd/cost.h"
+#include "cost/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,17 @@ static bool loop_fusible(const gs_instr *in) {
            in->op != GS_OP_COPY && gs_shape_is_array(in->shape);
 }
 
+void gs_cost_loop_fused(const gs_computation *c, char *fused) {
+    int n = c->n_instrs;
+    for (int i = 0; i < n; i++) fused[i] = loop_fusible(c->instrs[i]) && !c->instrs[i]->is_root;
+    for (int i = 0; i < n; i++) {
+        const gs_instr *u = c->instrs[i];
+        if (loop_fusible(u)) continue;
+        for (int k = 0; k < u->n_operands; k++)
+            if (u->operands[k]->parent == c) fused[u->operands[k]->id] = 0;
+    }
+}
+
 /* Does `in` read its operands' storage instead of holding a new value (a tuple of buffers; a
  * reshape, XLA's bitcast: the same bytes with other dims)? Their operands live as long as they
  * do. A get-tuple-element takes its element over (counted as its own: the rest of the tuple may
@@ -114,14 +126,7 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
         w->depth--;
         return;
     }
-    for (int i = 0; i < n; i++)
-        fused[i] = !w->materialise && loop_fusible(c->instrs[i]) && !c->instrs[i]->is_root;
-    for (int i = 0; i < n; i++) {
-        const gs_instr *u = c->instrs[i];
-        bool elementwise_user = loop_fusible(u);
-        for (int k = 0; k < u->n_operands; k++)
-            if (u->operands[k]->parent == c && !elementwise_user) fused[u->operands[k]->id] = 0;
-    }
+    if (!w->materialise) gs_cost_loop_fused(c, fused);
     /* A transpose read only by dots and convolutions is a layout of their operand (XLA's
      * layout assignment folds it into the contraction): no buffer of its own either. */
     for (int i = 0; i < n; i++) {

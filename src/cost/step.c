@@ -17,6 +17,7 @@
  * and are reported. Conditionals cost their most expensive branch.
  */
 #include "gspmd/cost.h"
+#include "cost/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -141,16 +142,6 @@ static bool transcendental(gs_opcode op) {
         return true;
     default: return false;
     }
-}
-
-/* Values XLA's loop fusion computes inside their users (as cost.c's peak does): elementwise
- * ops and broadcasts of scalars whose users are all elementwise. */
-static bool elementwise(const gs_instr *in) {
-    const gs_op_info *info = gs_op_info_of(in->op);
-    if (in->op == GS_OP_BROADCAST) return in->n_operands == 1 && in->operands[0]->shape->rank == 0;
-    if (in->op == GS_OP_IOTA) return true;
-    return (info->flags & GS_OPF_ELEMENTWISE) && !(info->flags & GS_OPF_SIDE_EFFECT) &&
-           in->op != GS_OP_COPY && gs_shape_is_array(in->shape);
 }
 
 /* Instructions that move no data of their own (aliases, tuples, parameters, constants). */
@@ -415,13 +406,7 @@ static void step_comp(step_walk *w, const gs_computation *c, gs_step_cost *out) 
     int n = c->n_instrs;
     char *fused = calloc((size_t)n + 1, 1);
     if (fused) {
-        for (int i = 0; i < n; i++) fused[i] = elementwise(c->instrs[i]) && !c->instrs[i]->is_root;
-        for (int i = 0; i < n; i++) {
-            const gs_instr *u = c->instrs[i];
-            if (elementwise(u)) continue;
-            for (int k = 0; k < u->n_operands; k++)
-                if (u->operands[k]->parent == c) fused[u->operands[k]->id] = 0;
-        }
+        gs_cost_loop_fused(c, fused);
         for (int i = 0; i < n; i++) step_instr(w, c->instrs[i], fused, out);
     }
     free(fused);
