@@ -438,16 +438,10 @@ bool gs_binary_f32(gs_opcode op, const float *x, const float *y, float *z, int64
     case GS_OP_MULTIPLY: SIMD_LOOP(x[i] * y[i]);
     case GS_OP_DIVIDE: SIMD_LOOP(x[i] / y[i]);
     case GS_OP_MAXIMUM:
-        for (int64_t i = 0; i < n; i++) {
-            float u = x[i], v = y[i];
-            z[i] = isnan(u) || isnan(v) ? NAN : u > v ? u : (v > u ? v : (signbit(u) ? v : u));
-        }
+        for (int64_t i = 0; i < n; i++) z[i] = gs_max_f32(x[i], y[i]);
         return true;
     case GS_OP_MINIMUM:
-        for (int64_t i = 0; i < n; i++) {
-            float u = x[i], v = y[i];
-            z[i] = isnan(u) || isnan(v) ? NAN : u < v ? u : (v < u ? v : (signbit(u) ? u : v));
-        }
+        for (int64_t i = 0; i < n; i++) z[i] = gs_min_f32(x[i], y[i]);
         return true;
     default: return false;
     }

@@ -165,9 +165,7 @@ static bool add_block(const reducer *rd, const gs_value *x, const bool *reduced,
             for (int64_t r = 0; r < R; r++)
                 for (int64_t b = 0; b < B; b++) {
                     float u = av[a * B + b], v = xv[(a * R + r) * B + b];
-                    av[a * B + b] = isnan(u) || isnan(v) ? NAN
-                                    : mx ? (u > v ? u : (v > u ? v : (signbit(u) ? v : u)))
-                                         : (u < v ? u : (v < u ? v : (signbit(u) ? u : v)));
+                    av[a * B + b] = mx ? gs_max_f32(u, v) : gs_min_f32(u, v);
                 }
         return true;
     }

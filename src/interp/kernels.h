@@ -15,6 +15,7 @@
 #include "gspmd/numeric.h"
 
 #include <complex.h>
+#include <math.h>
 #include <string.h>
 
 /* The complex number re + im*i, exactly (an inf or NaN part stays in its place, unlike
@@ -113,6 +114,14 @@ gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in);
 
 /* ---- k_elementwise.c: f32 elementwise loops, one per op (shared with fusion.c, so that a fused
  * chain computes bit for bit what the kernels compute one op at a time) */
+
+/* XLA's maximum and minimum of two floats: NaN if either is, and -0 below +0. */
+static inline float gs_max_f32(float u, float v) {
+    return isnan(u) || isnan(v) ? NAN : u > v ? u : (v > u ? v : (signbit(u) ? v : u));
+}
+static inline float gs_min_f32(float u, float v) {
+    return isnan(u) || isnan(v) ? NAN : u < v ? u : (v < u ? v : (signbit(u) ? u : v));
+}
 
 /* y[i] = op(x[i]) for the f32 unary ops (negate, abs, tanh, exp, expm1, log, log1p, sqrt, rsqrt,
  * logistic, sin, cos, erf, floor, ceil); false (nothing written) for other ops. */
