@@ -371,6 +371,18 @@ def check_semantics(gspmd, path, n, dims, tmp):
     return "loss and SGD-updated weights = pure-Python backward (rel. error %.1e)" % max(e1, e2)
 
 
+def partition_stats(gspmd, path, n, tiny):
+    """`partition --propagate --stats` of path for n devices: (program, stats, seconds); a large
+    module must partition within LARGE_SECONDS."""
+    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
+                           "--stats"])
+    if rc != 0:
+        raise ValueError("partition exited %d: %s" % (rc, last_line(err)))
+    if not tiny and t >= LARGE_SECONDS:
+        raise ValueError("partition took %.1fs (limit %.0fs)" % (t, LARGE_SECONDS))
+    return out, err, t
+
+
 def check_pipeline(gspmd, name, args, tmp, tiny=True, mpi=False, semantics=False):
     path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
     n, written, summary = generate(args, path)
@@ -387,12 +399,7 @@ def check_pipeline(gspmd, name, args, tmp, tiny=True, mpi=False, semantics=False
         if size > LARGE_TEXT_BYTES:
             raise ValueError("module is %d bytes of text (limit %d)" % (size, LARGE_TEXT_BYTES))
     # 1. partition: each device computes only its stage; the shift is a collective-permute
-    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
-                           "--stats"])
-    if rc != 0:
-        raise ValueError("partition exited %d: %s" % (rc, last_line(err)))
-    if not tiny and t >= LARGE_SECONDS:
-        raise ValueError("partition took %.1fs (limit %.0fs)" % (t, LARGE_SECONDS))
+    out, err, t = partition_stats(gspmd, path, n, tiny)
     ratio = re.search(r"per-device FLOPs: .*ratio ([0-9.]+)", err)
     if not ratio or ratio.group(1) != "1.000":
         raise ValueError("per-device FLOPs ratio %s, expected 1.000"
@@ -591,12 +598,7 @@ def check_unet(gspmd, name, args, tmp, tiny=True, ratio=None, gather=False, mpi=
     if not tiny and size > LARGE_TEXT_BYTES:
         raise ValueError("module is %d bytes of text (limit %d)" % (size, LARGE_TEXT_BYTES))
     # 1. partition: halo exchanges, no gathered activation, nothing computed whole
-    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
-                           "--stats"])
-    if rc != 0:
-        raise ValueError("partition exited %d: %s" % (rc, last_line(err)))
-    if not tiny and t >= LARGE_SECONDS:
-        raise ValueError("partition took %.1fs (limit %.0fs)" % (t, LARGE_SECONDS))
+    out, err, t = partition_stats(gspmd, path, n, tiny)
     r = re.search(r"per-device FLOPs: .*ratio ([0-9.]+)", err)
     if not r:
         raise ValueError("partition --stats printed no FLOPs ratio")
