@@ -12,10 +12,10 @@
  *
  * Structure (src/partition/): a driver visits the entry in order and dispatches each instruction
  * to the handler of its op family, whose result it reshards to the instruction's sharding; the
- * default action (replicate operands, compute, reshard) is always correct. A partitioned value
- * (gs_pvalue in partition_internal.h) has one reshard that walks a documented ladder of lowerings,
- * cheapest first. Collectives are created through a struct of functions (gs_collective_ops) that
- * tests may wrap to count them.
+ * default action (replicate operands, compute, reshard) is always correct. A partitioned
+ * value (gs_part_value in src/partition/internal.h) has one reshard that walks a documented
+ * ladder of lowerings, cheapest first. Collectives are created through a struct of functions
+ * (gs_collective_ops) that tests may wrap to count them.
  */
 #ifndef GSPMD_PARTITION_H
 #define GSPMD_PARTITION_H

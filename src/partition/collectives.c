@@ -61,74 +61,77 @@ static int op_slot(gs_opcode op) {
     }
 }
 
-gs_computation *gs_p_reducer(gs_pctx *c, gs_opcode op, gs_type t) {
-    gs_emit *e = c->e;
+gs_computation *gs_part_reducer(gs_part_ctx *c, gs_opcode op, gs_type t) {
+    gs_part_emit *e = c->e;
     int k = op_slot(op);
     if (!e->reducers[k][t]) {
         char stem[64];
         /* Sums over pred are or (XLA reduces pred partial values with or). */
         gs_opcode use = t == GS_PRED && op == GS_OP_ADD ? GS_OP_OR : op;
         snprintf(stem, sizeof stem, "%s.%s.reducer", gs_op_name(use), gs_type_name(t));
-        e->reducers[k][t] = gs_build_scalar_computation(gs_p_b(c), stem, use, t);
-        if (!e->reducers[k][t]) gs_p_oom(c);
+        e->reducers[k][t] = gs_build_scalar_computation(gs_part_builder(c), stem, use, t);
+        if (!e->reducers[k][t]) gs_part_oom(c);
     }
     return e->reducers[k][t];
 }
 
-static void count(gs_pctx *c, gs_coll_kind k, gs_instr *r) {
+static void count(gs_part_ctx *c, gs_coll_kind k, gs_instr *r) {
     if (!r) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return;
     }
     c->e->stats.n[k]++;
     c->e->stats.bytes[k] += gs_shape_bytes(r->shape);
 }
 
-static void *ctx_of(gs_pctx *c) {
+static void *ctx_of(gs_part_ctx *c) {
     return c->opts && !c->e->dry ? c->opts->collectives_ctx : NULL;
 }
 
 /* The user's collective builders for the real output; the defaults for costing runs. */
-static const gs_collective_ops *ops_of(gs_pctx *c) {
+static const gs_collective_ops *ops_of(gs_part_ctx *c) {
     return c->e->dry ? gs_collective_ops_default() : c->coll;
 }
 
-gs_instr *gs_p_all_reduce(gs_pctx *c, gs_instr *x, const gs_replica_groups *g, gs_opcode op) {
+gs_instr *gs_part_all_reduce(gs_part_ctx *c, gs_instr *x, const gs_replica_groups *g,
+                             gs_opcode op) {
     if (!x) return NULL;
-    gs_computation *comp = gs_p_reducer(c, op, x->shape->type);
-    gs_instr *r = ops_of(c)->all_reduce(ctx_of(c), gs_p_b(c), x, g, comp, c->channel++);
+    gs_computation *comp = gs_part_reducer(c, op, x->shape->type);
+    gs_instr *r = ops_of(c)->all_reduce(ctx_of(c), gs_part_builder(c), x, g, comp, c->channel++);
     count(c, GS_COLL_ALL_REDUCE, r);
     return r;
 }
 
-gs_instr *gs_p_all_gather(gs_pctx *c, gs_instr *x, int dim, int64_t size,
-                          const gs_replica_groups *g) {
+gs_instr *gs_part_all_gather(gs_part_ctx *c, gs_instr *x, int dim, int64_t size,
+                             const gs_replica_groups *g) {
     if (!x) return NULL;
-    gs_instr *r = ops_of(c)->all_gather(ctx_of(c), gs_p_b(c), x, dim, size, g, c->channel++);
+    gs_instr *r =
+        ops_of(c)->all_gather(ctx_of(c), gs_part_builder(c), x, dim, size, g, c->channel++);
     count(c, GS_COLL_ALL_GATHER, r);
     return r;
 }
 
-gs_instr *gs_p_reduce_scatter(gs_pctx *c, gs_instr *x, int dim, int64_t size,
-                              const gs_replica_groups *g, gs_opcode op) {
+gs_instr *gs_part_reduce_scatter(gs_part_ctx *c, gs_instr *x, int dim, int64_t size,
+                                 const gs_replica_groups *g, gs_opcode op) {
     if (!x) return NULL;
-    gs_computation *comp = gs_p_reducer(c, op, x->shape->type);
-    gs_instr *r =
-        ops_of(c)->reduce_scatter(ctx_of(c), gs_p_b(c), x, dim, size, g, comp, c->channel++);
+    gs_computation *comp = gs_part_reducer(c, op, x->shape->type);
+    gs_instr *r = ops_of(c)->reduce_scatter(ctx_of(c), gs_part_builder(c), x, dim, size, g, comp,
+                                            c->channel++);
     count(c, GS_COLL_REDUCE_SCATTER, r);
     return r;
 }
 
-gs_instr *gs_p_all_to_all(gs_pctx *c, gs_instr *x, int dim, const gs_replica_groups *g) {
+gs_instr *gs_part_all_to_all(gs_part_ctx *c, gs_instr *x, int dim, const gs_replica_groups *g) {
     if (!x) return NULL;
-    gs_instr *r = ops_of(c)->all_to_all(ctx_of(c), gs_p_b(c), x, dim, g, c->channel++);
+    gs_instr *r = ops_of(c)->all_to_all(ctx_of(c), gs_part_builder(c), x, dim, g, c->channel++);
     count(c, GS_COLL_ALL_TO_ALL, r);
     return r;
 }
 
-gs_instr *gs_p_permute(gs_pctx *c, gs_instr *x, int n, const int64_t (*pairs)[2]) {
+gs_instr *gs_part_permute(gs_part_ctx *c, gs_instr *x, int n, const int64_t (*pairs)[2]) {
     if (!x) return NULL;
-    gs_instr *r = ops_of(c)->collective_permute(ctx_of(c), gs_p_b(c), x, n, pairs, c->channel++);
+    gs_instr *r =
+        ops_of(c)->collective_permute(ctx_of(c), gs_part_builder(c), x, n, pairs, c->channel++);
     count(c, GS_COLL_PERMUTE, r);
     return r;
 }

@@ -31,7 +31,7 @@
 
 /* What the three handlers share about one instruction. */
 typedef struct bn_plan {
-    gs_pctx *c;             /* context */
+    gs_part_ctx *c;         /* context */
     const gs_instr *in;     /* the batch-norm instruction */
     const gs_shape *base;   /* operand 0's global shape */
     int f;                  /* feature dim */
@@ -52,7 +52,7 @@ typedef struct bn_plan {
 } bn_plan;
 
 static bool usable(const gs_sharding *s, int rank) {
-    return s && gs_p_plain(s) && !gs_p_partial_manual(s) &&
+    return s && gs_part_plain(s) && !gs_part_partial_manual(s) &&
            (s->kind != GS_SHARDING_TILED || s->data_rank == rank);
 }
 
@@ -65,7 +65,7 @@ static int64_t split(const gs_sharding *s) {
 }
 
 /* Fills p for `in` (target t); false to decline. */
-static bool plan(gs_pctx *c, const gs_instr *in, const gs_sharding *t, bn_plan *p) {
+static bool plan(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t, bn_plan *p) {
     if (c->manual) return false;
     const gs_shape *base = in->operands[0]->shape;
     int64_t f = gs_instr_int(in, GS_ATTR_FEATURE_INDEX, -1);
@@ -75,11 +75,11 @@ static bool plan(gs_pctx *c, const gs_instr *in, const gs_sharding *t, bn_plan *
         if (!gs_type_is_float(in->operands[k]->shape->type)) return false;
     const gs_sharding *lead =
         t->kind == GS_SHARDING_TUPLE ? (t->n_tuple > 0 ? t->tuple[0] : NULL) : t;
-    const gs_sharding *own = gs_p_operand(c, in, 0)->sharding;
+    const gs_sharding *own = gs_part_operand(c, in, 0)->sharding;
     bool lu = usable(lead, base->rank), ou = usable(own, base->rank);
     const gs_sharding *s = lu && (!ou || split(lead) >= split(own)) ? lead
                            : ou                                     ? own
-                                                                    : gs_p_replicated(c, base);
+                                                                    : gs_part_replicated(c, base);
     p->c = c;
     p->in = in;
     p->base = base;
@@ -92,27 +92,27 @@ static bool plan(gs_pctx *c, const gs_instr *in, const gs_sharding *t, bn_plan *
         if (d == f) continue;
         p->rd[p->nr++] = d;
         p->count *= (double)base->dims[d];
-        if (gs_p_tiles(s, d) > 1) p->tiled[p->nt++] = d;
+        if (gs_part_tiles(s, d) > 1) p->tiled[p->nt++] = d;
     }
-    const gs_shape *vec = gs_shape_array(gs_p_a(c), base->type, 1, &base->dims[f]);
+    const gs_shape *vec = gs_shape_array(gs_part_arena(c), base->type, 1, &base->dims[f]);
     if (!vec) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     if (s->kind == GS_SHARDING_TILED) {
         gs_sharding *fs = NULL;
-        const gs_sharding *r = gs_p_replicate_dims(c, s, p->nr, p->rd);
+        const gs_sharding *r = gs_part_replicate_dims(c, s, p->nr, p->rd);
         int64_t rd64[GS_MAX_RANK];
         for (int i = 0; i < p->nr; i++) rd64[i] = p->rd[i];
-        if (gs_sharding_remove_dims(gs_p_a(c), r, p->nr, rd64, &fs) != GS_OK || !fs) {
-            gs_p_oom(c);
+        if (gs_sharding_remove_dims(gs_part_arena(c), r, p->nr, rd64, &fs) != GS_OK || !fs) {
+            gs_part_oom(c);
             return false;
         }
         p->fs = fs;
     } else {
-        p->fs = gs_p_replicated(c, vec);
+        p->fs = gs_part_replicated(c, vec);
     }
-    p->xl = gs_p_local_shape(c, base, s);
+    p->xl = gs_part_local_shape(c, base, s);
     gs_type ct = GS_F32;
     for (int k = 0; k < in->n_operands; k++)
         if (gs_type_bits(in->operands[k]->shape->type) > gs_type_bits(ct))
@@ -124,51 +124,52 @@ static bool plan(gs_pctx *c, const gs_instr *in, const gs_sharding *t, bn_plan *
 
 /* Operand k resharded to the full-rank (full) or feature sharding. */
 static gs_instr *operand(bn_plan *p, int k, bool full) {
-    gs_pvalue r;
-    gs_reshard(p->c, gs_p_operand(p->c, p->in, k), full ? p->s : p->fs, &r);
+    gs_part_value r;
+    gs_part_reshard(p->c, gs_part_operand(p->c, p->in, k), full ? p->s : p->fs, &r);
     return r.hlo;
 }
 
 /* The same, converted to the compute type. */
 static gs_instr *operand_ct(bn_plan *p, int k, bool full) {
     gs_instr *x = operand(p, k, full);
-    return x && x->shape->type != p->ct ? gs_build_convert(gs_p_b(p->c), x, p->ct) : x;
+    return x && x->shape->type != p->ct ? gs_build_convert(gs_part_builder(p->c), x, p->ct) : x;
 }
 
 /* x converted to type t (x itself when it has it). */
 static gs_instr *as(bn_plan *p, gs_instr *x, gs_type t) {
-    return x && x->shape->type != t ? gs_build_convert(gs_p_b(p->c), x, t) : x;
+    return x && x->shape->type != t ? gs_build_convert(gs_part_builder(p->c), x, t) : x;
 }
 
 /* Per-feature vector v broadcast along the full-rank per-device shape. */
 static gs_instr *bcast(bn_plan *p, gs_instr *v) {
     if (!v) return NULL;
     int64_t fd = p->f;
-    return gs_build_broadcast(gs_p_b(p->c), v, p->xl->rank, p->xl->dims, 1, &fd);
+    return gs_build_broadcast(gs_part_builder(p->c), v, p->xl->rank, p->xl->dims, 1, &fd);
 }
 
 /* Scalar constant v of like's type broadcast to like's shape. */
 static gs_instr *splat(bn_plan *p, double v, const gs_instr *like) {
     if (!like) return NULL;
-    gs_instr *k = gs_build_scalar(gs_p_b(p->c), like->shape->type, v);
-    return gs_p_bcast_scalar(p->c, k, like->shape);
+    gs_instr *k = gs_build_scalar(gs_part_builder(p->c), like->shape->type, v);
+    return gs_part_bcast_scalar(p->c, k, like->shape);
 }
 
 static gs_instr *bin(bn_plan *p, gs_opcode op, gs_instr *x, gs_instr *y) {
-    return x && y ? gs_build_binary(gs_p_b(p->c), op, x, y) : NULL;
+    return x && y ? gs_build_binary(gs_part_builder(p->c), op, x, y) : NULL;
 }
 
 /* x (full-rank, per device) with the padding of the non-feature dims set to 0. */
 static gs_instr *masked(bn_plan *p, gs_instr *x) {
     bool uneven = false;
-    for (int i = 0; i < p->nr; i++) uneven |= gs_p_uneven(p->s, p->rd[i], p->base->dims[p->rd[i]]);
+    for (int i = 0; i < p->nr; i++)
+        uneven |= gs_part_uneven(p->s, p->rd[i], p->base->dims[p->rd[i]]);
     if (!x || !uneven) return x;
-    gs_builder *b = gs_p_b(p->c);
+    gs_builder *b = gs_part_builder(p->c);
     if (!p->live) {
         gs_instr *yes = gs_build_scalar_i(b, GS_PRED, 1), *no = gs_build_scalar_i(b, GS_PRED, 0);
         gs_instr *all =
             yes ? gs_build_broadcast(b, yes, x->shape->rank, x->shape->dims, 0, NULL) : NULL;
-        p->live = gs_p_mask(p->c, all, p->s, p->base->dims, p->nr, p->rd, no);
+        p->live = gs_part_mask(p->c, all, p->s, p->base->dims, p->nr, p->rd, no);
         if (!p->live) return NULL;
     }
     return gs_build_select(b, p->live, x, splat(p, 0, x));
@@ -178,8 +179,8 @@ static gs_instr *masked(bn_plan *p, gs_instr *x) {
  * each masked (padding of the non-feature dims to 0) and reduced over them locally, then all
  * of them all-reduced together (concatenated) over the devices that split those dims. */
 static void sums(bn_plan *p, int n, gs_instr *const *xs, gs_instr **out) {
-    gs_pctx *c = p->c;
-    gs_builder *b = gs_p_b(c);
+    gs_part_ctx *c = p->c;
+    gs_builder *b = gs_part_builder(c);
     int64_t rd64[GS_MAX_RANK];
     for (int i = 0; i < p->nr; i++) rd64[i] = p->rd[i];
     gs_instr *part[2];
@@ -187,22 +188,22 @@ static void sums(bn_plan *p, int n, gs_instr *const *xs, gs_instr **out) {
     gs_instr *zero = gs_build_scalar(b, p->at, 0);
     for (int k = 0; k < n; k++) {
         gs_instr *m = masked(p, xs[k]);
-        part[k] = m && zero
-                      ? gs_build_reduce(b, m, zero, p->nr, rd64, gs_p_reducer(c, GS_OP_ADD, p->at))
-                      : NULL;
+        part[k] = m && zero ? gs_build_reduce(b, m, zero, p->nr, rd64,
+                                              gs_part_reducer(c, GS_OP_ADD, p->at))
+                            : NULL;
         out[k] = NULL;
         if (!part[k]) return;
     }
     gs_replica_groups *g = NULL;
     if (gs_sharding_groups_along(&b->m->arena, p->s, p->nt, p->tiled, &g) != GS_OK || !g) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return;
     }
     if (n == 1) {
-        out[0] = gs_p_all_reduce(c, part[0], g, GS_OP_ADD);
+        out[0] = gs_part_all_reduce(c, part[0], g, GS_OP_ADD);
         return;
     }
-    gs_instr *all = gs_p_all_reduce(c, gs_build_concatenate(b, n, part, 0), g, GS_OP_ADD);
+    gs_instr *all = gs_part_all_reduce(c, gs_build_concatenate(b, n, part, 0), g, GS_OP_ADD);
     if (!all) return;
     int64_t len = part[0]->shape->dims[0];
     for (int k = 0; k < n; k++) {
@@ -215,12 +216,12 @@ static void sums(bn_plan *p, int n, gs_instr *const *xs, gs_instr **out) {
 static gs_instr *inv_std(bn_plan *p, gs_instr *var) {
     const gs_attr *ea = gs_instr_attr(p->in, GS_ATTR_EPSILON);
     gs_instr *v = bin(p, GS_OP_ADD, var, splat(p, ea ? ea->u.f : 0.0, var));
-    return v ? gs_build_unary(gs_p_b(p->c), GS_OP_RSQRT, v) : NULL;
+    return v ? gs_build_unary(gs_part_builder(p->c), GS_OP_RSQRT, v) : NULL;
 }
 
 /* The op cloned on the per-device shapes: full-rank operands on s, vectors on fs. */
-static bool clone_local(bn_plan *p, gs_pvalue *out) {
-    gs_pctx *c = p->c;
+static bool clone_local(bn_plan *p, gs_part_value *out) {
+    gs_part_ctx *c = p->c;
     const gs_instr *in = p->in;
     gs_instr *ops[5];
     for (int k = 0; k < in->n_operands; k++) {
@@ -228,7 +229,7 @@ static bool clone_local(bn_plan *p, gs_pvalue *out) {
         ops[k] = operand(p, k, full);
         if (!ops[k]) return false;
     }
-    gs_arena *a = gs_p_a(c);
+    gs_arena *a = gs_part_arena(c);
     const gs_shape *shape = p->xl;
     const gs_sharding *sh = p->s;
     if (in->shape->type == GS_TUPLE) {
@@ -236,35 +237,35 @@ static bool clone_local(bn_plan *p, gs_pvalue *out) {
         gs_shape *leaves[3];
         gs_sharding *lsh[3] = {(gs_sharding *)p->s, (gs_sharding *)p->fs, (gs_sharding *)p->fs};
         for (int i = 0; i < 3; i++) {
-            leaves[i] = gs_p_local_shape(c, in->shape->tuple[i], lsh[i]);
+            leaves[i] = gs_part_local_shape(c, in->shape->tuple[i], lsh[i]);
             if (!leaves[i]) return false;
         }
-        shape = gs_shape_tuple(&gs_p_b(c)->m->arena, 3, leaves);
+        shape = gs_shape_tuple(&gs_part_builder(c)->m->arena, 3, leaves);
         sh = gs_sharding_tuple(a, 3, lsh);
     }
     if (!shape || !sh) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
-    out->hlo = gs_p_clone(c, in, shape, in->n_operands, ops);
+    out->hlo = gs_part_clone(c, in, shape, in->n_operands, ops);
     out->base = in->shape;
     out->sharding = sh;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }
 
 /* The tuple (y, a, b) with sharding (s, fs, fs), each converted to its result type. */
-static bool tuple_result(bn_plan *p, gs_instr *y, gs_instr *u, gs_instr *v, gs_pvalue *out) {
+static bool tuple_result(bn_plan *p, gs_instr *y, gs_instr *u, gs_instr *v, gs_part_value *out) {
     const gs_shape *rs = p->in->shape;
     gs_instr *xs[3] = {as(p, y, rs->tuple[0]->type), as(p, u, rs->tuple[1]->type),
                        as(p, v, rs->tuple[2]->type)};
     if (!xs[0] || !xs[1] || !xs[2]) return false;
     gs_sharding *lsh[3] = {(gs_sharding *)p->s, (gs_sharding *)p->fs, (gs_sharding *)p->fs};
-    out->hlo = gs_build_tuple(gs_p_b(p->c), 3, xs);
+    out->hlo = gs_build_tuple(gs_part_builder(p->c), 3, xs);
     out->base = rs;
-    out->sharding = gs_sharding_tuple(gs_p_a(p->c), 3, lsh);
-    out->red = GS_OP_ADD;
-    if (!out->sharding) gs_p_oom(p->c);
+    out->sharding = gs_sharding_tuple(gs_part_arena(p->c), 3, lsh);
+    out->combiner = GS_OP_ADD;
+    if (!out->sharding) gs_part_oom(p->c);
     return out->hlo && out->sharding;
 }
 
@@ -272,16 +273,16 @@ static bool tuple3(const gs_instr *in) {
     return in->shape->type == GS_TUPLE && in->shape->n_tuple == 3;
 }
 
-bool gs_h_batch_norm_inference(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                               gs_pvalue *out) {
+bool gs_part_handle_batch_norm_inference(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                         gs_part_value *out) {
     bn_plan p;
     if (in->n_operands != 5 || !gs_type_is_array(in->shape->type) || !plan(c, in, t, &p))
         return false;
     return clone_local(&p, out);
 }
 
-bool gs_h_batch_norm_training(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                              gs_pvalue *out) {
+bool gs_part_handle_batch_norm_training(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                        gs_part_value *out) {
     bn_plan p;
     if (in->n_operands != 3 || !tuple3(in) || !plan(c, in, t, &p)) return false;
     if (p.nt == 0) return clone_local(&p, out);
@@ -304,7 +305,8 @@ bool gs_h_batch_norm_training(gs_pctx *c, const gs_instr *in, const gs_sharding 
     return tuple_result(&p, y, mean, var, out);
 }
 
-bool gs_h_batch_norm_grad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_batch_norm_grad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                    gs_part_value *out) {
     bn_plan p;
     if (in->n_operands != 5 || !tuple3(in) || !plan(c, in, t, &p)) return false;
     if (p.nt == 0) return clone_local(&p, out);

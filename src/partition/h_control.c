@@ -1,6 +1,6 @@
 /*
  * h_control.c — while, call and conditional: the computations they call are partitioned for the
- * shardings at the call site (gs_p_partition_called: one partitioned copy per distinct signature
+ * shardings at the call site (gs_part_partition_called: one partitioned copy per distinct signature
  * of parameter and root shardings), so loops, called functions and branches run sharded like the
  * entry instead of whole on every device.
  *
@@ -25,18 +25,19 @@
 
 /* The sharding a callee's parameter p gets from operand value v: p's own when written, else v's
  * (partial values combined first). */
-static const gs_sharding *param_sharding(gs_pctx *c, const gs_instr *p, const gs_pvalue *v) {
-    if (gs_instr_get_sharding(p)) return gs_p_sharding_of(c, p);
-    if (gs_unreduced_dim(v->sharding) != -1) return gs_p_reduced_form(c, v->sharding);
+static const gs_sharding *param_sharding(gs_part_ctx *c, const gs_instr *p,
+                                         const gs_part_value *v) {
+    if (gs_instr_get_sharding(p)) return gs_part_sharding_of(c, p);
+    if (gs_part_unreduced_dim(v->sharding) != -1) return gs_part_reduced_form(c, v->sharding);
     return v->sharding;
 }
 
 /* The per-device values of the operands of `in` from `first` on, resharded to sh[]. */
-static bool reshard_operands(gs_pctx *c, const gs_instr *in, int first, int n,
+static bool reshard_operands(gs_part_ctx *c, const gs_instr *in, int first, int n,
                              const gs_sharding *const *sh, gs_instr **ops) {
     for (int k = 0; k < n; k++) {
-        gs_pvalue r;
-        gs_reshard(c, gs_p_operand(c, in, first + k), sh[k], &r);
+        gs_part_value r;
+        gs_part_reshard(c, gs_part_operand(c, in, first + k), sh[k], &r);
         if (c->failed) return false;
         ops[k] = r.hlo;
     }
@@ -44,27 +45,29 @@ static bool reshard_operands(gs_pctx *c, const gs_instr *in, int first, int n,
 }
 
 /* Is the written sharding of parameter p, if any, the loop's S? Reports the contradiction. */
-static bool agrees(gs_pctx *c, const gs_instr *loop, const gs_instr *p, const char *what,
+static bool agrees(gs_part_ctx *c, const gs_instr *loop, const gs_instr *p, const char *what,
                    const gs_sharding *S) {
     if (!gs_instr_get_sharding(p)) return true;
-    const gs_sharding *own = gs_p_sharding_of(c, p);
+    const gs_sharding *own = gs_part_sharding_of(c, p);
     if (gs_sharding_equal(own, S)) return true;
-    char *a = gs_sharding_to_string(gs_p_a(c), S), *b = gs_sharding_to_string(gs_p_a(c), own);
-    gs_p_error(c,
-               "the loop %%%s carries its state sharded %s, but the parameter %%%s of its %s "
-               "%s is sharded %s",
-               loop->name, a ? a : "?", p->name, what, p->parent->name, b ? b : "?");
+    char *a = gs_sharding_to_string(gs_part_arena(c), S),
+         *b = gs_sharding_to_string(gs_part_arena(c), own);
+    gs_part_error(c,
+                  "the loop %%%s carries its state sharded %s, but the parameter %%%s of its %s "
+                  "%s is sharded %s",
+                  loop->name, a ? a : "?", p->name, what, p->parent->name, b ? b : "?");
     return false;
 }
 
-bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_while(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out) {
     const gs_computation *body = gs_instr_comp(in, GS_ATTR_BODY);
     const gs_computation *cond = gs_instr_comp(in, GS_ATTR_CONDITION);
     if (!body || !cond || body->n_params != 1 || cond->n_params != 1 || in->n_operands != 1)
         return false;
     const gs_sharding *S = t;
     if (!gs_instr_get_sharding(in) && gs_instr_get_sharding(body->params[0]))
-        S = gs_p_sharding_of(c, body->params[0]);
+        S = gs_part_sharding_of(c, body->params[0]);
     if (!agrees(c, in, body->params[0], "body", S) ||
         !agrees(c, in, cond->params[0], "condition", S))
         return false;
@@ -72,58 +75,60 @@ bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue 
     if (!reshard_operands(c, in, 0, 1, &S, &init)) return false;
     /* Every device must take the same branch: the predicate is replicated (or, in a manual
      * region, each device's own as the program wrote it). */
-    const gs_sharding *pred = gs_p_sharding_of(c, cond->root);
-    if (pred->kind != GS_SHARDING_MANUAL) pred = gs_p_replicated(c, cond->root->shape);
-    gs_computation *pb = gs_p_partition_called(c, body, &S, S);
-    gs_computation *pc = pb ? gs_p_partition_called(c, cond, &S, pred) : NULL;
+    const gs_sharding *pred = gs_part_sharding_of(c, cond->root);
+    if (pred->kind != GS_SHARDING_MANUAL) pred = gs_part_replicated(c, cond->root->shape);
+    gs_computation *pb = gs_part_partition_called(c, body, &S, S);
+    gs_computation *pc = pb ? gs_part_partition_called(c, cond, &S, pred) : NULL;
     if (!pb || !pc) return false;
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, S);
-    gs_instr *w = ls ? gs_build(gs_p_b(c), GS_OP_WHILE, ls, 1, &init) : NULL;
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, S);
+    gs_instr *w = ls ? gs_build(gs_part_builder(c), GS_OP_WHILE, ls, 1, &init) : NULL;
     if (!w) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     const gs_computation *from[2] = {body, cond};
     gs_computation *to[2] = {pb, pc};
-    gs_p_copy_attrs(c, in, w, 2, from, to);
+    gs_part_copy_attrs(c, in, w, 2, from, to);
     out->hlo = w;
     out->base = in->shape;
     out->sharding = S;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return true;
 }
 
-bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_call(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out) {
     const gs_computation *callee = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     if (!callee) callee = gs_instr_comp(in, GS_ATTR_CALLS);
     int n = in->n_operands;
     if (!callee || callee->n_params != n) return false;
-    const gs_sharding **sh = GS_NEW_ARRAY(gs_p_a(c), const gs_sharding *, n + 1);
-    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    const gs_sharding **sh = GS_NEW_ARRAY(gs_part_arena(c), const gs_sharding *, n + 1);
+    gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, n + 1);
     if (!sh || !ops) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     for (int k = 0; k < n; k++)
-        sh[k] = param_sharding(c, callee->params[k], gs_p_operand(c, in, k));
+        sh[k] = param_sharding(c, callee->params[k], gs_part_operand(c, in, k));
     if (!reshard_operands(c, in, 0, n, sh, ops)) return false;
-    gs_computation *pc = gs_p_partition_called(c, callee, sh, t);
+    gs_computation *pc = gs_part_partition_called(c, callee, sh, t);
     if (!pc) return false;
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
-    gs_instr *call = ls ? gs_build(gs_p_b(c), in->op, ls, n, ops) : NULL;
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
+    gs_instr *call = ls ? gs_build(gs_part_builder(c), in->op, ls, n, ops) : NULL;
     if (!call) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
-    gs_p_copy_attrs(c, in, call, 1, &callee, &pc);
+    gs_part_copy_attrs(c, in, call, 1, &callee, &pc);
     out->hlo = call;
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return true;
 }
 
-bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_conditional(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out) {
     const gs_computation *br[2];
     const gs_computation *const *branches = br;
     int nb;
@@ -140,46 +145,46 @@ bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
     if (nb < 1 || in->n_operands != nb + 1) return false;
     for (int i = 0; i < nb; i++)
         if (!branches[i] || branches[i]->n_params != 1) return false;
-    const gs_sharding **sh = GS_NEW_ARRAY(gs_p_a(c), const gs_sharding *, nb + 2);
-    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, nb + 2);
-    gs_computation **pb = GS_NEW_ARRAY(gs_p_a(c), gs_computation *, nb + 1);
+    const gs_sharding **sh = GS_NEW_ARRAY(gs_part_arena(c), const gs_sharding *, nb + 2);
+    gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, nb + 2);
+    gs_computation **pb = GS_NEW_ARRAY(gs_part_arena(c), gs_computation *, nb + 1);
     if (!sh || !ops || !pb) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
-    sh[0] = gs_p_replicated(c, in->operands[0]->shape);
+    sh[0] = gs_part_replicated(c, in->operands[0]->shape);
     for (int i = 0; i < nb; i++) {
-        sh[i + 1] = param_sharding(c, branches[i]->params[0], gs_p_operand(c, in, i + 1));
+        sh[i + 1] = param_sharding(c, branches[i]->params[0], gs_part_operand(c, in, i + 1));
         /* A computation listed twice takes one signature (its copy is shared). */
         for (int j = 0; j < i; j++)
             if (branches[j] == branches[i]) sh[i + 1] = sh[j + 1];
     }
     if (!reshard_operands(c, in, 0, nb + 1, sh, ops)) return false;
     for (int i = 0; i < nb; i++)
-        if (!(pb[i] = gs_p_partition_called(c, branches[i], &sh[i + 1], t))) return false;
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
-    gs_instr *cond = ls ? gs_build(gs_p_b(c), GS_OP_CONDITIONAL, ls, nb + 1, ops) : NULL;
+        if (!(pb[i] = gs_part_partition_called(c, branches[i], &sh[i + 1], t))) return false;
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
+    gs_instr *cond = ls ? gs_build(gs_part_builder(c), GS_OP_CONDITIONAL, ls, nb + 1, ops) : NULL;
     if (!cond) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
-    gs_p_copy_attrs(c, in, cond, nb, branches, pb);
+    gs_part_copy_attrs(c, in, cond, nb, branches, pb);
     out->hlo = cond;
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return true;
 }
 
 /* ------------------------------------------------------------------ one device's work */
 
-gs_instr *gs_p_zeros(gs_pctx *c, const gs_shape *s) {
-    gs_builder *b = gs_p_b(c);
+gs_instr *gs_part_zeros(gs_part_ctx *c, const gs_shape *s) {
+    gs_builder *b = gs_part_builder(c);
     if (s->type == GS_TUPLE) {
         gs_instr *leaf[64];
         if (s->n_tuple > 64) return NULL;
         for (int i = 0; i < s->n_tuple; i++)
-            if (!(leaf[i] = gs_p_zeros(c, s->tuple[i]))) return NULL;
+            if (!(leaf[i] = gs_part_zeros(c, s->tuple[i]))) return NULL;
         return gs_build_tuple(b, s->n_tuple, leaf);
     }
     if (!gs_type_is_array(s->type)) return NULL;
@@ -197,55 +202,56 @@ static bool has_token(const gs_shape *s) {
 
 /* A branch of the single-device conditional: the operands' tuple as its parameter, and either
  * `in` on them or zeros. */
-static gs_computation *single_branch(gs_pctx *c, const gs_instr *in, const gs_shape *ps,
+static gs_computation *single_branch(gs_part_ctx *c, const gs_instr *in, const gs_shape *ps,
                                      bool run) {
-    gs_emit *e = c->e;
+    gs_part_emit *e = c->e;
     const char *name = gs_names_fresh(&e->names, &e->m->arena, run ? "on_device" : "elsewhere");
     gs_computation *comp = name ? gs_computation_new(e->m, name) : NULL;
-    gs_p_scope *sc = comp ? gs_p_enter_computation(c, comp) : NULL;
+    gs_part_scope *sc = comp ? gs_part_enter_computation(c, comp) : NULL;
     if (!sc) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     gs_instr *p = gs_build_parameter(b, 0, ps, gs_names_fresh(&e->names, &e->m->arena, "args"));
     gs_instr *r = NULL;
     if (run) {
         gs_instr *ops[64];
         for (int i = 0; i < in->n_operands; i++) ops[i] = gs_build_gte(b, p, i);
-        r = gs_p_clone(c, in, in->shape, in->n_operands, ops);
+        r = gs_part_clone(c, in, in->shape, in->n_operands, ops);
     } else {
-        r = gs_p_zeros(c, in->shape);
+        r = gs_part_zeros(c, in->shape);
     }
     if (r) {
         r->is_root = true;
         comp->root = r;
     }
-    gs_p_leave_computation(c, sc);
+    gs_part_leave_computation(c, sc);
     return r ? comp : NULL;
 }
 
-bool gs_p_single_device(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_single_device(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                           gs_part_value *out) {
     if (t->kind != GS_SHARDING_MAXIMAL || in->n_operands > 64 || has_token(in->shape) ||
         c->e->dry)
         return false;
     gs_instr *ops[64];
     gs_shape *shapes[64];
     for (int i = 0; i < in->n_operands; i++) {
-        gs_pvalue v;
-        gs_reshard(c, gs_p_operand(c, in, i), t, &v);
+        gs_part_value v;
+        gs_part_reshard(c, gs_part_operand(c, in, i), t, &v);
         if (!v.hlo || has_token(v.hlo->shape)) return false;
         ops[i] = v.hlo;
         shapes[i] = v.hlo->shape;
     }
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     gs_shape *ps = gs_shape_tuple(&b->m->arena, in->n_operands, shapes);
     gs_instr *args = ps ? gs_build_tuple(b, in->n_operands, ops) : NULL;
     gs_computation *yes = args ? single_branch(c, in, ps, true) : NULL;
     gs_computation *no = yes ? single_branch(c, in, ps, false) : NULL;
     if (!no) return false;
-    b = gs_p_b(c);
-    gs_instr *mine = gs_build_compare(b, gs_p_pid(c), gs_p_s32(c, t->device), "EQ");
+    b = gs_part_builder(c);
+    gs_instr *mine = gs_build_compare(b, gs_part_pid(c), gs_part_s32(c, t->device), "EQ");
     gs_instr *cops[3] = {mine, args, args};
     gs_instr *cond = gs_build(b, GS_OP_CONDITIONAL, in->shape, 3, cops);
     if (!cond) return false;
@@ -254,11 +260,12 @@ bool gs_p_single_device(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
     out->hlo = cond;
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return true;
 }
 
-bool gs_h_rng(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_rng(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out) {
     /* Drawn by one device (its own when maximal, else device 0) and broadcast from it (the
      * driver's reshard of the maximal value: an all-reduce of it and the others' zeros, then
      * each device's shard cut), so every device holds the same bits even where devices draw
@@ -266,11 +273,11 @@ bool gs_h_rng(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
      * all draws happen on one device in program order, as the reference makes them. */
     if (c->manual || t->kind == GS_SHARDING_MANUAL || !gs_type_is_array(in->shape->type))
         return false;
-    if (t->kind == GS_SHARDING_MAXIMAL) return gs_p_single_device(c, in, t, out);
-    const gs_sharding *one = gs_sharding_maximal(gs_p_a(c), 0);
+    if (t->kind == GS_SHARDING_MAXIMAL) return gs_part_single_device(c, in, t, out);
+    const gs_sharding *one = gs_sharding_maximal(gs_part_arena(c), 0);
     if (!one) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
-    return gs_p_single_device(c, in, one, out);
+    return gs_part_single_device(c, in, one, out);
 }

@@ -42,7 +42,7 @@ static bool contains(gs_ints v, int64_t x) {
     return false;
 }
 
-static bool build_space(const gs_instr *in, gs_space *sp) {
+static bool build_space(const gs_instr *in, gs_part_space *sp) {
     const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
     gs_ints lb = gs_instr_ints(in, GS_ATTR_LHS_BATCH_DIMS);
     gs_ints rb = gs_instr_ints(in, GS_ATTR_RHS_BATCH_DIMS);
@@ -99,7 +99,7 @@ static bool is_block_scaled_dot(const gs_instr *in) {
     return t && strcmp(t, "__op$block_scaled_dot") == 0;
 }
 
-static bool build_scaled_space(const gs_instr *in, gs_space *sp) {
+static bool build_scaled_space(const gs_instr *in, gs_part_space *sp) {
     if (in->n_operands != 4) return false;
     const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
     int rank = l->rank;
@@ -139,7 +139,7 @@ static bool trivial_window(const gs_window_dim *w) {
 
 /* The space of a convolution: [batch-like (lhs free) dims, out feature, in feature, windowed,
  * forced]. kernel_windowed picks which spatial dims the windowed dims pair with the lhs's. */
-static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_space *sp) {
+static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_space *sp) {
     const gs_attr *da = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
     int64_t g = gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1);
@@ -234,12 +234,12 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_space 
 }
 
 /* A tensor's sharding lifted into the space (absent dims untiled). */
-static const gs_sharding *lift(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
+static const gs_sharding *lift(gs_part_ctx *c, const gs_part_space *sp, const gs_part_space_map *m,
                                const gs_sharding *s) {
-    if (!gs_p_plain(s)) return NULL;
+    if (!gs_part_plain(s)) return NULL;
     gs_sharding *out = NULL;
-    if (gs_sharding_broadcast(gs_p_a(c), s, sp->ns, m->rank, m->to, &out) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_sharding_broadcast(gs_part_arena(c), s, sp->ns, m->rank, m->to, &out) != GS_OK) {
+        gs_part_oom(c);
         return NULL;
     }
     return out;
@@ -247,8 +247,8 @@ static const gs_sharding *lift(gs_pctx *c, const gs_space *sp, const gs_space_ma
 
 /* The space sharding F projected onto a tensor: absent dims replicated and dropped, the rest
  * transposed into the tensor's order. */
-static const gs_sharding *project(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
-                                  const gs_sharding *f) {
+static const gs_sharding *project(gs_part_ctx *c, const gs_part_space *sp,
+                                  const gs_part_space_map *m, const gs_sharding *f) {
     bool present[GS_MAX_RANK] = {0};
     for (int d = 0; d < m->rank; d++) present[m->to[d]] = true;
     int tiled[GS_MAX_RANK], nt = 0, na = 0;
@@ -256,12 +256,12 @@ static const gs_sharding *project(gs_pctx *c, const gs_space *sp, const gs_space
     for (int s = 0; s < sp->ns; s++)
         if (!present[s]) {
             absent64[na++] = s;
-            if (gs_p_tiles(f, s) > 1) tiled[nt++] = s;
+            if (gs_part_tiles(f, s) > 1) tiled[nt++] = s;
         }
-    const gs_sharding *r = gs_p_replicate_dims(c, f, nt, tiled);
+    const gs_sharding *r = gs_part_replicate_dims(c, f, nt, tiled);
     gs_sharding *dropped = NULL;
-    if (gs_sharding_remove_dims(gs_p_a(c), r, na, absent64, &dropped) != GS_OK || !dropped) {
-        gs_p_oom(c);
+    if (gs_sharding_remove_dims(gs_part_arena(c), r, na, absent64, &dropped) != GS_OK || !dropped) {
+        gs_part_oom(c);
         return f;
     }
     /* Position of each space dim among the present ones. */
@@ -275,30 +275,30 @@ static const gs_sharding *project(gs_pctx *c, const gs_space *sp, const gs_space
     }
     if (id) return dropped;
     gs_sharding *t = NULL;
-    if (gs_sharding_transpose(gs_p_a(c), dropped, m->rank, perm, &t) != GS_OK || !t) {
-        gs_p_oom(c);
+    if (gs_sharding_transpose(gs_part_arena(c), dropped, m->rank, perm, &t) != GS_OK || !t) {
+        gs_part_oom(c);
         return dropped;
     }
     return t;
 }
 
 /* The result's sharding under F: contracting tiles become partial sums. */
-static const gs_sharding *project_out(gs_pctx *c, const gs_space *sp, const gs_sharding *f) {
+static const gs_sharding *project_out(gs_part_ctx *c, const gs_part_space *sp,
+                                      const gs_sharding *f) {
     int k0 = sp->nb + sp->nm + sp->nn;
     int tiled[GS_MAX_RANK], nt = 0;
     /* Contracting dims, and a kernel-windowed space's windowed dims, sum into the result. */
     int nsum = sp->nk + (sp->kernel_windowed ? sp->nh : 0);
     for (int i = 0; i < nsum; i++)
-        if (gs_p_tiles(f, k0 + i) > 1) tiled[nt++] = k0 + i;
-    const gs_sharding *p = nt ? gs_p_make_unreduced(c, f, nt, tiled) : f;
+        if (gs_part_tiles(f, k0 + i) > 1) tiled[nt++] = k0 + i;
+    const gs_sharding *p = nt ? gs_part_make_unreduced(c, f, nt, tiled) : f;
     /* What is left is projected like an operand (the contracting dims, now untiled, drop). */
     return project(c, sp, &sp->out, p);
 }
 
-
-static void add_candidate(gs_pctx *c, const gs_space *sp, const gs_sharding *f,
+static void add_candidate(gs_part_ctx *c, const gs_part_space *sp, const gs_sharding *f,
                           const gs_sharding **v, int *n) {
-    if (!f || !gs_p_plain(f) || *n >= MAX_PLANS) return;
+    if (!f || !gs_part_plain(f) || *n >= MAX_PLANS) return;
     if (sp->nf > 0) {
         int forced[GS_MAX_RANK], nfo = 0;
         for (int i = 0; i < sp->nf; i++) forced[nfo++] = sp->ns - sp->nf + i;
@@ -306,11 +306,11 @@ static void add_candidate(gs_pctx *c, const gs_space *sp, const gs_sharding *f,
         int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
         for (int i = 0; i < sp->nh; i++)
             if (!sp->halo_ok[i]) forced[nfo++] = h0 + i;
-        f = gs_p_replicate_dims(c, f, nfo, forced);
+        f = gs_part_replicate_dims(c, f, nfo, forced);
     }
-    if (sp->groups > 1 && sp->groups % gs_p_tiles(f, 0) != 0) {
+    if (sp->groups > 1 && sp->groups % gs_part_tiles(f, 0) != 0) {
         int g0 = 0;
-        f = gs_p_replicate_dims(c, f, 1, &g0);
+        f = gs_part_replicate_dims(c, f, 1, &g0);
     }
     if (f->kind == GS_SHARDING_TILED && f->tiles.n != c->n) return;
     for (int i = 0; i < *n; i++)
@@ -318,23 +318,23 @@ static void add_candidate(gs_pctx *c, const gs_space *sp, const gs_sharding *f,
     v[(*n)++] = f;
 }
 
-static const gs_sharding *merge(gs_pctx *c, const gs_sharding *a, const gs_sharding *b) {
+static const gs_sharding *merge(gs_part_ctx *c, const gs_sharding *a, const gs_sharding *b) {
     if (!a || !b) return NULL;
     if (a->kind != GS_SHARDING_TILED) return b;
     if (b->kind != GS_SHARDING_TILED) return a;
     gs_sharding *out = NULL;
-    if (gs_sharding_merge_compatible(gs_p_a(c), a, 1, b, &out) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_sharding_merge_compatible(gs_part_arena(c), a, 1, b, &out) != GS_OK) {
+        gs_part_oom(c);
         return NULL;
     }
     return out;
 }
 
 /* The plain sharding a value would have once combined (partial) or spread (maximal). */
-static const gs_sharding *as_plain(gs_pctx *c, const gs_sharding *s) {
-    if (gs_p_plain(s)) return s;
-    if (gs_unreduced_dim(s) != -1) return gs_p_reduced_form(c, s);
-    return gs_sharding_replicated(gs_p_a(c));
+static const gs_sharding *as_plain(gs_part_ctx *c, const gs_sharding *s) {
+    if (gs_part_plain(s)) return s;
+    if (gs_part_unreduced_dim(s) != -1) return gs_part_reduced_form(c, s);
+    return gs_sharding_replicated(gs_part_arena(c));
 }
 
 /* How windowed dim h of a convolution is read when the plan tiles it k ways: device tile t
@@ -348,14 +348,14 @@ static const gs_sharding *as_plain(gs_pctx *c, const gs_sharding *s) {
 typedef struct window_read {
     int dim;
     int64_t n, a0, step, len, live, pad_lo, pad_hi;
-    int64_t dil; /* > 1: the input is dilated locally first (gs_p_dilate_shard) and read in
+    int64_t dil; /* > 1: the input is dilated locally first (gs_part_dilate_shard) and read in
                     dilated positions, the local window undilated */
     bool ok;
 } window_read;
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-static window_read read_of(const gs_instr *in, const gs_space *sp, int h, int64_t k) {
+static window_read read_of(const gs_instr *in, const gs_part_space *sp, int h, int64_t k) {
     const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
     const gs_window_dim *w = &gs_instr_attr(in, GS_ATTR_WINDOW)->u.window->dims[sp->spatial[h]];
     int i = sp->spatial[h];
@@ -408,18 +408,18 @@ static window_read read_of(const gs_instr *in, const gs_space *sp, int h, int64_
 
 /* Bytes the halo exchanges of plan f move per device (the lhs sharded as lhs), or -1 when some
  * tiled windowed dim cannot be read by halo exchange. */
-static int64_t halo_bytes(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+static int64_t halo_bytes(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                           const gs_sharding *f, const gs_sharding *lhs) {
     int64_t bytes = 0;
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh; h++) {
-        int64_t k = gs_p_tiles(f, h0 + h);
+        int64_t k = gs_part_tiles(f, h0 + h);
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         int64_t L, R;
-        if (!r.ok || !gs_p_halo_extent(lhs, r.dim, r.n, r.a0, r.step, r.len, r.live, &L, &R))
+        if (!r.ok || !gs_part_halo_extent(lhs, r.dim, r.n, r.a0, r.step, r.len, r.live, &L, &R))
             return -1;
-        const gs_shape *ls = gs_p_local_shape(c, in->operands[0]->shape, lhs);
+        const gs_shape *ls = gs_part_local_shape(c, in->operands[0]->shape, lhs);
         if (!ls || ls->dims[r.dim] == 0) continue;
         bytes += (L + R) * (gs_shape_bytes(ls) / ls->dims[r.dim]);
     }
@@ -427,17 +427,17 @@ static int64_t halo_bytes(gs_pctx *c, const gs_instr *in, const gs_space *sp,
 }
 
 /* The lhs x (sharded as s) read into each device's windows along the tiled windowed dims. */
-static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const gs_space *sp,
+static gs_instr *read_windows(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                               const gs_sharding *f, gs_instr *x, const gs_sharding *s) {
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh && x; h++) {
-        int64_t k = gs_p_tiles(f, h0 + h);
+        int64_t k = gs_part_tiles(f, h0 + h);
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
-        gs_instr *zero = gs_build_scalar_i(gs_p_b(c), x->shape->type, 0);
+        gs_instr *zero = gs_build_scalar_i(gs_part_builder(c), x->shape->type, 0);
         if (r.dil > 1)
-            x = gs_p_dilate_shard(c, x, s, in->operands[0]->shape->dims, r.dim, r.dil, zero);
-        x = gs_p_halo_read(c, x, s, r.dim, r.n, r.a0, r.step, r.len, r.live, zero);
+            x = gs_part_dilate_shard(c, x, s, in->operands[0]->shape->dims, r.dim, r.dil, zero);
+        x = gs_part_halo_read(c, x, s, r.dim, r.n, r.a0, r.step, r.len, r.live, zero);
     }
     return x;
 }
@@ -445,15 +445,15 @@ static gs_instr *read_windows(gs_pctx *c, const gs_instr *in, const gs_space *sp
 /* The local convolution reads its windows from the halo-extended input: along the tiled windowed
  * dims the padding is what puts the read elements where they were (none without base
  * dilation: the halo read filled it in). */
-static void unpad_windows(gs_pctx *c, const gs_instr *in, gs_instr *conv, const gs_space *sp,
-                          const gs_sharding *f) {
+static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
+                          const gs_part_space *sp, const gs_sharding *f) {
     const gs_attr *wa = conv ? gs_instr_attr(conv, GS_ATTR_WINDOW) : NULL;
     if (!wa) return;
     (void)c;
     gs_window *w = wa->u.window; /* the output module's own copy */
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh; h++) {
-        int64_t k = gs_p_tiles(f, h0 + h);
+        int64_t k = gs_part_tiles(f, h0 + h);
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         gs_window_dim *wd = &w->dims[sp->spatial[h]];
@@ -464,20 +464,21 @@ static void unpad_windows(gs_pctx *c, const gs_instr *in, gs_instr *conv, const 
     }
 }
 
-const gs_sharding *gs_p_space_project(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
-                                      const gs_sharding *f) {
+const gs_sharding *gs_part_space_project(gs_part_ctx *c, const gs_part_space *sp,
+                                         const gs_part_space_map *m, const gs_sharding *f) {
     return project(c, sp, m, f);
 }
 
-bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const gs_pvalue *lv,
-                     const gs_pvalue *rv, const gs_sharding *t, gs_space_plan *out_plan) {
-    const gs_space sp = *spp;
+bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space *spp,
+                        const gs_part_value *lv, const gs_part_value *rv, const gs_sharding *t,
+                        gs_part_space_plan *out_plan) {
+    const gs_part_space sp = *spp;
     /* Candidates: from the result, the operands (partial operands count as their combined
      * form), their merges, and full replication. */
     const gs_sharding *ls = as_plain(c, lv->sharding), *rs = as_plain(c, rv->sharding);
-    const gs_sharding *fo = gs_p_plain(t) ? lift(c, &sp, &sp.out, t) : NULL;
-    const gs_sharding *fl = gs_p_plain(ls) ? lift(c, &sp, &sp.lhs, ls) : NULL;
-    const gs_sharding *fr = gs_p_plain(rs) ? lift(c, &sp, &sp.rhs, rs) : NULL;
+    const gs_sharding *fo = gs_part_plain(t) ? lift(c, &sp, &sp.out, t) : NULL;
+    const gs_sharding *fl = gs_part_plain(ls) ? lift(c, &sp, &sp.lhs, ls) : NULL;
+    const gs_sharding *fr = gs_part_plain(rs) ? lift(c, &sp, &sp.rhs, rs) : NULL;
     const gs_sharding *cands[MAX_PLANS];
     int nc = 0;
     add_candidate(c, &sp, fo, cands, &nc);
@@ -489,25 +490,25 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
     add_candidate(c, &sp, fr, cands, &nc);
     /* Whole operands (within each manual group, inside a partially manual region). */
     add_candidate(c, &sp,
-                  c->manual ? lift(c, &sp, &sp.out, gs_p_replicated(c, in->shape))
-                            : gs_sharding_replicated(gs_p_a(c)),
+                  c->manual ? lift(c, &sp, &sp.out, gs_part_replicated(c, in->shape))
+                            : gs_sharding_replicated(gs_part_arena(c)),
                   cands, &nc);
     if (c->failed || nc == 0) return false;
-    gs_space_plan best = {0}, windowed = {0};
+    gs_part_space_plan best = {0}, windowed = {0};
     int best_i = -1, windowed_i = -1;
     for (int i = 0; i < nc; i++) {
-        gs_space_plan p = {cands[i], NULL, NULL, NULL, 0, 1};
+        gs_part_space_plan p = {cands[i], NULL, NULL, NULL, 0, 1};
         p.lhs = project(c, &sp, &sp.lhs, p.f);
         p.rhs = project(c, &sp, &sp.rhs, p.f);
         p.out = project_out(c, &sp, p.f);
         if (c->failed) return false;
         int64_t hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs) : 0;
         if (hb < 0) continue; /* a window no halo exchange can read */
-        p.bytes = gs_reshard_cost(c, lv->base, lv->sharding, lv->red, p.lhs) +
-                  gs_reshard_cost(c, rv->base, rv->sharding, rv->red, p.rhs) +
-                  gs_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t) + hb;
+        p.bytes = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs) +
+                  gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs) +
+                  gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t) + hb;
         for (int s = 0; s < sp.ns; s++) {
-            int64_t k = gs_p_tiles(p.f, s);
+            int64_t k = gs_part_tiles(p.f, s);
             p.flops *= (double)((sp.size[s] + k - 1) / k);
         }
         if (best_i < 0 || p.bytes < best.bytes ||
@@ -515,7 +516,7 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
             best = p;
             best_i = i;
         }
-        if (p.bytes > 0 && gs_p_windowed_applies(c, in, &sp, &p, t) &&
+        if (p.bytes > 0 && gs_part_windowed_applies(c, in, &sp, &p, t) &&
             (windowed_i < 0 || p.bytes < windowed.bytes ||
              (p.bytes == windowed.bytes && p.flops < windowed.flops))) {
             windowed = p;
@@ -531,58 +532,59 @@ bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *spp, const 
     return true;
 }
 
-bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out) {
     bool scaled = is_block_scaled_dot(in);
     if (in->n_operands != (scaled ? 4 : 2) || !gs_type_is_array(in->shape->type)) return false;
-    gs_space sp;
+    gs_part_space sp;
     if (scaled ? !build_scaled_space(in, &sp)
         : in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, false, &sp)
                                       : !build_space(in, &sp))
         return false;
-    const gs_pvalue *lv = gs_p_operand(c, in, 0), *rv = gs_p_operand(c, in, 1);
-    gs_space_plan best;
-    if (!gs_p_plan_space(c, in, &sp, lv, rv, t, &best)) return false;
+    const gs_part_value *lv = gs_part_operand(c, in, 0), *rv = gs_part_operand(c, in, 1);
+    gs_part_space_plan best;
+    if (!gs_part_plan_space(c, in, &sp, lv, rv, t, &best)) return false;
     for (int k = 0; scaled && k < 2; k++) {
         /* Each device's part of a blocked dim must hold whole blocks (with their scales). */
         const gs_shape *q = in->operands[k]->shape, *sc = in->operands[k + 2]->shape;
         const gs_sharding *os = k == 0 ? best.lhs : best.rhs;
         for (int i = 0; i < q->rank; i++)
-            if (sc->dims[i] != q->dims[i] && sc->dims[i] % gs_p_tiles(os, i) != 0) return false;
+            if (sc->dims[i] != q->dims[i] && sc->dims[i] % gs_part_tiles(os, i) != 0) return false;
     }
     /* A convolution may also split its kernel window (the filter gradient's case). */
-    gs_space kw;
-    gs_space_plan kbest;
+    gs_part_space kw;
+    gs_part_space_plan kbest;
     if (in->op == GS_OP_CONVOLUTION && sp.nh > 0 && build_conv_space(in, true, &kw) &&
-        gs_p_plan_space(c, in, &kw, lv, rv, t, &kbest) &&
+        gs_part_plan_space(c, in, &kw, lv, rv, t, &kbest) &&
         (kbest.bytes < best.bytes || (kbest.bytes == best.bytes && kbest.flops < best.flops))) {
         sp = kw;
         best = kbest;
     }
     if (c->failed) return false;
-    if (!scaled && gs_p_windowed_dot(c, in, &sp, &best, t, out)) return true;
+    if (!scaled && gs_part_windowed_dot(c, in, &sp, &best, t, out)) return true;
     if (c->failed) return false;
     /* Emit: operands resharded to the plan, contracting padding masked, the local dot. */
-    gs_pvalue l, r;
-    gs_reshard(c, lv, best.lhs, &l);
-    gs_reshard(c, rv, best.rhs, &r);
+    gs_part_value l, r;
+    gs_part_reshard(c, lv, best.lhs, &l);
+    gs_part_reshard(c, rv, best.rhs, &r);
     gs_instr *lx = l.hlo, *rx = r.hlo;
     if (lx && rx) {
-        lx = gs_p_mask(c, lx, l.sharding, lv->base->dims, sp.n_lk, sp.lk, NULL);
-        rx = gs_p_mask(c, rx, r.sharding, rv->base->dims, sp.n_lk, sp.rk, NULL);
+        lx = gs_part_mask(c, lx, l.sharding, lv->base->dims, sp.n_lk, sp.lk, NULL);
+        rx = gs_part_mask(c, rx, r.sharding, rv->base->dims, sp.n_lk, sp.rk, NULL);
         if (sp.nh > 0) lx = read_windows(c, in, &sp, best.f, lx, l.sharding);
     }
     gs_instr *ops[4] = {lx, rx, NULL, NULL};
     int n_ops = 2;
     if (scaled) { /* the scales split as their operands */
-        gs_pvalue ls, rs;
-        gs_reshard(c, gs_p_operand(c, in, 2), best.lhs, &ls);
-        gs_reshard(c, gs_p_operand(c, in, 3), best.rhs, &rs);
+        gs_part_value ls, rs;
+        gs_part_reshard(c, gs_part_operand(c, in, 2), best.lhs, &ls);
+        gs_part_reshard(c, gs_part_operand(c, in, 3), best.rhs, &rs);
         ops[2] = ls.hlo;
         ops[3] = rs.hlo;
         n_ops = 4;
     }
     gs_type ty = in->shape->type;
-    bool partial = gs_unreduced_dim(best.out) != -1 && gs_unreduced_dim(t) == -1;
+    bool partial = gs_part_unreduced_dim(best.out) != -1 && gs_part_unreduced_dim(t) == -1;
     bool narrow = (ty == GS_BF16 || ty == GS_F16) && partial;
     /* An integer convolution saturates its sum (XLA's semantics): partial sums add up in s64
      * and are clamped once at the end. */
@@ -591,15 +593,15 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
     if (narrow || saturating) {
         /* Partial sums of a narrow float result travel and add up in f32, rounded once at
          * the end, as the single-device dot rounds once. */
-        gs_shape *wide = gs_shape_with_type(gs_p_a(c), in->shape, narrow ? GS_F32 : GS_S64);
-        gs_pvalue p = {gs_p_clone(c, in, gs_p_local_shape(c, wide, best.out), n_ops, ops), wide,
-                       best.out, GS_OP_ADD};
+        gs_shape *wide = gs_shape_with_type(gs_part_arena(c), in->shape, narrow ? GS_F32 : GS_S64);
+        gs_part_value p = {gs_part_clone(c, in, gs_part_local_shape(c, wide, best.out), n_ops, ops),
+                           wide, best.out, GS_OP_ADD};
         unpad_windows(c, in, p.hlo, &sp, best.f);
-        gs_pvalue whole;
-        gs_reshard(c, &p, t, &whole);
+        gs_part_value whole;
+        gs_part_reshard(c, &p, t, &whole);
         gs_instr *w = whole.hlo;
         if (saturating && w) {
-            gs_builder *b = gs_p_b(c);
+            gs_builder *b = gs_part_builder(c);
             int bits = 8 * gs_type_size(ty);
             bool sgn = gs_type_is_signed_int(ty);
             int64_t lo = sgn ? -((int64_t)1 << (bits - 1)) : 0;
@@ -607,19 +609,19 @@ bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
             gs_instr *cl[3] = {gs_build_scalar_i(b, GS_S64, lo), w, gs_build_scalar_i(b, GS_S64, hi)};
             w = gs_build(b, GS_OP_CLAMP, w->shape, 3, cl);
         }
-        out->hlo = gs_build_convert(gs_p_b(c), w, ty);
+        out->hlo = gs_build_convert(gs_part_builder(c), w, ty);
         out->base = in->shape;
         out->sharding = whole.sharding;
-        out->red = GS_OP_ADD;
+        out->combiner = GS_OP_ADD;
         return out->hlo != NULL;
     }
-    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, best.out), n_ops, ops);
+    out->hlo = gs_part_clone(c, in, gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
     unpad_windows(c, in, out->hlo, &sp, best.f);
-    if (sp.groups > 1 && gs_p_tiles(best.f, 0) > 1)
-        gs_build_set_int(gs_p_b(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
-                         sp.groups / gs_p_tiles(best.f, 0));
+    if (sp.groups > 1 && gs_part_tiles(best.f, 0) > 1)
+        gs_build_set_int(gs_part_builder(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
+                         sp.groups / gs_part_tiles(best.f, 0));
     out->base = in->shape;
     out->sharding = best.out;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }

@@ -12,8 +12,9 @@
 
 #include <string.h>
 
-bool gs_h_elementwise(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
-    if (!gs_type_is_array(in->shape->type) || !gs_p_plain(t)) return false;
+bool gs_part_handle_elementwise(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out) {
+    if (!gs_type_is_array(in->shape->type) || !gs_part_plain(t)) return false;
     if (in->op == GS_OP_BITCAST_CONVERT) {
         const gs_shape *o = in->operands[0]->shape;
         if (o->rank != in->shape->rank || gs_type_size(o->type) != gs_type_size(in->shape->type))
@@ -23,80 +24,85 @@ bool gs_h_elementwise(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
     gs_instr *ops[64];
     if (n > 64) return false;
     for (int k = 0; k < n; k++) {
-        const gs_pvalue *v = gs_p_operand(c, in, k);
+        const gs_part_value *v = gs_part_operand(c, in, k);
         if (!gs_type_is_array(v->base->type)) return false;
         const gs_sharding *want = t;
         if (v->base->rank != in->shape->rank) {
             if (v->base->rank != 0) return false;
-            want = gs_p_replicated(c, v->base);
+            want = gs_part_replicated(c, v->base);
         }
-        gs_pvalue r;
-        gs_reshard(c, v, want, &r);
+        gs_part_value r;
+        gs_part_reshard(c, v, want, &r);
         ops[k] = r.hlo;
     }
-    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, t), n, ops);
+    out->hlo = gs_part_clone(c, in, gs_part_local_shape(c, in->shape, t), n, ops);
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }
 
-bool gs_h_parameter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_parameter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out) {
     (void)t;
-    gs_computation *comp = gs_p_b(c)->comp;
+    gs_computation *comp = gs_part_builder(c)->comp;
     int64_t k = in->parameter_number;
     if (k < 0 || k >= comp->n_params || !comp->params[k]) {
-        gs_p_error(c, "internal: parameter %lld of %s is missing", (long long)k, comp->name);
+        gs_part_error(c, "internal: parameter %lld of %s is missing", (long long)k, comp->name);
         return false;
     }
     /* As the parameter was built: the driver reshards it to its own sharding if that differs. */
     out->hlo = comp->params[k];
     out->base = in->shape;
     out->sharding = c->param_sh[k];
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return true;
 }
 
-bool gs_h_tuple(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_tuple(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out) {
     int n = in->n_operands;
-    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, n + 1);
     if (!ops) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     for (int k = 0; k < n; k++) {
-        gs_pvalue r;
-        gs_reshard(c, gs_p_operand(c, in, k), gs_p_element_sharding(c, t, in->shape, k), &r);
+        gs_part_value r;
+        gs_part_reshard(c, gs_part_operand(c, in, k), gs_part_element_sharding(c, t, in->shape, k),
+                        &r);
         ops[k] = r.hlo;
     }
-    out->hlo = gs_build_tuple(gs_p_b(c), n, ops);
+    out->hlo = gs_build_tuple(gs_part_builder(c), n, ops);
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }
 
-bool gs_h_gte(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_gte(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out) {
     (void)t;
-    const gs_pvalue *v = gs_p_operand(c, in, 0);
+    const gs_part_value *v = gs_part_operand(c, in, 0);
     int idx = (int)gs_instr_int(in, GS_ATTR_INDEX, 0);
     if (v->base->type != GS_TUPLE || idx < 0 || idx >= v->base->n_tuple) return false;
-    out->hlo = gs_build_gte(gs_p_b(c), v->hlo, idx);
+    out->hlo = gs_build_gte(gs_part_builder(c), v->hlo, idx);
     out->base = in->shape;
-    out->sharding = gs_p_element_sharding(c, v->sharding, v->base, idx);
-    out->red = v->red;
+    out->sharding = gs_part_element_sharding(c, v->sharding, v->base, idx);
+    out->combiner = v->combiner;
     return out->hlo != NULL;
 }
 
-bool gs_h_copy(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
-    const gs_pvalue *v = gs_p_operand(c, in, 0);
+bool gs_part_handle_copy(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out) {
+    const gs_part_value *v = gs_part_operand(c, in, 0);
     if (t->kind == GS_SHARDING_MANUAL && v->sharding->kind != GS_SHARDING_MANUAL) return false;
-    gs_pvalue r;
-    gs_reshard(c, v, t, &r);
-    out->hlo = gs_p_clone(c, in, gs_p_local_shape(c, in->shape, t), 1, &r.hlo);
+    gs_part_value r;
+    gs_part_reshard(c, v, t, &r);
+    out->hlo = gs_part_clone(c, in, gs_part_local_shape(c, in->shape, t), 1, &r.hlo);
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }
 
@@ -113,34 +119,39 @@ static bool identity_target(const char *t) {
     return false;
 }
 
-bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
-    if (target && strcmp(target, "__op$block_scaled_dot") == 0) return gs_h_dot(c, in, t, out);
+    if (target && strcmp(target, "__op$block_scaled_dot") == 0)
+        return gs_part_handle_dot(c, in, t, out);
     if (!target) return false;
-    if (in->n_operands != 1) return gs_p_single_device(c, in, t, out);
-    if (strcmp(target, "TopK") == 0) return gs_h_topk(c, in, t, out);
-    if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0) return gs_h_rotate_right(c, in, t, out);
-    const gs_pvalue *v = gs_p_operand(c, in, 0);
+    if (in->n_operands != 1) return gs_part_single_device(c, in, t, out);
+    if (strcmp(target, "TopK") == 0) return gs_part_handle_topk(c, in, t, out);
+    if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0)
+        return gs_part_handle_rotate_right(c, in, t, out);
+    const gs_part_value *v = gs_part_operand(c, in, 0);
     bool region = strcmp(target, "SPMDFullToShardShape") == 0 ||
                   strcmp(target, "SPMDShardToFullShape") == 0;
     if (strcmp(target, "Sharding") == 0 || identity_target(target)) {
         /* A sharding constraint (the driver reshards the operand's value to it) or an
          * annotation: an identity, so it cannot change the value's shape. */
         if (!gs_shape_equal(in->shape, v->base)) {
-            gs_p_error(c, "%%%s: a %s custom-call passes its operand through, so its shape must "
+            gs_part_error(c,
+                          "%%%s: a %s custom-call passes its operand through, so its shape must "
                           "be the operand's (%s), not %s",
-                       in->name, target, gs_shape_to_string(gs_p_a(c), v->base),
-                       gs_shape_to_string(gs_p_a(c), in->shape));
+                          in->name, target, gs_shape_to_string(gs_part_arena(c), v->base),
+                          gs_shape_to_string(gs_part_arena(c), in->shape));
             return false;
         }
         *out = *v;
         return true;
     }
-    if (region && t->kind != GS_SHARDING_MANUAL && !gs_p_partial_manual(t) &&
-        v->sharding->kind != GS_SHARDING_MANUAL && !gs_p_partial_manual(v->sharding)) {
-        gs_p_error(c, "%%%s: %s marks a manual region's edge, but neither it nor its operand has "
+    if (region && t->kind != GS_SHARDING_MANUAL && !gs_part_partial_manual(t) &&
+        v->sharding->kind != GS_SHARDING_MANUAL && !gs_part_partial_manual(v->sharding)) {
+        gs_part_error(c,
+                      "%%%s: %s marks a manual region's edge, but neither it nor its operand has "
                       "a manual sharding",
-                   in->name, target);
+                      in->name, target);
         return false;
     }
     if (strcmp(target, "SPMDFullToShardShape") == 0 && t->kind == GS_SHARDING_MANUAL) {
@@ -151,42 +162,43 @@ bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
         out->hlo = v->hlo;
         out->base = in->shape;
         out->sharding = t;
-        out->red = GS_OP_ADD;
+        out->combiner = GS_OP_ADD;
         return true;
     }
     if (strcmp(target, "SPMDShardToFullShape") == 0 && v->sharding->kind == GS_SHARDING_MANUAL &&
-        gs_p_plain(t) && gs_type_is_array(in->shape->type)) {
+        gs_part_plain(t) && gs_type_is_array(in->shape->type)) {
         /* Out of a manual region: each device's value is its shard of the result. */
-        gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+        gs_shape *ls = gs_part_local_shape(c, in->shape, t);
         if (!ls || !v->hlo || !gs_shape_same_dims(v->hlo->shape, ls)) return false;
         out->hlo = v->hlo;
         out->base = in->shape;
         out->sharding = t;
-        out->red = GS_OP_ADD;
+        out->combiner = GS_OP_ADD;
         return true;
     }
     /* Any other target (a host callback, say) runs once, on its device, when it has one. */
-    return gs_p_single_device(c, in, t, out);
+    return gs_part_single_device(c, in, t, out);
 }
 
-bool gs_h_collective(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_collective(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                               gs_part_value *out) {
     /* A collective written by hand in a manual region runs as written. Elsewhere the default
      * action keeps its semantics on whole values. */
     if (t->kind != GS_SHARDING_MANUAL) return false;
     int n = in->n_operands;
-    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, n + 1);
     if (!ops) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     for (int k = 0; k < n; k++) {
-        const gs_pvalue *v = gs_p_operand(c, in, k);
+        const gs_part_value *v = gs_part_operand(c, in, k);
         if (v->sharding->kind != GS_SHARDING_MANUAL) return false;
         ops[k] = v->hlo;
     }
-    out->hlo = gs_p_clone(c, in, in->shape, n, ops);
+    out->hlo = gs_part_clone(c, in, in->shape, n, ops);
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }

@@ -1,6 +1,6 @@
 /*
  * h_gather.c — gather and scatter, XLA's strategies (gather_scatter_handler.cc) expressed as
- * plans in an iteration space, chosen by the same planner as dot (gs_p_plan_space):
+ * plans in an iteration space, chosen by the same planner as dot (gs_part_plan_space):
  *
  * gather (lhs = operand, rhs = indices):
  *   b  batching dims (operand_batching_dims with start_indices_batching_dims): shared, local;
@@ -59,7 +59,7 @@ static void read_gather(const gs_instr *in, gather_dims *g) {
 
 /* Space: [b: batching pairs] [m: whole-sliced operand dims] [n: other index dims] [k: collapsed
  * indexed dims] [forced: other operand dims, then the index vector dim]. */
-static bool gather_space(const gs_instr *in, const gather_dims *g, gs_space *sp) {
+static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space *sp) {
     const gs_shape *a = in->operands[0]->shape, *ix = in->operands[1]->shape, *o = in->shape;
     if (g->sizes.n != a->rank || g->obatch.n != g->ibatch.n || a->rank + ix->rank + 1 > GS_MAX_RANK)
         return false;
@@ -142,17 +142,17 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_space *sp)
 }
 
 /* Component j of indices x (along the index vector dim ivd; the whole of x when implicit). */
-static gs_instr *component(gs_pctx *c, gs_instr *x, int64_t ivd, int j) {
+static gs_instr *component(gs_part_ctx *c, gs_instr *x, int64_t ivd, int j) {
     if (ivd >= x->shape->rank) return x;
     int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
     memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
     st[ivd] = j;
     lim[ivd] = j + 1;
-    return gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+    return gs_build_slice(gs_part_builder(c), x, st, lim, NULL);
 }
 
 /* Indices x with component j replaced by v (same shape as the component). */
-static gs_instr *replace_component(gs_pctx *c, gs_instr *x, int64_t ivd, int j, gs_instr *v) {
+static gs_instr *replace_component(gs_part_ctx *c, gs_instr *x, int64_t ivd, int j, gs_instr *v) {
     if (ivd >= x->shape->rank) return v;
     int n = (int)x->shape->dims[ivd];
     gs_instr *parts[GS_MAX_RANK];
@@ -161,38 +161,38 @@ static gs_instr *replace_component(gs_pctx *c, gs_instr *x, int64_t ivd, int j, 
         int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
         memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
         lim[ivd] = j;
-        parts[np++] = gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+        parts[np++] = gs_build_slice(gs_part_builder(c), x, st, lim, NULL);
     }
     parts[np++] = v;
     if (j + 1 < n) {
         int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
         memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
         st[ivd] = j + 1;
-        parts[np++] = gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+        parts[np++] = gs_build_slice(gs_part_builder(c), x, st, lim, NULL);
     }
-    return np == 1 ? v : gs_build_concatenate(gs_p_b(c), np, parts, (int)ivd);
+    return np == 1 ? v : gs_build_concatenate(gs_part_builder(c), np, parts, (int)ivd);
 }
 
-static gs_instr *scalar_of(gs_pctx *c, gs_type t, int64_t v, const gs_shape *like) {
-    return gs_p_bcast_scalar(c, gs_build_scalar_i(gs_p_b(c), t, v), like);
+static gs_instr *scalar_of(gs_part_ctx *c, gs_type t, int64_t v, const gs_shape *like) {
+    return gs_part_bcast_scalar(c, gs_build_scalar_i(gs_part_builder(c), t, v), like);
 }
 
 /* For operand dim d (indexed by component j), tiled by s with shards of `shard`: the indices
  * with that component made local (clamped first to [0, dim - size] when `clamp`, as gather
  * does), and in *in_range (pred, the component's shape) whether this device holds it. */
-static gs_instr *localize(gs_pctx *c, gs_instr *idx, int64_t ivd, int j, const gs_sharding *s,
+static gs_instr *localize(gs_part_ctx *c, gs_instr *idx, int64_t ivd, int j, const gs_sharding *s,
                           int d, int64_t dim, int64_t size, int64_t shard, bool clamp,
                           gs_instr **in_range) {
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     gs_instr *x = component(c, idx, ivd, j);
     gs_type t = x->shape->type;
     if (clamp) {
         gs_instr *cl[3] = {scalar_of(c, t, 0, x->shape), x, scalar_of(c, t, dim - size, x->shape)};
         x = gs_build(b, GS_OP_CLAMP, x->shape, 3, cl);
     }
-    gs_instr *off = gs_p_shard_offset(c, s, d, shard);
+    gs_instr *off = gs_part_shard_offset(c, s, d, shard);
     if (t != GS_S32) off = gs_build_convert(b, off, t);
-    gs_instr *lx = gs_build_binary(b, GS_OP_SUBTRACT, x, gs_p_bcast_scalar(c, off, x->shape));
+    gs_instr *lx = gs_build_binary(b, GS_OP_SUBTRACT, x, gs_part_bcast_scalar(c, off, x->shape));
     if (in_range) {
         gs_instr *ge = gs_build_compare(b, lx, scalar_of(c, t, 0, x->shape), "GE");
         gs_instr *lt = gs_build_compare(b, lx, scalar_of(c, t, shard, x->shape), "LT");
@@ -203,18 +203,20 @@ static gs_instr *localize(gs_pctx *c, gs_instr *idx, int64_t ivd, int j, const g
     return replace_component(c, idx, ivd, j, lx);
 }
 
-bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
-    if (in->n_operands != 2 || !gs_type_is_array(in->shape->type) || !gs_p_plain(t)) return false;
+bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                           gs_part_value *out) {
+    if (in->n_operands != 2 || !gs_type_is_array(in->shape->type) || !gs_part_plain(t))
+        return false;
     gather_dims g;
     read_gather(in, &g);
-    gs_space sp;
+    gs_part_space sp;
     if (!gather_space(in, &g, &sp)) return false;
-    const gs_pvalue *av = gs_p_operand(c, in, 0), *iv = gs_p_operand(c, in, 1);
-    gs_space_plan best;
-    if (!gs_p_plan_space(c, in, &sp, av, iv, t, &best)) return false;
-    gs_pvalue a, ix;
-    gs_reshard(c, av, best.lhs, &a);
-    gs_reshard(c, iv, best.rhs, &ix);
+    const gs_part_value *av = gs_part_operand(c, in, 0), *iv = gs_part_operand(c, in, 1);
+    gs_part_space_plan best;
+    if (!gs_part_plan_space(c, in, &sp, av, iv, t, &best)) return false;
+    gs_part_value a, ix;
+    gs_part_reshard(c, av, best.lhs, &a);
+    gs_part_reshard(c, iv, best.rhs, &ix);
     if (c->failed || !a.hlo || !ix.hlo) return false;
     const gs_shape *ash = in->operands[0]->shape;
     gs_instr *idx = ix.hlo, *mask = NULL;
@@ -222,19 +224,19 @@ bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue
     for (int j = 0; j < g.start_map.n; j++) {
         int d = (int)g.start_map.v[j];
         /* Only collapsed one-element slices; a whole slice's index is clamped to 0 anyway. */
-        if (d < 0 || d >= ash->rank || gs_p_tiles(a.sharding, d) <= 1 || !member(g.collapsed, d) ||
-            g.sizes.v[d] != 1)
+        if (d < 0 || d >= ash->rank || gs_part_tiles(a.sharding, d) <= 1 ||
+            !member(g.collapsed, d) || g.sizes.v[d] != 1)
             continue;
         gs_instr *ok;
         idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], g.sizes.v[d],
                        a.hlo->shape->dims[d], true, &ok);
-        mask = mask ? gs_build_binary(gs_p_b(c), GS_OP_AND, mask, ok) : ok;
+        mask = mask ? gs_build_binary(gs_part_builder(c), GS_OP_AND, mask, ok) : ok;
     }
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, best.out);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, best.out);
     gs_instr *ops[2] = {a.hlo, idx};
-    gs_instr *r = ls ? gs_p_clone(c, in, ls, 2, ops) : NULL;
+    gs_instr *r = ls ? gs_part_clone(c, in, ls, 2, ops) : NULL;
     if (!r) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     /* Whole slices of tiled operand dims are the local slices. */
@@ -250,7 +252,7 @@ bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue
         int nb = 0;
         for (int od = 0; od < in->shape->rank; od++)
             if (!member(g.offset, od)) bd[nb++] = od;
-        gs_builder *b = gs_p_b(c);
+        gs_builder *b = gs_part_builder(c);
         if (g.ivd < idx->shape->rank) {
             /* Drop the size-1 index vector dim. */
             int64_t dims[GS_MAX_RANK];
@@ -261,12 +263,12 @@ bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue
         }
         gs_instr *m = gs_build_broadcast(b, mask, r->shape->rank, r->shape->dims, nb, bd);
         gs_instr *zero = gs_build_scalar_i(b, r->shape->type, 0);
-        r = gs_build_select(b, m, r, gs_p_bcast_scalar(c, zero, r->shape));
+        r = gs_build_select(b, m, r, gs_part_bcast_scalar(c, zero, r->shape));
     }
     out->hlo = r;
     out->base = in->shape;
     out->sharding = best.out;
-    out->red = in->shape->type == GS_PRED ? GS_OP_OR : GS_OP_ADD;
+    out->combiner = in->shape->type == GS_PRED ? GS_OP_OR : GS_OP_ADD;
     return r != NULL;
 }
 
@@ -289,8 +291,8 @@ static void read_scatter(const gs_instr *in, scatter_dims *g) {
 /* Space: [b: batching pairs, then whole windows] [m: inserted indexed dims] [k: the updates'
  * other scatter dims, when the combiner can split them] [forced: the rest]. ixmap receives how
  * the indices' dims map into it (their index vector dim forced). */
-static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splittable, gs_space *sp,
-                          gs_space_map *ixmap) {
+static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splittable,
+                          gs_part_space *sp, gs_part_space_map *ixmap) {
     const gs_shape *a = in->operands[0]->shape, *ix = in->operands[1]->shape;
     const gs_shape *u = in->operands[2]->shape;
     int ra = a->rank, ri = ix->rank, ru = u->rank;
@@ -378,24 +380,28 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     return true;
 }
 
-bool gs_h_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
-    if (in->n_operands != 3 || !gs_type_is_array(in->shape->type) || !gs_p_plain(t)) return false;
+bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                            gs_part_value *out) {
+    if (in->n_operands != 3 || !gs_type_is_array(in->shape->type) || !gs_part_plain(t))
+        return false;
     scatter_dims g;
     read_scatter(in, &g);
     gs_opcode rop;
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     gs_type ty = in->shape->type;
-    bool splittable = comp && gs_p_reducer_op(comp, &rop) && gs_p_identity(c, rop, ty) != NULL;
-    gs_space sp;
-    gs_space_map ixmap;
+    bool splittable =
+        comp && gs_part_reducer_op(comp, &rop) && gs_part_identity(c, rop, ty) != NULL;
+    gs_part_space sp;
+    gs_part_space_map ixmap;
     if (!scatter_space(in, &g, splittable, &sp, &ixmap)) return false;
-    const gs_pvalue *av = gs_p_operand(c, in, 0), *uv = gs_p_operand(c, in, 2);
-    gs_space_plan best;
-    if (!gs_p_plan_space(c, in, &sp, av, uv, t, &best)) return false;
-    gs_pvalue a, u, ix;
-    gs_reshard(c, av, best.lhs, &a);
-    gs_reshard(c, uv, best.rhs, &u);
-    gs_reshard(c, gs_p_operand(c, in, 1), gs_p_space_project(c, &sp, &ixmap, best.f), &ix);
+    const gs_part_value *av = gs_part_operand(c, in, 0), *uv = gs_part_operand(c, in, 2);
+    gs_part_space_plan best;
+    if (!gs_part_plan_space(c, in, &sp, av, uv, t, &best)) return false;
+    gs_part_value a, u, ix;
+    gs_part_reshard(c, av, best.lhs, &a);
+    gs_part_reshard(c, uv, best.rhs, &u);
+    gs_part_reshard(c, gs_part_operand(c, in, 1), gs_part_space_project(c, &sp, &ixmap, best.f),
+                    &ix);
     if (c->failed || !a.hlo || !u.hlo || !ix.hlo) return false;
     const gs_shape *ash = in->shape;
     gs_instr *idx = ix.hlo;
@@ -404,46 +410,46 @@ bool gs_h_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalu
     for (int j = 0; j < g.to_operand.n; j++) {
         int d = (int)g.to_operand.v[j];
         /* Only inserted one-element windows; a whole window's index must be 0 anyway. */
-        if (d < 0 || d >= ash->rank || gs_p_tiles(a.sharding, d) <= 1 || !member(g.inserted, d))
+        if (d < 0 || d >= ash->rank || gs_part_tiles(a.sharding, d) <= 1 || !member(g.inserted, d))
             continue;
         idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], 1, a.hlo->shape->dims[d],
                        false, NULL);
     }
-    gs_builder *b = gs_p_b(c);
-    bool partial = gs_unreduced_dim(best.out) != -1;
+    gs_builder *b = gs_part_builder(c);
+    bool partial = gs_part_unreduced_dim(best.out) != -1;
     gs_instr *base = a.hlo, *upd = u.hlo;
     if (partial) {
         /* This device's updates, combined into the identity; the padding of the updates' split
          * scatter dims holds no update, so it becomes the identity too. */
-        gs_instr *id = gs_p_identity(c, rop, ty);
-        base = gs_p_bcast_scalar(c, id, a.hlo->shape);
+        gs_instr *id = gs_part_identity(c, rop, ty);
+        base = gs_part_bcast_scalar(c, id, a.hlo->shape);
         int split[GS_MAX_RANK], ns = 0, k0 = sp.nb + sp.nm + sp.nn;
         for (int d = 0; d < uv->base->rank; d++)
             if (sp.rhs.to[d] >= k0 && sp.rhs.to[d] < k0 + sp.nk) split[ns++] = d;
-        upd = gs_p_mask(c, upd, u.sharding, uv->base->dims, ns, split, id);
+        upd = gs_part_mask(c, upd, u.sharding, uv->base->dims, ns, split, id);
     }
     gs_instr *ops[3] = {base, idx, upd};
-    gs_instr *r = gs_p_clone(c, in, a.hlo->shape, 3, ops);
+    gs_instr *r = gs_part_clone(c, in, a.hlo->shape, 3, ops);
     if (!r) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     if (!partial) {
         out->hlo = r;
         out->base = in->shape;
         out->sharding = best.out;
-        out->red = GS_OP_ADD;
+        out->combiner = GS_OP_ADD;
         return true;
     }
     /* Combine the devices' partial results, then with the operand. */
-    gs_pvalue p = {r, in->shape, best.out, rop}, whole;
-    gs_reshard(c, &p, gs_p_reduced_form(c, best.out), &whole);
+    gs_part_value p = {r, in->shape, best.out, rop}, whole;
+    gs_part_reshard(c, &p, gs_part_reduced_form(c, best.out), &whole);
     if (c->failed || !whole.hlo) return false;
-    gs_pvalue base_v;
-    gs_reshard(c, &a, whole.sharding, &base_v);
+    gs_part_value base_v;
+    gs_part_reshard(c, &a, whole.sharding, &base_v);
     out->hlo = gs_build_binary(b, rop, base_v.hlo, whole.hlo);
     out->base = in->shape;
     out->sharding = whole.sharding;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }

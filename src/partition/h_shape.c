@@ -17,36 +17,37 @@
 
 #include <string.h>
 
-static void result(gs_pvalue *out, gs_instr *hlo, const gs_shape *base, const gs_sharding *s) {
+static void result(gs_part_value *out, gs_instr *hlo, const gs_shape *base, const gs_sharding *s) {
     out->hlo = hlo;
     out->base = base;
     out->sharding = s;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
 }
 
-static gs_instr *resharded(gs_pctx *c, const gs_instr *in, int k, const gs_sharding *s) {
-    gs_pvalue r;
-    gs_reshard(c, gs_p_operand(c, in, k), s, &r);
+static gs_instr *resharded(gs_part_ctx *c, const gs_instr *in, int k, const gs_sharding *s) {
+    gs_part_value r;
+    gs_part_reshard(c, gs_part_operand(c, in, k), s, &r);
     return r.hlo;
 }
 
 /* The operands of `in` from k on, each resharded to replicated (index scalars, pad values). */
-static void replicated_rest(gs_pctx *c, const gs_instr *in, int k, gs_instr **ops) {
+static void replicated_rest(gs_part_ctx *c, const gs_instr *in, int k, gs_instr **ops) {
     for (int i = k; i < in->n_operands; i++) {
-        const gs_pvalue *v = gs_p_operand(c, in, i);
-        gs_pvalue r;
-        gs_reshard(c, v, gs_p_replicated(c, v->base), &r);
+        const gs_part_value *v = gs_part_operand(c, in, i);
+        gs_part_value r;
+        gs_part_reshard(c, v, gs_part_replicated(c, v->base), &r);
         ops[i] = r.hlo;
     }
 }
 
 static bool plain_array(const gs_instr *in, const gs_sharding *t) {
-    return gs_type_is_array(in->shape->type) && gs_p_plain(t);
+    return gs_type_is_array(in->shape->type) && gs_part_plain(t);
 }
 
 /* ------------------------------------------------------------------ broadcast */
 
-bool gs_h_broadcast(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_broadcast(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints bd = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
     int r = in->shape->rank;
@@ -62,16 +63,16 @@ bool gs_h_broadcast(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pva
             added[na] = i;
             added64[na++] = i;
         }
-    const gs_sharding *s = gs_p_replicate_dims(c, t, na, added);
+    const gs_sharding *s = gs_part_replicate_dims(c, t, na, added);
     gs_sharding *op_s = NULL;
-    if (gs_sharding_remove_dims(gs_p_a(c), s, na, added64, &op_s) != GS_OK || !op_s) {
-        gs_p_oom(c);
+    if (gs_sharding_remove_dims(gs_part_arena(c), s, na, added64, &op_s) != GS_OK || !op_s) {
+        gs_part_oom(c);
         return false;
     }
     gs_instr *x = resharded(c, in, 0, op_s);
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
     if (!ls) return false;
-    result(out, gs_build_broadcast(gs_p_b(c), x, r, ls->dims, bd.n, bd.v), in->shape, t);
+    result(out, gs_build_broadcast(gs_part_builder(c), x, r, ls->dims, bd.n, bd.v), in->shape, t);
     return out->hlo != NULL;
 }
 
@@ -79,23 +80,24 @@ bool gs_h_broadcast(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pva
 
 static bool even(const gs_shape *s, const gs_sharding *sh) {
     for (int i = 0; i < s->rank; i++)
-        if (gs_p_uneven(sh, i, s->dims[i])) return false;
+        if (gs_part_uneven(sh, i, s->dims[i])) return false;
     return true;
 }
 
 /* The sharding of a reshape from `from` (shape a) to shape b, when a local reshape of the
  * per-device shards computes it exactly; NULL otherwise. */
-static const gs_sharding *local_reshape(gs_pctx *c, const gs_shape *a, const gs_sharding *from,
+static const gs_sharding *local_reshape(gs_part_ctx *c, const gs_shape *a, const gs_sharding *from,
                                         const gs_shape *b) {
-    if (!gs_p_plain(from) || !even(a, from)) return NULL;
+    if (!gs_part_plain(from) || !even(a, from)) return NULL;
     gs_sharding *to = NULL;
-    if (gs_sharding_reshape(gs_p_a(c), from, a->rank, a->dims, b->rank, b->dims, &to) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_sharding_reshape(gs_part_arena(c), from, a->rank, a->dims, b->rank, b->dims, &to) !=
+        GS_OK) {
+        gs_part_oom(c);
         return NULL;
     }
-    if (!to || !gs_p_plain(to) || !even(b, to)) return NULL;
+    if (!to || !gs_part_plain(to) || !even(b, to)) return NULL;
     if (gs_sharding_num_tiles(to) != gs_sharding_num_tiles(from)) return NULL;
-    gs_shape *la = gs_p_local_shape(c, a, from), *lb = gs_p_local_shape(c, b, to);
+    gs_shape *la = gs_part_local_shape(c, a, from), *lb = gs_part_local_shape(c, b, to);
     if (!la || !lb || gs_shape_elements(la) != gs_shape_elements(lb)) return NULL;
     return to;
 }
@@ -110,10 +112,9 @@ static const gs_sharding *local_reshape(gs_pctx *c, const gs_shape *a, const gs_
  * ma) a halo exchange along d first gives each device the rows of d its result shard is made
  * of, which then reshape locally. Each halo reaches at most one neighbour. *rs gets the
  * result's sharding; NULL when the pattern does not apply. */
-static gs_instr *realigned_reshape(gs_pctx *c, const gs_shape *a, const gs_sharding *from,
-                                   gs_instr *x, const gs_shape *b, int d,
-                                   const gs_sharding **rs) {
-    int64_t k = gs_p_tiles(from, d), na = a->dims[d], ca = (na + k - 1) / k;
+static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_sharding *from,
+                                   gs_instr *x, const gs_shape *b, int d, const gs_sharding **rs) {
+    int64_t k = gs_part_tiles(from, d), na = a->dims[d], ca = (na + k - 1) / k;
     int64_t lead = 1, ma = 1, blead = 1, mb = 1;
     for (int i = 0; i < d; i++) lead *= a->dims[i];
     for (int i = d + 1; i < a->rank; i++) ma *= a->dims[i];
@@ -124,10 +125,10 @@ static gs_instr *realigned_reshape(gs_pctx *c, const gs_shape *a, const gs_shard
     for (int i = e + 1; i < b->rank; i++) mb *= b->dims[i];
     int64_t nb = b->dims[e], cb = (nb + k - 1) / k;
     if (na * ma != nb * mb) return NULL;
-    gs_arena *ar = gs_p_a(c);
+    gs_arena *ar = gs_part_arena(c);
     gs_shape *av = gs_shape_with_type(ar, a, a->type), *bv = gs_shape_with_type(ar, b, b->type);
     if (!av || !bv) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     bool rows_first = ma % mb == 0; /* reshape, then the halo along e */
@@ -136,56 +137,58 @@ static gs_instr *realigned_reshape(gs_pctx *c, const gs_shape *a, const gs_shard
     av->dims[d] = rows_first ? k * ca : k * (cb * (mb / ma));
     bv->dims[e] = rows_first ? k * ca * (ma / mb) : k * cb;
     const gs_sharding *to = local_reshape(c, av, from, bv);
-    if (!to || gs_p_tiles(to, e) != k) return NULL;
+    if (!to || gs_part_tiles(to, e) != k) return NULL;
     for (int i = 0; i < b->rank; i++)
-        if (i != e && gs_p_uneven(to, i, b->dims[i])) return NULL;
+        if (i != e && gs_part_uneven(to, i, b->dims[i])) return NULL;
     /* The halo: along e of the reshaped shard, or along d of the operand's. */
     const gs_sharding *hs = rows_first ? to : from;
     int hd = rows_first ? e : d;
     int64_t n = rows_first ? bv->dims[e] : na, held = rows_first ? ca * (ma / mb) : ca;
     int64_t w = rows_first ? cb : av->dims[d] / k, span = rows_first ? nb : na;
-    int64_t live = gs_p_live_tiles(k, w, span), L, R;
-    if (!gs_p_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) || L > held || R > held)
-        return NULL;
-    const gs_shape *lv = gs_p_local_shape(c, bv, to);
+    int64_t live = gs_part_live_tiles(k, w, span), L, R;
+    if (!gs_part_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) || L > held || R > held) return NULL;
+    const gs_shape *lv = gs_part_local_shape(c, bv, to);
     if (!lv) return NULL;
-    gs_builder *bl = gs_p_b(c);
+    gs_builder *bl = gs_part_builder(c);
     gs_instr *y = x;
     if (rows_first) y = gs_build_reshape(bl, y, lv->rank, lv->dims);
-    y = gs_p_halo_read(c, y, hs, hd, n, 0, w, w, live, NULL);
+    y = gs_part_halo_read(c, y, hs, hd, n, 0, w, w, live, NULL);
     if (!rows_first && y) y = gs_build_reshape(bl, y, lv->rank, lv->dims);
     *rs = to;
     return y;
 }
 
-static gs_instr *uneven_reshape(gs_pctx *c, const gs_shape *a, const gs_sharding *from,
+static gs_instr *uneven_reshape(gs_part_ctx *c, const gs_shape *a, const gs_sharding *from,
                                 gs_instr *x, const gs_shape *b, const gs_sharding **rs) {
-    if (!gs_p_plain(from) || from->kind != GS_SHARDING_TILED || !x) return NULL;
+    if (!gs_part_plain(from) || from->kind != GS_SHARDING_TILED || !x) return NULL;
     for (int d = 0; d < a->rank; d++) {
-        if (gs_p_tiles(from, d) < 2) continue;
+        if (gs_part_tiles(from, d) < 2) continue;
         gs_instr *y = realigned_reshape(c, a, from, x, b, d, rs);
         if (y || c->failed) return y;
     }
     return NULL;
 }
 
-bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_reshape(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                            gs_part_value *out) {
     if (!plain_array(in, t)) return false;
-    const gs_pvalue *v = gs_p_operand(c, in, 0);
+    const gs_part_value *v = gs_part_operand(c, in, 0);
     const gs_shape *a = v->base, *b = in->shape;
     if (!gs_type_is_array(a->type) || a->type != b->type) return false;
     if (gs_shape_elements(a) != gs_shape_elements(b)) return false;
     gs_instr *x = NULL;
     const gs_sharding *rs = NULL;
-    const gs_sharding *fwd = gs_p_plain(v->sharding) ? local_reshape(c, a, v->sharding, b) : NULL;
+    const gs_sharding *fwd =
+        gs_part_plain(v->sharding) ? local_reshape(c, a, v->sharding, b) : NULL;
     if (fwd && gs_sharding_equal(fwd, t)) {
         x = v->hlo;
         rs = fwd;
     } else {
         /* The operand sharding that reshapes to t, if any. */
         gs_sharding *back = NULL;
-        if (gs_sharding_reshape(gs_p_a(c), t, b->rank, b->dims, a->rank, a->dims, &back) != GS_OK) {
-            gs_p_oom(c);
+        if (gs_sharding_reshape(gs_part_arena(c), t, b->rank, b->dims, a->rank, a->dims, &back) !=
+            GS_OK) {
+            gs_part_oom(c);
             return false;
         }
         const gs_sharding *check = back ? local_reshape(c, a, back, b) : NULL;
@@ -202,20 +205,21 @@ bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalu
             return true;
         }
     }
-    const gs_shape *ls = gs_p_local_shape(c, b, rs);
+    const gs_shape *ls = gs_part_local_shape(c, b, rs);
     if (!ls || !x) return false;
     if (gs_shape_elements(ls) != gs_shape_elements(x->shape)) return false; /* not a local one */
-    result(out, gs_build_reshape(gs_p_b(c), x, ls->rank, ls->dims), b, rs);
+    result(out, gs_build_reshape(gs_part_builder(c), x, ls->rank, ls->dims), b, rs);
     if (out->hlo && out->hlo == x) {
         /* Same per-device shape: keep a distinct instruction for the result's name. */
-        out->hlo = gs_build_copy(gs_p_b(c), x);
+        out->hlo = gs_build_copy(gs_part_builder(c), x);
     }
     return out->hlo != NULL;
 }
 
 /* ------------------------------------------------------------------ transpose */
 
-bool gs_h_transpose(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_transpose(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints p = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
     int r = in->shape->rank;
@@ -226,14 +230,14 @@ bool gs_h_transpose(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pva
         inv[p.v[i]] = i;
     }
     gs_sharding *op_s = NULL;
-    if (gs_sharding_transpose(gs_p_a(c), t, r, inv, &op_s) != GS_OK || !op_s) {
-        gs_p_oom(c);
+    if (gs_sharding_transpose(gs_part_arena(c), t, r, inv, &op_s) != GS_OK || !op_s) {
+        gs_part_oom(c);
         return false;
     }
     gs_instr *x = resharded(c, in, 0, op_s);
     if (!x) return false;
-    gs_instr *y = gs_build_transpose(gs_p_b(c), x, perm);
-    if (y == x) y = gs_build_copy(gs_p_b(c), x);
+    gs_instr *y = gs_build_transpose(gs_part_builder(c), x, perm);
+    if (y == x) y = gs_build_copy(gs_part_builder(c), x);
     result(out, y, in->shape, t);
     return out->hlo != NULL;
 }
@@ -243,25 +247,26 @@ bool gs_h_transpose(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pva
 /* Runs `in` on per-device shards whose data dims `moved` (n entries) are whole: the operands
  * from 0 to n_data-1 are resharded to t with those dims replicated (each for its own shape), the
  * rest replicated; the op is cloned with per-device shapes; the result keeps that sharding. */
-static bool with_whole_dims(gs_pctx *c, const gs_instr *in, const gs_sharding *t, int n,
-                            const int *moved, int n_data, gs_pvalue *out) {
-    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+static bool with_whole_dims(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t, int n,
+                            const int *moved, int n_data, gs_part_value *out) {
+    const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
     int k = in->n_operands;
-    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, k + 1);
+    gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, k + 1);
     if (!ops) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     for (int i = 0; i < n_data; i++) ops[i] = resharded(c, in, i, s);
     replicated_rest(c, in, n_data, ops);
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, s);
     if (!ls) return false;
     result(out, NULL, in->shape, s);
-    out->hlo = gs_p_clone(c, in, ls, k, ops);
+    out->hlo = gs_part_clone(c, in, ls, k, ops);
     return out->hlo != NULL;
 }
 
-bool gs_h_reverse(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_reverse(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                            gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
     int moved[GS_MAX_RANK];
@@ -271,7 +276,8 @@ bool gs_h_reverse(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalu
 
 /* fft transforms its last len(fft_length) dims: those are made whole, the leading (batch) dims
  * keep their tiles. */
-bool gs_h_fft(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_fft(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints len = gs_instr_ints(in, GS_ATTR_FFT_LENGTH);
     int r = in->shape->rank;
@@ -283,7 +289,8 @@ bool gs_h_fft(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
 
 /* cholesky and triangular-solve work on the matrices in their last two dims: those are made
  * whole (for every operand), the leading batch dims keep their tiles. */
-bool gs_h_batched_matrix(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_batched_matrix(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                   gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     int r = in->shape->rank;
     if (r < 2) return false;
@@ -293,7 +300,8 @@ bool gs_h_batched_matrix(gs_pctx *c, const gs_instr *in, const gs_sharding *t, g
     return with_whole_dims(c, in, t, 2, moved, in->n_operands, out);
 }
 
-bool gs_h_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     const gs_attr *a = gs_instr_attr(in, GS_ATTR_SLICE);
     const gs_shape *os = in->operands[0]->shape;
@@ -307,12 +315,12 @@ bool gs_h_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue 
         if (sd->start == 0 && sd->limit == os->dims[i] && sd->stride == 1) continue;
         int64_t l, r;
         if (sd->stride == 1 &&
-            gs_p_halo_plan(t, i, os->dims[i], sd->start, in->shape->dims[i], &l, &r))
+            gs_part_halo_plan(t, i, os->dims[i], sd->start, in->shape->dims[i], &l, &r))
             halo[i] = true;
         else
             whole[i] = true, moved[n++] = i;
     }
-    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
     gs_instr *x = resharded(c, in, 0, s);
     if (!x) return false;
     int64_t st[GS_MAX_RANK], lim[GS_MAX_RANK], str[GS_MAX_RANK];
@@ -322,17 +330,18 @@ bool gs_h_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue 
         lim[i] = whole[i] ? sd->limit : x->shape->dims[i];
         str[i] = whole[i] ? sd->stride : 1;
     }
-    gs_instr *y = gs_build_slice(gs_p_b(c), x, st, lim, str);
+    gs_instr *y = gs_build_slice(gs_part_builder(c), x, st, lim, str);
     for (int i = 0; i < os->rank && y; i++)
         if (halo[i])
-            y = gs_p_halo_window(c, y, s, i, os->dims[i], a->u.slice.v[i].start,
-                                 in->shape->dims[i], NULL);
-    if (y == x) y = gs_build_copy(gs_p_b(c), x);
+            y = gs_part_halo_window(c, y, s, i, os->dims[i], a->u.slice.v[i].start,
+                                    in->shape->dims[i], NULL);
+    if (y == x) y = gs_build_copy(gs_part_builder(c), x);
     result(out, y, in->shape, s);
     return out->hlo != NULL;
 }
 
-bool gs_h_pad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     const gs_attr *a = gs_instr_attr(in, GS_ATTR_PADDING);
     int r = in->shape->rank;
@@ -347,12 +356,12 @@ bool gs_h_pad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         if (p->lo == 0 && p->hi == 0 && p->interior == 0) continue;
         int64_t l, h;
         if (p->interior == 0 &&
-            gs_p_halo_plan(t, i, os->dims[i], -p->lo, in->shape->dims[i], &l, &h))
+            gs_part_halo_plan(t, i, os->dims[i], -p->lo, in->shape->dims[i], &l, &h))
             halo[i] = true;
         else
             moved[n++] = i;
     }
-    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
     gs_instr *x = resharded(c, in, 0, s);
     gs_instr *ops[2] = {x, NULL};
     replicated_rest(c, in, 1, ops);
@@ -364,17 +373,18 @@ bool gs_h_pad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *o
         hi[i] = halo[i] ? 0 : p->hi;
         inr[i] = halo[i] ? 0 : p->interior;
     }
-    gs_instr *y = gs_build_pad(gs_p_b(c), x, ops[1], lo, hi, inr);
+    gs_instr *y = gs_build_pad(gs_part_builder(c), x, ops[1], lo, hi, inr);
     for (int i = 0; i < r && y; i++)
         if (halo[i])
-            y = gs_p_halo_window(c, y, s, i, os->dims[i], -a->u.padding->dims[i].lo,
-                                 in->shape->dims[i], ops[1]);
-    if (y == x) y = gs_build_copy(gs_p_b(c), x);
+            y = gs_part_halo_window(c, y, s, i, os->dims[i], -a->u.padding->dims[i].lo,
+                                    in->shape->dims[i], ops[1]);
+    if (y == x) y = gs_build_copy(gs_part_builder(c), x);
     result(out, y, in->shape, s);
     return out->hlo != NULL;
 }
 
-bool gs_h_concatenate(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_concatenate(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
     if (d.n != 1) return false;
@@ -382,29 +392,31 @@ bool gs_h_concatenate(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_p
     return with_whole_dims(c, in, t, 1, &dim, in->n_operands, out);
 }
 
-bool gs_h_dynamic_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_dynamic_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                  gs_part_value *out) {
     if (!plain_array(in, t)) return false;
-    if (gs_p_owner_slice(c, in, out)) return true; /* a stacked layer (h_scan.c) */
+    if (gs_part_owner_slice(c, in, out)) return true; /* a stacked layer (h_scan.c) */
     if (c->failed) return false;
     const gs_shape *os = in->operands[0]->shape;
     if (in->n_operands != os->rank + 1) return false; /* the old form with one index vector */
     int moved[GS_MAX_RANK], n = 0;
     for (int i = 0; i < os->rank; i++)
         if (in->shape->dims[i] != os->dims[i]) moved[n++] = i;
-    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
     gs_instr *ops[GS_MAX_RANK + 1];
     ops[0] = resharded(c, in, 0, s);
     replicated_rest(c, in, 1, ops);
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, s);
     if (!ops[0] || !ls) return false;
-    result(out, gs_build_dynamic_slice(gs_p_b(c), ops[0], ops + 1, ls->dims), in->shape, s);
+    result(out, gs_build_dynamic_slice(gs_part_builder(c), ops[0], ops + 1, ls->dims), in->shape,
+           s);
     return out->hlo != NULL;
 }
 
-bool gs_h_dynamic_update_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                               gs_pvalue *out) {
+bool gs_part_handle_dynamic_update_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                         gs_part_value *out) {
     if (!plain_array(in, t)) return false;
-    if (gs_p_owner_update(c, in, out)) return true; /* into a stacked buffer (h_scan.c) */
+    if (gs_part_owner_update(c, in, out)) return true; /* into a stacked buffer (h_scan.c) */
     if (c->failed) return false;
     const gs_shape *os = in->shape, *us = in->operands[1]->shape;
     if (in->n_operands != os->rank + 2 || us->rank != os->rank) return false;
@@ -416,49 +428,53 @@ bool gs_h_dynamic_update_slice(gs_pctx *c, const gs_instr *in, const gs_sharding
 
 /* ------------------------------------------------------------------ iota, constant */
 
-bool gs_h_iota(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_iota(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_type ty = in->shape->type;
     if (ty == GS_PRED || gs_type_is_complex(ty)) return false;
     int k = (int)gs_instr_int(in, GS_ATTR_IOTA_DIMENSION, 0);
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, t);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
     if (!ls || k < 0 || k >= ls->rank) return false;
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     gs_instr *x = gs_build_iota(b, ty, ls->rank, ls->dims, k);
-    if (gs_p_tiles(t, k) > 1) {
-        gs_instr *off = gs_build_convert(b, gs_p_shard_offset(c, t, k, ls->dims[k]), ty);
-        x = gs_build_binary(b, GS_OP_ADD, x, gs_p_bcast_scalar(c, off, ls));
+    if (gs_part_tiles(t, k) > 1) {
+        gs_instr *off = gs_build_convert(b, gs_part_shard_offset(c, t, k, ls->dims[k]), ty);
+        x = gs_build_binary(b, GS_OP_ADD, x, gs_part_bcast_scalar(c, off, ls));
     }
     result(out, x, in->shape, t);
     return x != NULL;
 }
 
-bool gs_h_constant(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_constant(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                             gs_part_value *out) {
     (void)t;
     /* The whole literal on every device; the driver's reshard cuts the shard (a local
      * dynamic-slice). */
-    result(out, gs_p_clone(c, in, in->shape, 0, NULL), in->shape, gs_p_replicated(c, in->shape));
+    result(out, gs_part_clone(c, in, in->shape, 0, NULL), in->shape,
+           gs_part_replicated(c, in->shape));
     return out->hlo != NULL;
 }
 
 /* ------------------------------------------------------------------ sort, reduce-window */
 
-bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_sort(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out) {
     gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
     int n = in->n_operands;
     if (d.n != 1 || n < 1) return false;
     const gs_shape *s0 = in->operands[0]->shape;
     const gs_sharding *lead = t->kind == GS_SHARDING_TUPLE ? t->tuple[0] : t;
-    if (!gs_p_plain(lead)) lead = gs_sharding_replicated(gs_p_a(c));
+    if (!gs_part_plain(lead)) lead = gs_sharding_replicated(gs_part_arena(c));
     if (lead->kind == GS_SHARDING_TILED && lead->data_rank != s0->rank) return false;
     int dim = (int)d.v[0];
     /* The sorted dim must be whole on each device. Its tiles move onto a dim no one splits (an
      * all-to-all there and back, as XLA does) -- the one they divide evenly, else the largest
      * with at least as many elements as tiles -- or, when there is none, are gathered. */
-    int64_t a = gs_p_tiles(lead, dim);
+    int64_t a = gs_part_tiles(lead, dim);
     int free_dim = -1;
     for (int j = 0; j < s0->rank && a > 1; j++) {
-        if (j == dim || gs_p_tiles(lead, j) != 1 || s0->dims[j] < a) continue;
+        if (j == dim || gs_part_tiles(lead, j) != 1 || s0->dims[j] < a) continue;
         if (free_dim < 0) {
             free_dim = j;
             continue;
@@ -467,12 +483,12 @@ bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
         if (even_j > even_f || (even_j == even_f && s0->dims[j] > s0->dims[free_dim]))
             free_dim = j;
     }
-    const gs_sharding *s = free_dim >= 0 ? gs_p_move_tiles(c, lead, dim, free_dim)
-                                         : gs_p_replicate_dims(c, lead, 1, &dim);
-    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
-    gs_sharding **leaves = GS_NEW_ARRAY(gs_p_a(c), gs_sharding *, n + 1);
+    const gs_sharding *s = free_dim >= 0 ? gs_part_move_tiles(c, lead, dim, free_dim)
+                                         : gs_part_replicate_dims(c, lead, 1, &dim);
+    gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, n + 1);
+    gs_sharding **leaves = GS_NEW_ARRAY(gs_part_arena(c), gs_sharding *, n + 1);
     if (!ops || !leaves) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     for (int k = 0; k < n; k++) {
@@ -482,25 +498,26 @@ bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     }
     const gs_sharding *rs = s;
     if (in->shape->type == GS_TUPLE) {
-        rs = gs_sharding_tuple(gs_p_a(c), n, leaves);
+        rs = gs_sharding_tuple(gs_part_arena(c), n, leaves);
         if (!rs) {
-            gs_p_oom(c);
+            gs_part_oom(c);
             return false;
         }
     }
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, rs);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, rs);
     if (!ls) return false;
-    result(out, gs_p_clone(c, in, ls, n, ops), in->shape, rs);
+    result(out, gs_part_clone(c, in, ls, n, ops), in->shape, rs);
     return out->hlo != NULL;
 }
 
 /* Positions a dim of n elements split k ways spans once each shard is dilated locally by d
- * (gs_p_dilate_shard); n itself when d is 1. */
+ * (gs_part_dilate_shard); n itself when d is 1. */
 static int64_t dilated_len(int64_t n, int64_t k, int64_t d) {
     return d > 1 ? (n + k - 1) / k * d * k : n;
 }
 
-bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                  gs_part_value *out) {
     if (!plain_array(in, t) || in->n_operands != 2) return false;
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
     const gs_shape *is = in->operands[0]->shape;
@@ -512,7 +529,8 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
      * windowed dims are made whole. */
     gs_opcode rop;
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
-    gs_instr *id = comp && gs_p_reducer_op(comp, &rop) ? gs_p_identity(c, rop, is->type) : NULL;
+    gs_instr *id =
+        comp && gs_part_reducer_op(comp, &rop) ? gs_part_identity(c, rop, is->type) : NULL;
     int moved[GS_MAX_RANK], n = 0;
     bool halo[GS_MAX_RANK] = {0};
     for (int i = 0; i < is->rank; i++) {
@@ -520,33 +538,33 @@ bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs
         bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
                        w->lhs_dilate == 1 && w->rhs_dilate == 1;
         if (trivial) continue;
-        int64_t k = gs_p_tiles(t, i), o = in->shape->dims[i], so = (o + k - 1) / k;
+        int64_t k = gs_part_tiles(t, i), o = in->shape->dims[i], so = (o + k - 1) / k;
         int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0, L, R;
         /* A dilated window reduces its holes too: d times the work over 1/k of the output,
          * so base dilation d only while d <= k. */
         halo[i] = id && k > 1 && w->lhs_dilate >= 1 && w->lhs_dilate <= k &&
-                  gs_p_halo_extent(t, i, dilated_len(is->dims[i], k, w->lhs_dilate), -w->pad_lo,
-                                   so * w->stride, (so - 1) * w->stride + eff,
-                                   so ? (o + so - 1) / so : 0, &L, &R);
+                  gs_part_halo_extent(t, i, dilated_len(is->dims[i], k, w->lhs_dilate), -w->pad_lo,
+                                      so * w->stride, (so - 1) * w->stride + eff,
+                                      so ? (o + so - 1) / so : 0, &L, &R);
         if (!halo[i]) moved[n++] = i;
     }
-    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
     gs_instr *ops[2] = {resharded(c, in, 0, s), NULL};
     replicated_rest(c, in, 1, ops);
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, s);
     if (!ops[0] || !ops[1] || !ls) return false;
     for (int i = 0; i < is->rank && ops[0]; i++) {
         if (!halo[i]) continue;
         const gs_window_dim *w = &wa->u.window->dims[i];
-        int64_t k = gs_p_tiles(s, i), o = in->shape->dims[i], so = (o + k - 1) / k;
+        int64_t k = gs_part_tiles(s, i), o = in->shape->dims[i], so = (o + k - 1) / k;
         int64_t eff = (w->size - 1) * w->rhs_dilate + 1;
         if (w->lhs_dilate > 1)
-            ops[0] = gs_p_dilate_shard(c, ops[0], s, is->dims, i, w->lhs_dilate, id);
-        ops[0] = gs_p_halo_read(c, ops[0], s, i, dilated_len(is->dims[i], k, w->lhs_dilate),
-                                -w->pad_lo, so * w->stride, (so - 1) * w->stride + eff,
-                                (o + so - 1) / so, id);
+            ops[0] = gs_part_dilate_shard(c, ops[0], s, is->dims, i, w->lhs_dilate, id);
+        ops[0] = gs_part_halo_read(c, ops[0], s, i, dilated_len(is->dims[i], k, w->lhs_dilate),
+                                   -w->pad_lo, so * w->stride, (so - 1) * w->stride + eff,
+                                   (o + so - 1) / so, id);
     }
-    result(out, gs_p_clone(c, in, ls, 2, ops), in->shape, s);
+    result(out, gs_part_clone(c, in, ls, 2, ops), in->shape, s);
     if (!out->hlo) return false;
     /* The halo read filled the padding (and the holes) in. */
     gs_window *w = gs_instr_attr(out->hlo, GS_ATTR_WINDOW)->u.window;
@@ -573,8 +591,8 @@ static int64_t sas_reach(const gs_window_dim *w, int64_t so, int64_t h, int64_t 
  * nothing), selects and scatters them all, and keeps its own shard of the result; when windows
  * do not overlap and shards start at windows, there is no halo. Other windowed dims are made
  * whole. */
-bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                             gs_pvalue *out) {
+bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                       gs_part_value *out) {
     if (!plain_array(in, t) || in->n_operands != 3) return false;
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
     const gs_shape *is = in->operands[0]->shape, *ss = in->operands[1]->shape;
@@ -582,31 +600,31 @@ bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *
     if (!wa || wa->u.window->n != r || ss->rank != r) return false;
     gs_opcode sop;
     const gs_computation *sca = gs_instr_comp(in, GS_ATTR_SCATTER);
-    gs_instr *id = sca && gs_p_reducer_op(sca, &sop) ? gs_p_identity(c, sop, is->type) : NULL;
+    gs_instr *id = sca && gs_part_reducer_op(sca, &sop) ? gs_part_identity(c, sop, is->type) : NULL;
     int moved[GS_MAX_RANK], n = 0;
     bool halo[GS_MAX_RANK] = {0};
     for (int i = 0; i < r; i++) {
         const gs_window_dim *w = &wa->u.window->dims[i];
         bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
                        w->lhs_dilate == 1 && w->rhs_dilate == 1;
-        int64_t k = gs_p_tiles(t, i);
+        int64_t k = gs_part_tiles(t, i);
         if (trivial || k == 1) continue;
         int64_t so = (is->dims[i] + k - 1) / k, live = (is->dims[i] + so - 1) / so, L, R;
         halo[i] = id && w->pad_lo == 0 && w->pad_hi == 0 && w->lhs_dilate == 1 &&
                   w->rhs_dilate == 1 && w->size >= 1 && w->stride >= 1 && so % w->stride == 0;
         if (halo[i]) {
             int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
-            halo[i] = gs_p_halo_extent(t, i, is->dims[i], -h * w->stride, so,
-                                       sas_reach(w, so, h, nwin), live, &L, &R) &&
-                      gs_p_halo_extent(t, i, ss->dims[i], -h, so / w->stride, nwin, live, &L,
-                                       &R);
+            halo[i] =
+                gs_part_halo_extent(t, i, is->dims[i], -h * w->stride, so,
+                                    sas_reach(w, so, h, nwin), live, &L, &R) &&
+                gs_part_halo_extent(t, i, ss->dims[i], -h, so / w->stride, nwin, live, &L, &R);
         }
         if (!halo[i]) moved[n++] = i;
     }
-    const gs_sharding *s = gs_p_replicate_dims(c, t, n, moved);
+    const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
     gs_instr *ops[3] = {resharded(c, in, 0, s), resharded(c, in, 1, s), NULL};
     replicated_rest(c, in, 2, ops);
-    const gs_shape *ls = gs_p_local_shape(c, in->shape, s);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, s);
     if (!ops[0] || !ops[1] || !ops[2] || !ls) return false;
     int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
     for (int i = 0; i < r; i++) lim[i] = ls->dims[i];
@@ -616,17 +634,17 @@ bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *
         const gs_window_dim *w = &wa->u.window->dims[i];
         int64_t so = ls->dims[i], live = (is->dims[i] + so - 1) / so;
         int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
-        ops[0] = gs_p_halo_read(c, ops[0], s, i, is->dims[i], -h * w->stride, so,
-                                sas_reach(w, so, h, nwin), live, id);
-        ops[1] = gs_p_halo_read(c, ops[1], s, i, ss->dims[i], -h, so / w->stride, nwin, live,
-                                id);
+        ops[0] = gs_part_halo_read(c, ops[0], s, i, is->dims[i], -h * w->stride, so,
+                                   sas_reach(w, so, h, nwin), live, id);
+        ops[1] =
+            gs_part_halo_read(c, ops[1], s, i, ss->dims[i], -h, so / w->stride, nwin, live, id);
         st[i] = h * w->stride;
         lim[i] = st[i] + so;
         cut |= ops[0] && ops[0]->shape->dims[i] != so;
     }
     if (!ops[0] || !ops[1]) return false;
-    gs_instr *y = gs_p_clone(c, in, ops[0]->shape, 3, ops);
-    if (y && cut) y = gs_build_slice(gs_p_b(c), y, st, lim, NULL);
+    gs_instr *y = gs_part_clone(c, in, ops[0]->shape, 3, ops);
+    if (y && cut) y = gs_build_slice(gs_part_builder(c), y, st, lim, NULL);
     result(out, y, in->shape, s);
     return out->hlo != NULL;
 }

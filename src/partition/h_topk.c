@@ -26,24 +26,24 @@ static bool largest_first(const gs_instr *in) {
 }
 
 /* A `topk` of x (k per row) in the output: (values, s32 indices). */
-static gs_instr *build_topk(gs_pctx *c, gs_instr *x, int64_t k, bool largest) {
+static gs_instr *build_topk(gs_part_ctx *c, gs_instr *x, int64_t k, bool largest) {
     const gs_shape *xs = x->shape;
     int64_t dims[GS_MAX_RANK];
     memcpy(dims, xs->dims, sizeof *dims * (size_t)xs->rank);
     dims[xs->rank - 1] = k;
-    gs_arena *a = &gs_p_b(c)->m->arena;
+    gs_arena *a = &gs_part_builder(c)->m->arena;
     gs_shape *leaves[2] = {gs_shape_array(a, xs->type, xs->rank, dims),
                            gs_shape_array(a, GS_S32, xs->rank, dims)};
     gs_shape *ts = leaves[0] && leaves[1] ? gs_shape_tuple(a, 2, leaves) : NULL;
-    gs_instr *t = ts ? gs_build(gs_p_b(c), GS_OP_TOPK, ts, 1, &x) : NULL;
-    gs_build_set_int(gs_p_b(c), t, GS_ATTR_K, k);
-    gs_build_set_bool(gs_p_b(c), t, GS_ATTR_LARGEST, largest);
+    gs_instr *t = ts ? gs_build(gs_part_builder(c), GS_OP_TOPK, ts, 1, &x) : NULL;
+    gs_build_set_int(gs_part_builder(c), t, GS_ATTR_K, k);
+    gs_build_set_bool(gs_part_builder(c), t, GS_ATTR_LARGEST, largest);
     return t;
 }
 
 /* The comparator (a, b: type; i, j: s32) -> a GT b (or LT), total order, in the output. */
-static gs_computation *comparator(gs_pctx *c, gs_type type, bool largest) {
-    gs_builder *ob = gs_p_b(c);
+static gs_computation *comparator(gs_part_ctx *c, gs_type type, bool largest) {
+    gs_builder *ob = gs_part_builder(c);
     gs_module *m = ob->m;
     const char *name = gs_names_fresh(ob->names, &m->arena, largest ? "topk.gt" : "topk.lt");
     gs_computation *comp = name ? gs_computation_new(m, name) : NULL;
@@ -65,7 +65,8 @@ static gs_computation *comparator(gs_pctx *c, gs_type type, bool largest) {
     return comp;
 }
 
-bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_handle_topk(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out) {
     (void)t;
     if (in->n_operands != 1 || in->shape->type != GS_TUPLE || in->shape->n_tuple != 2) return false;
     const gs_shape *xb = in->operands[0]->shape, *vb = in->shape->tuple[0];
@@ -73,44 +74,44 @@ bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     int last = xb->rank - 1;
     int64_t k = vb->dims[last];
     bool largest = largest_first(in);
-    const gs_pvalue *v = gs_p_operand(c, in, 0);
-    gs_pvalue x = *v;
-    if (!gs_p_plain(x.sharding) || gs_unreduced_dim(x.sharding) != -1 ||
-        gs_p_partial_manual(x.sharding))
-        gs_reshard(c, v, gs_p_replicated(c, xb), &x);
+    const gs_part_value *v = gs_part_operand(c, in, 0);
+    gs_part_value x = *v;
+    if (!gs_part_plain(x.sharding) || gs_part_unreduced_dim(x.sharding) != -1 ||
+        gs_part_partial_manual(x.sharding))
+        gs_part_reshard(c, v, gs_part_replicated(c, xb), &x);
     if (c->failed) return false;
     const gs_sharding *s = x.sharding;
-    int64_t tiles = gs_p_tiles(s, last);
-    const gs_sharding *rs = gs_p_replicate_dims(c, s, 1, &last);
+    int64_t tiles = gs_part_tiles(s, last);
+    const gs_sharding *rs = gs_part_replicate_dims(c, s, 1, &last);
     gs_sharding *pair[2] = {(gs_sharding *)rs, (gs_sharding *)rs};
-    const gs_sharding *ts = gs_sharding_tuple(gs_p_a(c), 2, pair);
-    const gs_shape *ls = ts ? gs_p_local_shape(c, in->shape, ts) : NULL;
+    const gs_sharding *ts = gs_sharding_tuple(gs_part_arena(c), 2, pair);
+    const gs_shape *ls = ts ? gs_part_local_shape(c, in->shape, ts) : NULL;
     if (!ts || !ls) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     if (tiles == 1) {
         /* Rows split: each device's own rows. */
-        gs_instr *r = in->op == GS_OP_TOPK ? gs_p_clone(c, in, ls, 1, &x.hlo)
+        gs_instr *r = in->op == GS_OP_TOPK ? gs_part_clone(c, in, ls, 1, &x.hlo)
                                            : build_topk(c, x.hlo, k, largest);
-        if (!r) gs_p_oom(c);
+        if (!r) gs_part_oom(c);
         out->hlo = r;
         out->base = in->shape;
         out->sharding = ts;
-        out->red = GS_OP_ADD;
+        out->combiner = GS_OP_ADD;
         return r != NULL;
     }
     /* The last dim split: local candidates, gathered, merged. */
     int64_t shard = x.hlo->shape->dims[last], kk = k < shard ? k : shard;
     gs_instr *fill = largest ? gs_build_lowest(b, xb->type) : gs_build_highest(b, xb->type);
-    gs_instr *masked = gs_p_mask(c, x.hlo, s, xb->dims, 1, &last, fill);
+    gs_instr *masked = gs_part_mask(c, x.hlo, s, xb->dims, 1, &last, fill);
     gs_instr *local = build_topk(c, masked, kk, largest);
     gs_instr *vals = gs_build_gte(b, local, 0), *idx = gs_build_gte(b, local, 1);
-    gs_instr *off = gs_p_shard_offset(c, s, last, shard);
-    idx = gs_build_binary(b, GS_OP_ADD, idx, gs_p_bcast_scalar(c, off, idx ? idx->shape : NULL));
+    gs_instr *off = gs_part_shard_offset(c, s, last, shard);
+    idx = gs_build_binary(b, GS_OP_ADD, idx, gs_part_bcast_scalar(c, off, idx ? idx->shape : NULL));
     if (c->failed || !vals || !idx) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     /* The candidates as values of [rows..., tiles * k'] sharded like the operand: an all-gather
@@ -118,14 +119,15 @@ bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     int64_t cd[GS_MAX_RANK];
     memcpy(cd, xb->dims, sizeof *cd * (size_t)xb->rank);
     cd[last] = tiles * kk;
-    gs_pvalue cv = {vals, gs_shape_array(gs_p_a(c), xb->type, xb->rank, cd), s, GS_OP_ADD};
-    gs_pvalue ci = {idx, gs_shape_array(gs_p_a(c), GS_S32, xb->rank, cd), s, GS_OP_ADD};
-    gs_pvalue gv, gi;
-    gs_reshard(c, &cv, rs, &gv);
-    gs_reshard(c, &ci, rs, &gi);
+    gs_part_value cv = {vals, gs_shape_array(gs_part_arena(c), xb->type, xb->rank, cd), s,
+                        GS_OP_ADD};
+    gs_part_value ci = {idx, gs_shape_array(gs_part_arena(c), GS_S32, xb->rank, cd), s, GS_OP_ADD};
+    gs_part_value gv, gi;
+    gs_part_reshard(c, &cv, rs, &gv);
+    gs_part_reshard(c, &ci, rs, &gi);
     gs_computation *cmp = c->failed ? NULL : comparator(c, xb->type, largest);
     if (c->failed || !cmp || !gv.hlo || !gi.hlo) {
-        if (!c->failed) gs_p_oom(c);
+        if (!c->failed) gs_part_oom(c);
         return false;
     }
     gs_instr *both[2] = {gv.hlo, gi.hlo};
@@ -145,7 +147,7 @@ bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *
     out->hlo = gs_build_tuple(b, 2, res);
     out->base = in->shape;
     out->sharding = ts;
-    out->red = GS_OP_ADD;
-    if (!out->hlo) gs_p_oom(c);
+    out->combiner = GS_OP_ADD;
+    if (!out->hlo) gs_part_oom(c);
     return out->hlo != NULL;
 }

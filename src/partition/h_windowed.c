@@ -25,7 +25,7 @@
  *                     replicas: each device sums in its own order round the ring, and two
  *                     devices holding the same tile must agree bit for bit. f32/f64 only.
  *
- * Chosen, as XLA does, over any plan that moves data (h_dot.c asks gs_p_windowed_applies of
+ * Chosen, as XLA does, over any plan that moves data (h_dot.c asks gs_part_windowed_applies of
  * each candidate) when the gathered operand (or the partial output) is at least the threshold
  * per device (gs_partition_options: XLA's threshold_for_windowed_einsum_mib, 256 MiB unless
  * set), for dots (not convolutions) outside manual regions; an uneven dim is padded to k
@@ -46,13 +46,13 @@ static double bytes_of(const gs_shape *s) {
 
 /* Is plan sharding `want` (for operand value v, free tensor dim xd) v's sharding with dim xd
  * gathered, and does the rest fit the loop? */
-static bool gathers_dim(gs_pctx *c, const gs_pvalue *v, const gs_sharding *want, int xd) {
+static bool gathers_dim(gs_part_ctx *c, const gs_part_value *v, const gs_sharding *want, int xd) {
     const gs_sharding *s = v->sharding;
-    if (!v->hlo || !gs_p_plain(s) || s->kind != GS_SHARDING_TILED || gs_p_partial_manual(s))
+    if (!v->hlo || !gs_part_plain(s) || s->kind != GS_SHARDING_TILED || gs_part_partial_manual(s))
         return false;
-    int64_t k = gs_p_tiles(s, xd);
-    if (k < 2 || gs_unreduced_dim(s) != -1) return false;
-    return gs_sharding_equal(gs_p_replicate_dims(c, s, 1, &xd), want);
+    int64_t k = gs_part_tiles(s, xd);
+    if (k < 2 || gs_part_unreduced_dim(s) != -1) return false;
+    return gs_sharding_equal(gs_part_replicate_dims(c, s, 1, &xd), want);
 }
 
 /* What a step needs. State: (step, own tile index, X, Y, output). */
@@ -70,33 +70,35 @@ typedef struct window_step {
 
 /* One step of a windowed loop: next[1..n-1] from the state g[0..n-1] (g[0] the step number;
  * next[0] is made by the loop). Built in the loop body's computation. */
-typedef void (*step_fn)(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next);
+typedef void (*step_fn)(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next);
 
-static gs_instr *build_loop(gs_pctx *c, int n, gs_instr **init, int64_t k, step_fn f, void *ctx);
+static gs_instr *build_loop(gs_part_ctx *c, int n, gs_instr **init, int64_t k, step_fn f,
+                            void *ctx);
 
 /* The loop over ring tile dim `dim` of `ring` (w->k devices; each step's permute sends `dist`
  * tiles down): while (step < k) state = f(state), from (0, own tile index, x0, y0, zeros of
  * shape acc). The final output (element 4), or NULL. */
-static gs_instr *ring_loop(gs_pctx *c, window_step *w, const gs_tile_assignment *ring, int dim,
+static gs_instr *ring_loop(gs_part_ctx *c, window_step *w, const gs_tile_assignment *ring, int dim,
                            int64_t dist, gs_instr *x0, gs_instr *y0, const gs_shape *acc,
                            step_fn f) {
-    int64_t(*pairs)[2] = gs_p_ring_pairs(ring, dim, dist, &w->n_pairs);
+    int64_t(*pairs)[2] = gs_part_ring_pairs(ring, dim, dist, &w->n_pairs);
     if (!pairs) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     w->pairs = (const int64_t(*)[2])pairs;
-    gs_instr *zero = gs_p_zeros(c, acc);
-    gs_instr *init[5] = {gs_p_s32(c, 0), gs_p_tile_index(c, ring, dim), x0, y0, zero};
+    gs_instr *zero = gs_part_zeros(c, acc);
+    gs_instr *init[5] = {gs_part_s32(c, 0), gs_part_tile_index(c, ring, dim), x0, y0, zero};
     gs_instr *loop = build_loop(c, 5, init, w->k, f, w);
     free(pairs);
-    return loop ? gs_build_gte(gs_p_b(c), loop, 4) : NULL;
+    return loop ? gs_build_gte(gs_part_builder(c), loop, 4) : NULL;
 }
 
 /* while (step < k) state = f(state), from init (n values, the counter first); the loop, or
  * NULL. */
-static gs_instr *build_loop(gs_pctx *c, int n, gs_instr **init, int64_t k, step_fn f, void *ctx) {
-    gs_builder *b = gs_p_b(c);
+static gs_instr *build_loop(gs_part_ctx *c, int n, gs_instr **init, int64_t k, step_fn f,
+                            void *ctx) {
+    gs_builder *b = gs_part_builder(c);
     gs_arena *ma = &b->m->arena;
     gs_shape *leaf[8];
     for (int i = 0; i < n; i++) {
@@ -110,37 +112,37 @@ static gs_instr *build_loop(gs_pctx *c, int n, gs_instr **init, int64_t k, step_
     gs_computation *body = bn ? gs_computation_new(b->m, bn) : NULL;
     gs_computation *cond = cn ? gs_computation_new(b->m, cn) : NULL;
     if (!ts || !state || !body || !cond) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
-    gs_p_scope *sc = gs_p_enter_computation(c, body);
+    gs_part_scope *sc = gs_part_enter_computation(c, body);
     if (sc) {
-        gs_builder *bb = gs_p_b(c);
+        gs_builder *bb = gs_part_builder(c);
         gs_instr *p = gs_build_parameter(bb, 0, ts, gs_names_fresh(&c->e->names, ma, "state"));
         gs_instr *g[8], *next[8] = {0};
         for (int i = 0; i < n; i++) g[i] = gs_build_gte(bb, p, i);
         f(c, ctx, g, next);
-        next[0] = gs_p_add(c, g[0], gs_p_s32(c, 1));
+        next[0] = gs_part_add(c, g[0], gs_part_s32(c, 1));
         gs_instr *root = gs_build_tuple(bb, n, next);
         if (root) {
             root->is_root = true;
             body->root = root;
         }
-        gs_p_leave_computation(c, sc);
+        gs_part_leave_computation(c, sc);
     }
-    sc = gs_p_enter_computation(c, cond);
+    sc = gs_part_enter_computation(c, cond);
     if (sc) {
-        gs_builder *cb = gs_p_b(c);
+        gs_builder *cb = gs_part_builder(c);
         gs_instr *p = gs_build_parameter(cb, 0, ts, gs_names_fresh(&c->e->names, ma, "state"));
-        gs_instr *lt = gs_build_compare(cb, gs_build_gte(cb, p, 0), gs_p_s32(c, k), "LT");
+        gs_instr *lt = gs_build_compare(cb, gs_build_gte(cb, p, 0), gs_part_s32(c, k), "LT");
         if (lt) {
             lt->is_root = true;
             cond->root = lt;
         }
-        gs_p_leave_computation(c, sc);
+        gs_part_leave_computation(c, sc);
     }
     if (c->failed || !body->root || !cond->root) return NULL;
-    b = gs_p_b(c);
+    b = gs_part_builder(c);
     gs_instr *loop = gs_build(b, GS_OP_WHILE, ts, 1, &state);
     if (!loop) return NULL;
     gs_build_set_comp(b, loop, GS_ATTR_BODY, body);
@@ -148,48 +150,48 @@ static gs_instr *build_loop(gs_pctx *c, int n, gs_instr **init, int64_t k, step_
     return loop;
 }
 
-static gs_instr *step_dot(gs_pctx *c, const window_step *w, gs_instr *x, gs_instr *y) {
+static gs_instr *step_dot(gs_part_ctx *c, const window_step *w, gs_instr *x, gs_instr *y) {
     gs_instr *ops[2] = {w->xi == 0 ? x : y, w->xi == 0 ? y : x};
-    return gs_p_clone(c, w->in, w->cs, 2, ops);
+    return gs_part_clone(c, w->in, w->cs, 2, ops);
 }
 
 /* All-gather form: out[block (j + i) mod k] = X shard · Y; the shard moves one tile down the
  * ring. */
-static void gather_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+static void gather_step(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
     const window_step *w = ctx;
     gs_instr *d = step_dot(c, w, g[2], g[3]);
-    gs_instr *blk = gs_p_rem(c, gs_p_add(c, g[1], g[0]), w->k);
+    gs_instr *blk = gs_part_rem(c, gs_part_add(c, g[1], g[0]), w->k);
     gs_instr *idx[GS_MAX_RANK];
     for (int i = 0; i < w->cs->rank; i++)
-        idx[i] = i == w->od ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+        idx[i] = i == w->od ? gs_part_mul(c, blk, w->chunk) : gs_part_s32(c, 0);
     next[1] = g[1];
-    next[2] = gs_p_permute(c, g[2], w->n_pairs, w->pairs);
+    next[2] = gs_part_permute(c, g[2], w->n_pairs, w->pairs);
     next[3] = g[3];
-    next[4] = gs_build_dynamic_update_slice(gs_p_b(c), g[4], d, idx);
+    next[4] = gs_build_dynamic_update_slice(gs_part_builder(c), g[4], d, idx);
 }
 
 /* out with the product of shard x and y written at block `blk` along the output dim. */
-static gs_instr *put_block(gs_pctx *c, const window_step *w, gs_instr *out, gs_instr *x,
+static gs_instr *put_block(gs_part_ctx *c, const window_step *w, gs_instr *out, gs_instr *x,
                            gs_instr *y, gs_instr *blk) {
     gs_instr *idx[GS_MAX_RANK];
     for (int i = 0; i < w->cs->rank; i++)
-        idx[i] = i == w->od ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
-    return gs_build_dynamic_update_slice(gs_p_b(c), out, step_dot(c, w, x, y), idx);
+        idx[i] = i == w->od ? gs_part_mul(c, blk, w->chunk) : gs_part_s32(c, 0);
+    return gs_build_dynamic_update_slice(gs_part_builder(c), out, step_dot(c, w, x, y), idx);
 }
 
 /* Bidirectional all-gather form, state (step i, own tile j, shard a, shard b, Y, output): a
  * holds tile (j + i) mod k and moves down the ring, b holds tile (j - i) mod k and moves up, so
  * each step fills two blocks and the loop takes about k/2 steps. */
-static void gather2_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+static void gather2_step(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
     const window_step *w = ctx;
-    gs_instr *up = gs_p_rem(c, gs_p_add(c, g[1], g[0]), w->k);
-    gs_instr *down = gs_p_rem(c, gs_p_add(c, gs_p_s32(c, w->k), gs_p_add(c, g[1],
-                                                                         gs_p_mul(c, g[0], -1))),
-                              w->k);
+    gs_instr *up = gs_part_rem(c, gs_part_add(c, g[1], g[0]), w->k);
+    gs_instr *down = gs_part_rem(
+        c, gs_part_add(c, gs_part_s32(c, w->k), gs_part_add(c, g[1], gs_part_mul(c, g[0], -1))),
+        w->k);
     gs_instr *o = put_block(c, w, g[5], g[2], g[4], up);
     next[1] = g[1];
-    next[2] = gs_p_permute(c, g[2], w->n_pairs, w->pairs);
-    next[3] = gs_p_permute(c, g[3], w->n_back, w->back);
+    next[2] = gs_part_permute(c, g[2], w->n_pairs, w->pairs);
+    next[3] = gs_part_permute(c, g[3], w->n_back, w->back);
     next[4] = g[4];
     next[5] = put_block(c, w, o, g[3], g[4], down);
 }
@@ -198,27 +200,27 @@ static void gather2_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **n
  * adding its part: device j at step i adds block (j + k - 1 - i) mod k, so after k steps it
  * holds the whole sum of its own block j. */
 /* This device's product for output block (my + off - i) mod k (off a constant, i the step). */
-static gs_instr *block_product(gs_pctx *c, const window_step *w, gs_instr *x, gs_instr *y,
+static gs_instr *block_product(gs_part_ctx *c, const window_step *w, gs_instr *x, gs_instr *y,
                                gs_instr *my, int64_t off, gs_instr *i, int64_t sign) {
-    gs_instr *at = gs_p_add(c, my, gs_p_s32(c, off + w->k));
-    if (i) at = gs_p_add(c, at, gs_p_mul(c, i, -sign));
-    gs_instr *blk = gs_p_rem(c, at, w->k);
+    gs_instr *at = gs_part_add(c, my, gs_part_s32(c, off + w->k));
+    if (i) at = gs_part_add(c, at, gs_part_mul(c, i, -sign));
+    gs_instr *blk = gs_part_rem(c, at, w->k);
     gs_instr *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];
     for (int d = 0; d < x->shape->rank; d++) {
-        idx[d] = d == w->xd ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+        idx[d] = d == w->xd ? gs_part_mul(c, blk, w->chunk) : gs_part_s32(c, 0);
         sizes[d] = d == w->xd ? w->chunk : x->shape->dims[d];
     }
-    return step_dot(c, w, gs_build_dynamic_slice(gs_p_b(c), x, idx, sizes), y);
+    return step_dot(c, w, gs_build_dynamic_slice(gs_part_builder(c), x, idx, sizes), y);
 }
 
-static void scatter_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+static void scatter_step(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
     const window_step *w = ctx;
-    gs_instr *acc = gs_p_permute(c, g[4], w->n_pairs, w->pairs);
+    gs_instr *acc = gs_part_permute(c, g[4], w->n_pairs, w->pairs);
     next[1] = g[1];
     next[2] = g[2];
     next[3] = g[3];
-    next[4] = gs_build_binary(gs_p_b(c), GS_OP_ADD, acc,
+    next[4] = gs_build_binary(gs_part_builder(c), GS_OP_ADD, acc,
                               block_product(c, w, g[2], g[3], g[1], -1, g[0], 1));
 }
 
@@ -227,9 +229,9 @@ static void scatter_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **n
  * and B down through t + mb .. t + 1 (ma + mb = k - 1, ma = mb or mb + 1); device j at step i
  * adds block j + mb - i to B and, ma being mb + 1 with one A step taken before the loop, block
  * j + ma - 1 - i to A. */
-static void scatter2_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+static void scatter2_step(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
     const window_step *w = ctx;
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     int64_t mb = (w->k - 1) / 2, ma = w->k - 1 - mb, sa = ma > mb ? 1 : 0;
     gs_instr *a = gs_build_binary(b, GS_OP_ADD, g[4],
                                   block_product(c, w, g[2], g[3], g[1], ma - sa, g[0], 1));
@@ -238,38 +240,38 @@ static void scatter2_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **
     next[1] = g[1];
     next[2] = g[2];
     next[3] = g[3];
-    next[4] = gs_p_permute(c, a, w->n_pairs, w->pairs);
-    next[5] = gs_p_permute(c, bb, w->n_back, w->back);
+    next[4] = gs_part_permute(c, a, w->n_pairs, w->pairs);
+    next[5] = gs_part_permute(c, bb, w->n_back, w->back);
 }
 
 /* The bidirectional reduce-scatter loop over ring tile dim `dim`: the own block's product plus
  * the two sums that arrive from either side. */
-static gs_instr *scatter_both_ways(gs_pctx *c, window_step *w, const gs_tile_assignment *ring,
+static gs_instr *scatter_both_ways(gs_part_ctx *c, window_step *w, const gs_tile_assignment *ring,
                                    int dim, gs_instr *x0, gs_instr *y0, const gs_shape *acc) {
-    int64_t(*upw)[2] = gs_p_ring_pairs(ring, dim, -1, &w->n_pairs);
-    int64_t(*dnw)[2] = gs_p_ring_pairs(ring, dim, 1, &w->n_back);
+    int64_t(*upw)[2] = gs_part_ring_pairs(ring, dim, -1, &w->n_pairs);
+    int64_t(*dnw)[2] = gs_part_ring_pairs(ring, dim, 1, &w->n_back);
     gs_instr *r = NULL;
     if (upw && dnw) {
         w->pairs = (const int64_t(*)[2])upw;
         w->back = (const int64_t(*)[2])dnw;
-        gs_builder *b = gs_p_b(c);
+        gs_builder *b = gs_part_builder(c);
         int64_t mb = (w->k - 1) / 2, ma = w->k - 1 - mb;
-        gs_instr *my = gs_p_tile_index(c, ring, dim);
-        gs_instr *zero = gs_p_zeros(c, acc);
+        gs_instr *my = gs_part_tile_index(c, ring, dim);
+        gs_instr *zero = gs_part_zeros(c, acc);
         gs_instr *a0 = zero;
         if (ma > mb) /* A's first step, which B does not take */
-            a0 = gs_p_permute(c, block_product(c, w, x0, y0, my, ma, NULL, 1), w->n_pairs,
-                              w->pairs);
-        gs_instr *init[6] = {gs_p_s32(c, 0), my, x0, y0, a0, zero};
+            a0 = gs_part_permute(c, block_product(c, w, x0, y0, my, ma, NULL, 1), w->n_pairs,
+                                 w->pairs);
+        gs_instr *init[6] = {gs_part_s32(c, 0), my, x0, y0, a0, zero};
         gs_instr *loop = build_loop(c, 6, init, mb, scatter2_step, w);
         if (loop) {
-            b = gs_p_b(c);
+            b = gs_part_builder(c);
             gs_instr *own = block_product(c, w, x0, y0, my, 0, NULL, 1);
             r = gs_build_binary(b, GS_OP_ADD, gs_build_gte(b, loop, 4), gs_build_gte(b, loop, 5));
             r = gs_build_binary(b, GS_OP_ADD, r, own);
         }
     } else {
-        gs_p_oom(c);
+        gs_part_oom(c);
     }
     free(upw);
     free(dnw);
@@ -278,49 +280,53 @@ static gs_instr *scatter_both_ways(gs_pctx *c, window_step *w, const gs_tile_ass
 
 /* The operands as plan `best` wants them, contracting padding masked: X (operand xi) from
  * sharding sx, Y from the plan. */
-static bool operands(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                     const gs_space_plan *best, int xi, const gs_sharding *sx, gs_instr **x,
+static bool operands(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                     const gs_part_space_plan *best, int xi, const gs_sharding *sx, gs_instr **x,
                      gs_instr **y) {
-    const gs_pvalue *xv = gs_p_operand(c, in, xi), *yv = gs_p_operand(c, in, 1 - xi);
-    gs_pvalue xr, yr;
-    gs_reshard(c, xv, sx, &xr);
-    gs_reshard(c, yv, xi == 0 ? best->rhs : best->lhs, &yr);
+    const gs_part_value *xv = gs_part_operand(c, in, xi), *yv = gs_part_operand(c, in, 1 - xi);
+    gs_part_value xr, yr;
+    gs_part_reshard(c, xv, sx, &xr);
+    gs_part_reshard(c, yv, xi == 0 ? best->rhs : best->lhs, &yr);
     if (!xr.hlo || !yr.hlo) return false;
     const int *xk = xi == 0 ? sp->lk : sp->rk, *yk = xi == 0 ? sp->rk : sp->lk;
-    *x = gs_p_mask(c, xr.hlo, sx, xv->base->dims, sp->n_lk, xk, NULL);
-    *y = gs_p_mask(c, yr.hlo, yr.sharding, yv->base->dims, sp->n_lk, yk, NULL);
+    *x = gs_part_mask(c, xr.hlo, sx, xv->base->dims, sp->n_lk, xk, NULL);
+    *y = gs_part_mask(c, yr.hlo, yr.sharding, yv->base->dims, sp->n_lk, yk, NULL);
     return *x && *y;
 }
 
 /* The bidirectional all-gather loop: the own block first, then m = (k-1)/2 steps of two
  * blocks (the shard passed down the ring and the one passed up), then, for even k, the block
  * opposite on the ring. The output, or NULL. */
-static gs_instr *gather_both_ways(gs_pctx *c, window_step *w, const gs_tile_assignment *ring,
+static gs_instr *gather_both_ways(gs_part_ctx *c, window_step *w, const gs_tile_assignment *ring,
                                   gs_instr *x0, gs_instr *y0, const gs_shape *acc) {
     int xd = w->xd;
-    int64_t(*down)[2] = gs_p_ring_pairs(ring, xd, 1, &w->n_pairs);
-    int64_t(*up)[2] = gs_p_ring_pairs(ring, xd, -1, &w->n_back);
+    int64_t(*down)[2] = gs_part_ring_pairs(ring, xd, 1, &w->n_pairs);
+    int64_t(*up)[2] = gs_part_ring_pairs(ring, xd, -1, &w->n_back);
     gs_instr *r = NULL;
     if (down && up) {
         w->pairs = (const int64_t(*)[2])down;
         w->back = (const int64_t(*)[2])up;
-        gs_builder *b = gs_p_b(c);
-        gs_instr *my = gs_p_tile_index(c, ring, xd);
-        gs_instr *zero = gs_p_zeros(c, acc);
+        gs_builder *b = gs_part_builder(c);
+        gs_instr *my = gs_part_tile_index(c, ring, xd);
+        gs_instr *zero = gs_part_zeros(c, acc);
         gs_instr *o = put_block(c, w, zero, x0, y0, my);
-        gs_instr *init[6] = {gs_p_s32(c, 1), my, gs_p_permute(c, x0, w->n_pairs, w->pairs),
-                             gs_p_permute(c, x0, w->n_back, w->back), y0, o};
+        gs_instr *init[6] = {gs_part_s32(c, 1),
+                             my,
+                             gs_part_permute(c, x0, w->n_pairs, w->pairs),
+                             gs_part_permute(c, x0, w->n_back, w->back),
+                             y0,
+                             o};
         int64_t m = (w->k - 1) / 2;
         gs_instr *loop = build_loop(c, 6, init, m + 1, gather2_step, w);
         if (loop) {
-            b = gs_p_b(c);
+            b = gs_part_builder(c);
             r = gs_build_gte(b, loop, 5);
             if (w->k % 2 == 0 && r) /* a now holds tile j + k/2 */
                 r = put_block(c, w, r, gs_build_gte(b, loop, 2), y0,
-                              gs_p_rem(c, gs_p_add(c, my, gs_p_s32(c, w->k / 2)), w->k));
+                              gs_part_rem(c, gs_part_add(c, my, gs_part_s32(c, w->k / 2)), w->k));
         }
     } else {
-        gs_p_oom(c);
+        gs_part_oom(c);
     }
     free(down);
     free(up);
@@ -328,15 +334,16 @@ static gs_instr *gather_both_ways(gs_pctx *c, window_step *w, const gs_tile_assi
 }
 
 /* The all-gather form for X = operand xi gathered along its tensor dim xd (output dim od). */
-static bool emit_gather(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                        const gs_space_plan *best, int xi, int xd, int od, gs_pvalue *out) {
-    gs_builder *b = gs_p_b(c);
+static bool emit_gather(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                        const gs_part_space_plan *best, int xi, int xd, int od,
+                        gs_part_value *out) {
+    gs_builder *b = gs_part_builder(c);
     gs_arena *ma = &b->m->arena;
-    const gs_sharding *sx = gs_p_operand(c, in, xi)->sharding;
-    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = gs_p_tiles(sx, xd)};
+    const gs_sharding *sx = gs_part_operand(c, in, xi)->sharding;
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = gs_part_tiles(sx, xd)};
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
-    const gs_shape *ol = gs_p_local_shape(c, in->shape, best->out);
+    const gs_shape *ol = gs_part_local_shape(c, in->shape, best->out);
     if (!ol) return false;
     /* The output holds k blocks of X's shard length (the last padded when the dim is uneven:
      * sliced off after the loop). */
@@ -345,7 +352,7 @@ static bool emit_gather(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     gs_shape *cs = gs_shape_with_type(ma, ol, ol->type);
     gs_shape *as = gs_shape_with_type(ma, ol, ol->type);
     if (!cs || !as) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     cs->dims[od] = w.chunk;
@@ -354,7 +361,7 @@ static bool emit_gather(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     gs_instr *r = c->opts->bidirectional_windowed_einsum && w.k > 2
                       ? gather_both_ways(c, &w, &sx->tiles, x0, y0, as)
                       : ring_loop(c, &w, &sx->tiles, xd, 1, x0, y0, as, gather_step);
-    b = gs_p_b(c);
+    b = gs_part_builder(c);
     if (r && as->dims[od] != whole) {
         int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
         for (int i = 0; i < as->rank; i++) lim[i] = i == od ? whole : as->dims[i];
@@ -363,69 +370,71 @@ static bool emit_gather(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     out->hlo = r;
     out->base = in->shape;
     out->sharding = best->out;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return r != NULL;
 }
 
 /* Contracting form: out += X shard · Y's block (j + i) mod k along Y's contracting dim w->od
  * (the block the shard multiplies); the shard moves one tile down the ring. */
-static void contract_step(gs_pctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
+static void contract_step(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next) {
     const window_step *w = ctx;
-    gs_instr *blk = gs_p_rem(c, gs_p_add(c, g[1], g[0]), w->k);
+    gs_instr *blk = gs_part_rem(c, gs_part_add(c, g[1], g[0]), w->k);
     gs_instr *y = g[3], *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];
     for (int d = 0; d < y->shape->rank; d++) {
-        idx[d] = d == w->od ? gs_p_mul(c, blk, w->chunk) : gs_p_s32(c, 0);
+        idx[d] = d == w->od ? gs_part_mul(c, blk, w->chunk) : gs_part_s32(c, 0);
         sizes[d] = d == w->od ? w->chunk : y->shape->dims[d];
     }
-    gs_instr *part = step_dot(c, w, g[2], gs_build_dynamic_slice(gs_p_b(c), y, idx, sizes));
+    gs_instr *part =
+        step_dot(c, w, g[2], gs_build_dynamic_slice(gs_part_builder(c), y, idx, sizes));
     next[1] = g[1];
-    next[2] = gs_p_permute(c, g[2], w->n_pairs, w->pairs);
+    next[2] = gs_part_permute(c, g[2], w->n_pairs, w->pairs);
     next[3] = g[3];
-    next[4] = gs_build_binary(gs_p_b(c), GS_OP_ADD, g[4], part);
+    next[4] = gs_build_binary(gs_part_builder(c), GS_OP_ADD, g[4], part);
 }
 
 /* The contracting form for X = operand xi gathered along its contracting dim xd, which is Y's
  * dim yd: Y (whole along yd in the plan) is padded to k blocks of X's shard length, and the
  * loop sums the k products of each shard with its block of Y. */
-static bool emit_contract(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                          const gs_space_plan *best, int xi, int xd, int yd, gs_pvalue *out) {
-    const gs_sharding *sx = gs_p_operand(c, in, xi)->sharding;
-    window_step w = {.in = in, .xi = xi, .xd = xd, .od = yd, .k = gs_p_tiles(sx, xd)};
+static bool emit_contract(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                          const gs_part_space_plan *best, int xi, int xd, int yd,
+                          gs_part_value *out) {
+    const gs_sharding *sx = gs_part_operand(c, in, xi)->sharding;
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = yd, .k = gs_part_tiles(sx, xd)};
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
-    const gs_shape *ol = gs_p_local_shape(c, in->shape, best->out);
+    const gs_shape *ol = gs_part_local_shape(c, in->shape, best->out);
     if (!ol) return false;
     w.chunk = x0->shape->dims[xd];
     int64_t pd[GS_MAX_RANK];
     for (int i = 0; i < y0->shape->rank; i++)
         pd[i] = i == yd ? w.chunk * w.k : y0->shape->dims[i];
     if (pd[yd] < y0->shape->dims[yd]) return false;
-    y0 = gs_p_pad_to(c, y0, pd, NULL);
+    y0 = gs_part_pad_to(c, y0, pd, NULL);
     w.cs = ol;
     out->hlo = ring_loop(c, &w, &sx->tiles, xd, 1, x0, y0, ol, contract_step);
     out->base = in->shape;
     out->sharding = best->out;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }
 
 /* The reduce-scatter form: the plan leaves partial sums over a ring of k devices that the
  * target scatters along output dim od, which operand xi's free dim xd makes. */
-static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                         const gs_space_plan *best, const gs_sharding *t, int xi, int xd,
-                         int od, gs_pvalue *out) {
-    gs_builder *b = gs_p_b(c);
+static bool emit_scatter(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                         const gs_part_space_plan *best, const gs_sharding *t, int xi, int xd,
+                         int od, gs_part_value *out) {
+    gs_builder *b = gs_part_builder(c);
     gs_arena *ma = &b->m->arena;
     /* The ring: the devices of one unreduced group, along their tile dim. */
     const gs_sharding *po = best->out;
-    int ud = gs_unreduced_dim(po);
+    int ud = gs_part_unreduced_dim(po);
     gs_tile_assignment ring = po->tiles;
     if (ud == -2) {
         int64_t n = c->n;
         ud = 0;
-        if (gs_tile_iota(gs_p_a(c), 1, &n, 0, NULL, NULL, &ring) != GS_OK) {
-            gs_p_oom(c);
+        if (gs_tile_iota(gs_part_arena(c), 1, &n, 0, NULL, NULL, &ring) != GS_OK) {
+            gs_part_oom(c);
             return false;
         }
     }
@@ -433,7 +442,7 @@ static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = ring.dims[ud]};
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, xi == 0 ? best->lhs : best->rhs, &x0, &y0)) return false;
-    const gs_shape *tl = gs_p_local_shape(c, in->shape, t);
+    const gs_shape *tl = gs_part_local_shape(c, in->shape, t);
     if (!tl) return false;
     w.chunk = tl->dims[od];
     /* X padded to k whole blocks along xd, so that every block's slice is in range. */
@@ -441,10 +450,10 @@ static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
     for (int i = 0; i < x0->shape->rank; i++)
         pd[i] = i == xd ? w.chunk * w.k : x0->shape->dims[i];
     if (pd[xd] < x0->shape->dims[xd]) return false;
-    x0 = gs_p_pad_to(c, x0, pd, NULL);
+    x0 = gs_part_pad_to(c, x0, pd, NULL);
     gs_shape *cs = gs_shape_with_type(ma, tl, tl->type);
     if (!cs || !x0) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
     w.cs = cs;
@@ -453,7 +462,7 @@ static bool emit_scatter(gs_pctx *c, const gs_instr *in, const gs_space *sp,
                    : ring_loop(c, &w, &ring, ud, -1, x0, y0, cs, scatter_step);
     out->base = in->shape;
     out->sharding = t;
-    out->red = GS_OP_ADD;
+    out->combiner = GS_OP_ADD;
     return out->hlo != NULL;
 }
 
@@ -470,20 +479,20 @@ static double threshold_bytes(const gs_partition_options *o) {
                                : GS_WINDOWED_EINSUM_DEFAULT_MIB) * 1048576.0;
 }
 
-static bool choose(gs_pctx *c, const gs_instr *in, const gs_space *sp, const gs_space_plan *best,
-                   const gs_sharding *t, window_choice *wc) {
+static bool choose(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                   const gs_part_space_plan *best, const gs_sharding *t, window_choice *wc) {
     const gs_partition_options *o = c->opts;
     if (!o || o->no_windowed_einsum || c->manual || in->op != GS_OP_DOT) return false;
     gs_type ty = in->shape->type;
     bool wide = ty == GS_F32 || ty == GS_F64; /* sums in the loop round as the dot's would */
-    bool partial = gs_unreduced_dim(best->out) != -1;
+    bool partial = gs_part_unreduced_dim(best->out) != -1;
     if (partial && !wide) return false;
     double limit = threshold_bytes(o);
     int k0 = sp->nb + sp->nm + sp->nn;
     for (int xi = 0; xi < 2; xi++) {
-        const gs_pvalue *xv = gs_p_operand(c, in, xi);
+        const gs_part_value *xv = gs_part_operand(c, in, xi);
         const gs_sharding *want = xi == 0 ? best->lhs : best->rhs;
-        const gs_space_map *m = xi == 0 ? &sp->lhs : &sp->rhs;
+        const gs_part_space_map *m = xi == 0 ? &sp->lhs : &sp->rhs;
         int lo = xi == 0 ? sp->nb : sp->nb + sp->nm, hi = lo + (xi == 0 ? sp->nm : sp->nn);
         for (int xd = 0; xd < m->rank; xd++) {
             int64_t s = m->to[xd];
@@ -492,8 +501,8 @@ static bool choose(gs_pctx *c, const gs_instr *in, const gs_space *sp, const gs_
                 /* X gathered along a contracting dim: sum its shards' products instead. Each
                  * device sums them in its own order round the ring, so only where no two
                  * devices hold the same output tile (replicas must agree bit for bit). */
-                const gs_space_map *ym = xi == 0 ? &sp->rhs : &sp->lhs;
-                const gs_shape *gl = gs_p_local_shape(c, xv->base, want);
+                const gs_part_space_map *ym = xi == 0 ? &sp->rhs : &sp->lhs;
+                const gs_shape *gl = gs_part_local_shape(c, xv->base, want);
                 for (int yd = 0; yd < ym->rank; yd++)
                     if (ym->to[yd] == s && gathers_dim(c, xv, want, xd) && gl &&
                         bytes_of(gl) >= limit) {
@@ -506,31 +515,32 @@ static bool choose(gs_pctx *c, const gs_instr *in, const gs_space *sp, const gs_
             int od = -1;
             for (int i = 0; i < sp->out.rank; i++)
                 if (sp->out.to[i] == s) od = i;
-            if (od < 0 || gs_p_tiles(best->out, od) != 1) continue;
+            if (od < 0 || gs_part_tiles(best->out, od) != 1) continue;
             *wc = (window_choice){WINDOW_GATHER, xi, xd, od};
             /* X gathered along xd for the dot: loop over its shards instead. */
-            const gs_shape *gl = gs_p_local_shape(c, xv->base, want);
+            const gs_shape *gl = gs_part_local_shape(c, xv->base, want);
             if (gathers_dim(c, xv, want, xd) && gl && bytes_of(gl) >= limit) return true;
             /* Partial sums reduce-scattered along od: loop over its blocks instead. */
             const gs_sharding *rs =
-                partial ? gs_p_scatter_target(c, best->out, sp->out.rank, od) : NULL;
-            const gs_shape *ol = gs_p_local_shape(c, in->shape, best->out);
+                partial ? gs_part_scatter_target(c, best->out, sp->out.rank, od) : NULL;
+            const gs_shape *ol = gs_part_local_shape(c, in->shape, best->out);
             wc->form = WINDOW_SCATTER;
-            if (rs && gs_p_plain(t) && gs_sharding_equal(rs, t) && ol && bytes_of(ol) >= limit)
+            if (rs && gs_part_plain(t) && gs_sharding_equal(rs, t) && ol && bytes_of(ol) >= limit)
                 return true;
         }
     }
     return false;
 }
 
-bool gs_p_windowed_applies(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                           const gs_space_plan *plan, const gs_sharding *t) {
+bool gs_part_windowed_applies(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                              const gs_part_space_plan *plan, const gs_sharding *t) {
     window_choice wc;
     return choose(c, in, sp, plan, t, &wc);
 }
 
-bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                       const gs_space_plan *best, const gs_sharding *t, gs_pvalue *out) {
+bool gs_part_windowed_dot(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                          const gs_part_space_plan *best, const gs_sharding *t,
+                          gs_part_value *out) {
     window_choice wc;
     if (c->e->dry || !choose(c, in, sp, best, t, &wc)) return false;
     switch (wc.form) {

@@ -4,7 +4,7 @@
  * (slice, pad, convolution, reduce-window) keeps the dim tiled by giving every device the edges
  * of the neighbouring shards it needs.
  *
- * The general read (gs_p_halo_read): device tile t holds input [t*si, (t+1)*si) and needs input
+ * The general read (gs_part_halo_read): device tile t holds input [t*si, (t+1)*si) and needs input
  * [a0 + t*step, a0 + t*step + len) — a window whose start moves by `step` per tile (for a
  * convolution: the output shard times the stride, a0 = -padding). The widest reach left (L) and
  * right (R) over the tiles decide the halos; each device receives the last L elements of the
@@ -19,15 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t gs_p_live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
+int64_t gs_part_live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
     if (out_shard <= 0) return k;
     int64_t m = (n_out + out_shard - 1) / out_shard;
     return m < k ? m : k;
 }
 
-bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step, int64_t len,
-                      int64_t live, int64_t *left, int64_t *right) {
-    int64_t k = gs_p_tiles(s, d);
+bool gs_part_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step,
+                         int64_t len, int64_t live, int64_t *left, int64_t *right) {
+    int64_t k = gs_part_tiles(s, d);
     if (k <= 1) return false;
     int64_t si = (n + k - 1) / k, L = 0, R = 0;
     for (int64_t t = 0; t < k && t < live; t++) {
@@ -38,16 +38,17 @@ bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_
     *left = L;
     *right = R;
     /* Any number of hops; reach beyond the first or last tile reads no data (positions outside
-     * the dim), so gs_p_halo_read pads the window there instead. */
+     * the dim), so gs_part_halo_read pads the window there instead. */
     return true;
 }
 
-bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
-                    int64_t *left, int64_t *right) {
-    int64_t k = gs_p_tiles(s, d);
+bool gs_part_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
+                       int64_t *left, int64_t *right) {
+    int64_t k = gs_part_tiles(s, d);
     if (k <= 1) return false;
     int64_t so = (n_out + k - 1) / k;
-    return gs_p_halo_extent(s, d, n, start, so, so, gs_p_live_tiles(k, so, n_out), left, right);
+    return gs_part_halo_extent(s, d, n, start, so, so, gs_part_live_tiles(k, so, n_out), left,
+                               right);
 }
 
 /* Source-target pairs moving each device's data `dist` tiles up (dir = +1) or down (dir = -1)
@@ -70,7 +71,7 @@ static int64_t (*neighbour_pairs(const gs_tile_assignment *t, int d, int dir, in
     return p;
 }
 
-int64_t (*gs_p_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int *n))[2] {
+int64_t (*gs_part_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int *n))[2] {
     int64_t stride = 1, k = t->dims[d];
     for (int i = d + 1; i < t->rank; i++) stride *= t->dims[i];
     int64_t(*p)[2] = malloc(sizeof *p * (size_t)(t->n ? t->n : 1));
@@ -85,18 +86,18 @@ int64_t (*gs_p_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int 
     return p;
 }
 
-static gs_instr *slice_dim(gs_pctx *c, gs_instr *x, int d, int64_t from, int64_t to) {
+static gs_instr *slice_dim(gs_part_ctx *c, gs_instr *x, int d, int64_t from, int64_t to) {
     int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
     memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
     st[d] = from;
     lim[d] = to;
-    return gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+    return gs_build_slice(gs_part_builder(c), x, st, lim, NULL);
 }
 
 /* h elements from the shard `dist` tiles away along d: dir +1 brings the last h of the shard
  * before, -1 the first h of the shard after. */
-static gs_instr *halo(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t h, int64_t dist,
-                      int dir) {
+static gs_instr *halo(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t h,
+                      int64_t dist, int dir) {
     int64_t si = x->shape->dims[d];
     gs_instr *part = h == si   ? x
                      : dir > 0 ? slice_dim(c, x, d, si - h, si)
@@ -104,25 +105,25 @@ static gs_instr *halo(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int6
     int n = 0;
     int64_t(*pairs)[2] = neighbour_pairs(&s->tiles, d, dir, dist, &n);
     if (!pairs) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
-    gs_instr *r = gs_p_permute(c, part, n, (const int64_t(*)[2])pairs);
+    gs_instr *r = gs_part_permute(c, part, n, (const int64_t(*)[2])pairs);
     free(pairs);
     return r;
 }
 
-gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
-                         int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill) {
+gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                            int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill) {
     int64_t L, R;
-    if (!x || !gs_p_halo_extent(s, d, n, a0, step, len, live, &L, &R)) return NULL;
-    gs_builder *b = gs_p_b(c);
-    int64_t si = x->shape->dims[d], most = (gs_p_tiles(s, d) - 1) * si;
+    if (!x || !gs_part_halo_extent(s, d, n, a0, step, len, live, &L, &R)) return NULL;
+    gs_builder *b = gs_part_builder(c);
+    int64_t si = x->shape->dims[d], most = (gs_part_tiles(s, d) - 1) * si;
     int64_t Lf = L < most ? L : most, Rf = R < most ? R : most; /* what the other tiles hold */
     int64_t hl = (Lf + si - 1) / si, hr = (Rf + si - 1) / si;
-    gs_instr **parts = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, hl + hr + 2);
+    gs_instr **parts = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, hl + hr + 2);
     if (!parts) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     int np = 0;
@@ -140,47 +141,48 @@ gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, i
         int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, inr[GS_MAX_RANK] = {0};
         lo[d] = L - Lf;
         hi[d] = R - Rf;
-        win = gs_build_pad(b, win, gs_p_identity(c, GS_OP_ADD, x->shape->type), lo, hi, inr);
+        win = gs_build_pad(b, win, gs_part_identity(c, GS_OP_ADD, x->shape->type), lo, hi, inr);
     }
     /* The window starts at a0 + t*step - (t*si - L) = a0 + L + t*(step - si). */
-    gs_instr *t = gs_p_tile_index(c, &s->tiles, d);
-    gs_instr *off = gs_p_add(c, gs_p_mul(c, t, step - si), gs_p_s32(c, a0 + L));
+    gs_instr *t = gs_part_tile_index(c, &s->tiles, d);
+    gs_instr *off = gs_part_add(c, gs_part_mul(c, t, step - si), gs_part_s32(c, a0 + L));
     gs_instr *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];
     for (int i = 0; i < x->shape->rank; i++) {
-        idx[i] = i == d ? off : gs_p_s32(c, 0);
+        idx[i] = i == d ? off : gs_part_s32(c, 0);
         sizes[i] = i == d ? len : x->shape->dims[i];
     }
     gs_instr *y = gs_build_dynamic_slice(b, win, idx, sizes);
     if (!fill || !y) return y;
     /* Input positions a0 + t*step + j outside [0, n) take the fill value. */
     gs_instr *iota = gs_build_iota(b, GS_S32, y->shape->rank, y->shape->dims, d);
-    gs_instr *a = gs_p_add(c, gs_p_mul(c, t, step), gs_p_s32(c, a0));
-    gs_instr *pos = gs_build_binary(b, GS_OP_ADD, iota, gs_p_bcast_scalar(c, a, iota->shape));
-    gs_instr *lo = gs_p_bcast_scalar(c, gs_p_s32(c, 0), iota->shape);
-    gs_instr *hi = gs_p_bcast_scalar(c, gs_p_s32(c, n), iota->shape);
+    gs_instr *a = gs_part_add(c, gs_part_mul(c, t, step), gs_part_s32(c, a0));
+    gs_instr *pos = gs_build_binary(b, GS_OP_ADD, iota, gs_part_bcast_scalar(c, a, iota->shape));
+    gs_instr *lo = gs_part_bcast_scalar(c, gs_part_s32(c, 0), iota->shape);
+    gs_instr *hi = gs_part_bcast_scalar(c, gs_part_s32(c, n), iota->shape);
     gs_instr *ge = gs_build_compare(b, pos, lo, "GE");
     gs_instr *lt = gs_build_compare(b, pos, hi, "LT");
     gs_instr *in = gs_build_binary(b, GS_OP_AND, ge, lt);
-    return gs_build_select(b, in, y, gs_p_bcast_scalar(c, fill, y->shape));
+    return gs_build_select(b, in, y, gs_part_bcast_scalar(c, fill, y->shape));
 }
 
-gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
-                           int64_t start, int64_t n_out, gs_instr *fill) {
-    int64_t k = gs_p_tiles(s, d);
+gs_instr *gs_part_halo_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                              int64_t start, int64_t n_out, gs_instr *fill) {
+    int64_t k = gs_part_tiles(s, d);
     if (k <= 1) return NULL;
     int64_t so = (n_out + k - 1) / k;
-    return gs_p_halo_read(c, x, s, d, n, start, so, so, gs_p_live_tiles(k, so, n_out), fill);
+    return gs_part_halo_read(c, x, s, d, n, start, so, so, gs_part_live_tiles(k, so, n_out), fill);
 }
 
-gs_instr *gs_p_dilate_shard(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,
-                            int d, int64_t dil, gs_instr *fill) {
+gs_instr *gs_part_dilate_shard(gs_part_ctx *c, gs_instr *x, const gs_sharding *s,
+                               const int64_t *base, int d, int64_t dil, gs_instr *fill) {
     if (!x) return NULL;
     int dims[1] = {d};
-    x = gs_p_mask(c, x, s, base, 1, dims, fill);
+    x = gs_part_mask(c, x, s, base, 1, dims, fill);
     int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, inr[GS_MAX_RANK] = {0};
     hi[d] = dil - 1;
     inr[d] = dil - 1;
-    return gs_build_pad(gs_p_b(c), x, fill ? fill : gs_build_scalar_i(gs_p_b(c), x->shape->type, 0),
-                        lo, hi, inr);
+    return gs_build_pad(gs_part_builder(c), x,
+                        fill ? fill : gs_build_scalar_i(gs_part_builder(c), x->shape->type, 0), lo,
+                        hi, inr);
 }

@@ -1,7 +1,8 @@
 /*
- * internal.h — what the files of src/partition/ share: the partitioning context, the partitioned
- * value (gs_pvalue) and its reshard, partition offsets and masking, the collective wrappers, and
- * the handler table. Not part of the public API (see gspmd/partition.h).
+ * internal.h — what the files of src/partition/ share: the partitioning context (gs_part_ctx),
+ * the partitioned value (gs_part_value) and its reshard, partition offsets and masking, the
+ * collective wrappers, and the handler table. Every name here starts gs_part_ (the propagation
+ * pass's start gs_prop_). Not part of the public API (see gspmd/partition.h).
  *
  * Files:
  *   partition.c     the driver: validation, entry parameters and root, visiting order, the
@@ -35,238 +36,241 @@
  * global value of shape `base` that `sharding` gives the device running it. Arrays are padded
  * at the end of every tiled dim to ceil(dim / tiles); the padding holds unspecified values, which
  * every op that would read them masks first. When the sharding has an unreduced subgroup (or is
- * {unreduced}), the devices of each unreduced group hold partial values that `red` combines. A
+ * {unreduced}), the devices of each unreduced group hold partial values that `combiner` combines. A
  * tuple value has a tuple sharding (one leaf sharding per array leaf, depth first). */
-typedef struct gs_pvalue {
+typedef struct gs_part_value {
     gs_instr *hlo;               /* per-device value (in the output module), or NULL in a dry run */
     const gs_shape *base;        /* global shape */
     const gs_sharding *sharding; /* never NULL */
-    gs_opcode red;               /* combiner of partial values (GS_OP_ADD unless said) */
-} gs_pvalue;
+    gs_opcode combiner;          /* how partial values combine (GS_OP_ADD unless said) */
+} gs_part_value;
 
 /* One cached reshard of an instruction's value. */
-typedef struct gs_reshard_entry {
+typedef struct gs_part_reshard_entry {
     const gs_instr *from;           /* the value's instruction */
     const gs_sharding *to;          /* target sharding */
-    gs_pvalue value;                /* the resharded value */
-    struct gs_reshard_entry *next;  /* chain */
-} gs_reshard_entry;
+    gs_part_value value;            /* the resharded value */
+    struct gs_part_reshard_entry *next; /* chain */
+} gs_part_reshard_entry;
 
-/* A cached reshard cost (gs_reshard_cost). */
-typedef struct gs_cost_entry {
+/* A cached reshard cost (gs_part_reshard_cost). */
+typedef struct gs_part_cost_entry {
     const gs_shape *base;           /* value shape */
     const gs_sharding *from, *to;   /* the reshard */
-    gs_opcode red;                  /* partial-value combiner */
+    gs_opcode combiner;             /* partial-value combiner */
     int64_t bytes;                  /* its cost */
-    struct gs_cost_entry *next;     /* chain */
-} gs_cost_entry;
+    struct gs_part_cost_entry *next; /* chain */
+} gs_part_cost_entry;
 
 /* A cached per-device scalar (partition-id arithmetic) of the current computation. */
-typedef struct gs_offset_entry {
+typedef struct gs_part_offset_entry {
     gs_tile_assignment tiles; /* the assignment */
     int dim;                  /* tile dim */
     gs_instr *value;          /* s32 tile index of the device along dim */
-    struct gs_offset_entry *next;
-} gs_offset_entry;
+    struct gs_part_offset_entry *next;
+} gs_part_offset_entry;
 
 /* Where instructions go: one output module and its entry, with the caches that belong to that
- * module. The dot handler costs its candidate plans in a throwaway gs_emit. */
-typedef struct gs_emit {
+ * module. The dot handler costs its candidate plans in a throwaway gs_part_emit. */
+typedef struct gs_part_emit {
     gs_module *m;                   /* the module being written */
     gs_names names;                 /* its names */
     gs_builder b;                   /* appends to its entry */
     gs_instr *pid;                  /* s32 partition id (created on first use) */
     gs_instr *s32[64];              /* small s32 constants already created */
-    gs_offset_entry *offsets;       /* cached tile indices */
+    gs_part_offset_entry *offsets;  /* cached tile indices */
     gs_computation *reducers[8][GS_N_TYPES]; /* scalar reduction computations by op and type */
     gs_partition_stats stats;       /* what was emitted */
     bool dry;                       /* costing only: no warnings, no reshard cache */
     bool dry_failed;                /* costing: the reshard is impossible (an error) */
-} gs_emit;
+} gs_part_emit;
 
 /* The partitioning context. */
-typedef struct gs_pctx {
+typedef struct gs_part_ctx {
     const gs_module *src;             /* the module being partitioned */
     const gs_partition_options *opts; /* options */
     const gs_collective_ops *coll;    /* collective builders */
     int64_t n;                        /* number of devices */
     gs_diags *d;                      /* errors and warnings */
     gs_arena scratch;                 /* shardings, caches (freed at the end) */
-    gs_emit *e;                       /* current output */
-    gs_emit main;                     /* the real output */
+    gs_part_emit *e;                  /* current output */
+    gs_part_emit main;                /* the real output */
     const gs_instr *cur;              /* source instruction being partitioned */
     const gs_sharding *manual;        /* the current instruction's partially manual sharding
                                          (a manual subgroup), or NULL: "replicated" then means
                                          whole within each manual group */
-    gs_pvalue *vals;                  /* per instruction of the computation being partitioned
+    gs_part_value *vals;              /* per instruction of the computation being partitioned
                                          (by id): its partitioned value */
     bool *done;                       /* per instruction: value ready */
     const gs_sharding *const *param_sh; /* the shardings the current computation's parameters
                                          were built with (by parameter number) */
     bool keep_names;                  /* the current computation is the first partitioned copy
                                          of its source: its values take the source names */
-    gs_reshard_entry **cache;         /* reshard cache buckets */
+    gs_part_reshard_entry **cache;    /* reshard cache buckets */
     int n_cache;                      /* bucket count (power of two) */
     gs_strmap comps;                  /* source computation name -> copied computation */
     gs_strmap parts;                  /* "name|param shardings|root sharding" -> partitioned
                                          computation (one per distinct signature) */
     gs_strmap out_names;              /* computation names used in the output */
-    gs_cost_entry *costs[256];        /* reshard costs already found (buckets) */
+    gs_part_cost_entry *costs[256];   /* reshard costs already found (buckets) */
     int64_t channel;                  /* next channel id */
     bool failed;                      /* sticky: an error was reported (or allocation failed) */
-} gs_pctx;
+} gs_part_ctx;
 
 /* ---- partition.c */
 
 /* Reports an error at the current instruction; sets c->failed. */
-void gs_p_error(gs_pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_part_error(gs_part_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* c->failed after an allocation failure (reported once). */
-void gs_p_oom(gs_pctx *c);
+void gs_part_oom(gs_part_ctx *c);
 /* Emitting into another output computation (a loop body the handler builds): enter switches
  * the builder, partition id and constants to dst; leave returns to the caller's. */
-typedef struct gs_p_scope gs_p_scope;
-gs_p_scope *gs_p_enter_computation(gs_pctx *c, gs_computation *dst);
-void gs_p_leave_computation(gs_pctx *c, gs_p_scope *saved);
+typedef struct gs_part_scope gs_part_scope;
+gs_part_scope *gs_part_enter_computation(gs_part_ctx *c, gs_computation *dst);
+void gs_part_leave_computation(gs_part_ctx *c, gs_part_scope *saved);
 /* The builder of the current output. */
-gs_builder *gs_p_b(gs_pctx *c);
+gs_builder *gs_part_builder(gs_part_ctx *c);
 /* The arena for shardings and scratch. */
-gs_arena *gs_p_a(gs_pctx *c);
+gs_arena *gs_part_arena(gs_part_ctx *c);
 /* The partitioned value of source operand k of `in`. */
-const gs_pvalue *gs_p_operand(gs_pctx *c, const gs_instr *in, int k);
+const gs_part_value *gs_part_operand(gs_part_ctx *c, const gs_instr *in, int k);
 /* The sharding of a source instruction as the partitioner reads it: its own, or replicated,
  * expanded to a tuple sharding for tuple shapes. */
-const gs_sharding *gs_p_sharding_of(gs_pctx *c, const gs_instr *in);
+const gs_sharding *gs_part_sharding_of(gs_part_ctx *c, const gs_instr *in);
 /* A replicated sharding for shape s (tuple of replicated leaves for tuples); inside a partially
  * manual instruction, whole within each manual group (c->manual's groups). */
-const gs_sharding *gs_p_replicated(gs_pctx *c, const gs_shape *s);
+const gs_sharding *gs_part_replicated(gs_part_ctx *c, const gs_shape *s);
 /* The per-device shape of base under sharding s (scratch arena). */
-gs_shape *gs_p_local_shape(gs_pctx *c, const gs_shape *base, const gs_sharding *s);
+gs_shape *gs_part_local_shape(gs_part_ctx *c, const gs_shape *base, const gs_sharding *s);
 /* Computation src (called from the current instruction) partitioned with its parameters sharded
  * by param_sh (one per parameter; each a tuple sharding for tuple parameters) and its root
  * resharded to root_sh, in the output module; one copy per distinct signature (cached). NULL
  * after an error. */
-gs_computation *gs_p_partition_called(gs_pctx *c, const gs_computation *src,
-                                      const gs_sharding *const *param_sh,
-                                      const gs_sharding *root_sh);
+gs_computation *gs_part_partition_called(gs_part_ctx *c, const gs_computation *src,
+                                         const gs_sharding *const *param_sh,
+                                         const gs_sharding *root_sh);
 /* Copies the attributes of source instruction `in` onto out, its called computations replaced:
  * those in from[0..n) by to[0..n), the others copied verbatim. */
-void gs_p_copy_attrs(gs_pctx *c, const gs_instr *in, gs_instr *out, int n,
-                     const gs_computation *const *from, gs_computation *const *to);
+void gs_part_copy_attrs(gs_part_ctx *c, const gs_instr *in, gs_instr *out, int n,
+                        const gs_computation *const *from, gs_computation *const *to);
 /* The default action: every operand replicated, the op computed on whole values, the result
  * replicated. */
-void gs_p_default(gs_pctx *c, const gs_instr *in, gs_pvalue *out);
+void gs_part_default(gs_part_ctx *c, const gs_instr *in, gs_part_value *out);
 /* Clones `in` with new operands and result shape (attributes and called computations copied,
  * sharding dropped). */
-gs_instr *gs_p_clone(gs_pctx *c, const gs_instr *in, const gs_shape *shape, int n,
-                     gs_instr *const *ops);
+gs_instr *gs_part_clone(gs_part_ctx *c, const gs_instr *in, const gs_shape *shape, int n,
+                        gs_instr *const *ops);
 
 /* ---- reshard.c */
 
 /* v resharded to `to` (same base shape), through the ladder; cached per source instruction
  * when v is an instruction's own value. */
-void gs_reshard(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out);
-/* The ladder without the cache (used by tests through gs_reshard too). */
-void gs_reshard_nocache(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out);
+void gs_part_reshard(gs_part_ctx *c, const gs_part_value *v, const gs_sharding *to,
+                     gs_part_value *out);
+/* The ladder without the cache (used by tests through gs_part_reshard too). */
+void gs_part_reshard_nocache(gs_part_ctx *c, const gs_part_value *v, const gs_sharding *to,
+                             gs_part_value *out);
 /* Bytes (per device) the collectives of resharding a value of shape base from `from` to `to`
  * would move, found by a dry run of the ladder (cached); a full rematerialization adds the whole
  * value, an impossible reshard costs more than anything. */
-int64_t gs_reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
-                        gs_opcode red, const gs_sharding *to);
+int64_t gs_part_reshard_cost(gs_part_ctx *c, const gs_shape *base, const gs_sharding *from,
+                             gs_opcode red, const gs_sharding *to);
 /* The sharding of tuple element `index` of a value of tuple shape s sharded by sh (a tuple
  * sharding of the element's leaves when it is itself a tuple). */
-const gs_sharding *gs_p_element_sharding(gs_pctx *c, const gs_sharding *sh, const gs_shape *s,
-                                         int index);
+const gs_sharding *gs_part_element_sharding(gs_part_ctx *c, const gs_sharding *sh,
+                                            const gs_shape *s, int index);
 /* Index of the unreduced tile dim of s, -1 when none; -2 for {unreduced}. */
-int gs_unreduced_dim(const gs_sharding *s);
+int gs_part_unreduced_dim(const gs_sharding *s);
 /* Tiles of s along data dim i (1 for untiled kinds). */
-int64_t gs_p_tiles(const gs_sharding *s, int i);
+int64_t gs_part_tiles(const gs_sharding *s, int i);
 /* Tiled s with its data tile dims `dims` (n entries) turned into an unreduced subgroup (the
  * sharding of partial results when those dims are summed over). */
-const gs_sharding *gs_p_make_unreduced(gs_pctx *c, const gs_sharding *s, int n, const int *dims);
+const gs_sharding *gs_part_make_unreduced(gs_part_ctx *c, const gs_sharding *s, int n,
+                                          const int *dims);
 
 /* s with its unreduced subgroup replicated instead ({unreduced} -> {replicated}). */
-const gs_sharding *gs_p_reduced_form(gs_pctx *c, const gs_sharding *s);
+const gs_sharding *gs_part_reduced_form(gs_part_ctx *c, const gs_sharding *s);
 
 /* ---- offsets.c */
 
 /* partition-id as s32 (created once per output). */
-gs_instr *gs_p_pid(gs_pctx *c);
+gs_instr *gs_part_pid(gs_part_ctx *c);
 /* s32 scalar: the tile index along tile dim `dim` of the device running the program. */
-gs_instr *gs_p_tile_index(gs_pctx *c, const gs_tile_assignment *t, int dim);
+gs_instr *gs_part_tile_index(gs_part_ctx *c, const gs_tile_assignment *t, int dim);
 /* s32 scalar constant. */
-gs_instr *gs_p_s32(gs_pctx *c, int64_t v);
+gs_instr *gs_part_s32(gs_part_ctx *c, int64_t v);
 /* Scalar arithmetic with constant folding: a op b on s32 scalars. */
-gs_instr *gs_p_mul(gs_pctx *c, gs_instr *a, int64_t k);
-gs_instr *gs_p_add(gs_pctx *c, gs_instr *a, gs_instr *b);
-gs_instr *gs_p_div(gs_pctx *c, gs_instr *a, int64_t k);
-gs_instr *gs_p_rem(gs_pctx *c, gs_instr *a, int64_t k);
+gs_instr *gs_part_mul(gs_part_ctx *c, gs_instr *a, int64_t k);
+gs_instr *gs_part_add(gs_part_ctx *c, gs_instr *a, gs_instr *b);
+gs_instr *gs_part_div(gs_part_ctx *c, gs_instr *a, int64_t k);
+gs_instr *gs_part_rem(gs_part_ctx *c, gs_instr *a, int64_t k);
 /* s32 scalar: the start offset of the device's shard along data dim `dim` (tile * shard size). */
-gs_instr *gs_p_shard_offset(gs_pctx *c, const gs_sharding *s, int dim, int64_t shard);
+gs_instr *gs_part_shard_offset(gs_part_ctx *c, const gs_sharding *s, int dim, int64_t shard);
 /* x padded at the end of each dim to dims[] with value `v` (a scalar instruction; NULL: zero,
  * created only when padding is needed). */
-gs_instr *gs_p_pad_to(gs_pctx *c, gs_instr *x, const int64_t *dims, gs_instr *v);
+gs_instr *gs_part_pad_to(gs_part_ctx *c, gs_instr *x, const int64_t *dims, gs_instr *v);
 /* x with the positions of the padding of the dims in `dims` (n entries; base dims `base`, x
  * sharded by s) replaced by scalar `fill` (NULL: zero). Returns x when nothing is padded. */
-gs_instr *gs_p_mask(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base, int n,
-                    const int *dims, gs_instr *fill);
+gs_instr *gs_part_mask(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,
+                       int n, const int *dims, gs_instr *fill);
 /* Does data dim i of base (size n) sharded by s have padding? */
-bool gs_p_uneven(const gs_sharding *s, int i, int64_t n);
+bool gs_part_uneven(const gs_sharding *s, int i, int64_t n);
 /* The identity of reduction op `op` for type t as a scalar constant; NULL when op has none. */
-gs_instr *gs_p_identity(gs_pctx *c, gs_opcode op, gs_type t);
+gs_instr *gs_part_identity(gs_part_ctx *c, gs_opcode op, gs_type t);
 /* Does the scalar reduction computation comp compute `op` (add, multiply, maximum, minimum, and,
  * or, xor) of its two parameters? */
-bool gs_p_reducer_op(const gs_computation *comp, gs_opcode *op);
+bool gs_part_reducer_op(const gs_computation *comp, gs_opcode *op);
 /* Is instruction x a scalar constant equal to the identity of op? */
-bool gs_p_is_identity(const gs_instr *x, gs_opcode op);
+bool gs_part_is_identity(const gs_instr *x, gs_opcode op);
 /* Zeros of shape s (arrays, or tuples of them; NULL for tokens), in the current output
  * computation. */
-gs_instr *gs_p_zeros(gs_pctx *c, const gs_shape *s);
+gs_instr *gs_part_zeros(gs_part_ctx *c, const gs_shape *s);
 /* x broadcast to the shape dims of `like` (x scalar). */
-gs_instr *gs_p_bcast_scalar(gs_pctx *c, gs_instr *x, const gs_shape *like);
+gs_instr *gs_part_bcast_scalar(gs_part_ctx *c, gs_instr *x, const gs_shape *like);
 
 /* ---- halo.c */
 
 /* Of k tiles, those whose windows matter: the ones with output (t*out_shard < n_out). */
-int64_t gs_p_live_tiles(int64_t k, int64_t out_shard, int64_t n_out);
+int64_t gs_part_live_tiles(int64_t k, int64_t out_shard, int64_t n_out);
 /* Can device tile t along data dim d of s (size n) read input [a0 + t*step, a0 + t*step + len)
  * for the first `live` tiles by halo exchange? *left and *right get the widest reach beyond the
  * device's own shard (several hops when wider than a shard). */
-bool gs_p_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step,
-                      int64_t len, int64_t live, int64_t *left, int64_t *right);
+bool gs_part_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step,
+                         int64_t len, int64_t live, int64_t *left, int64_t *right);
 /* x (the device's shard along d under s) turned into that window by collective-permutes from
  * the neighbours; positions outside [0, n) take scalar `fill` (NULL: left as they are). NULL
  * when no plan. */
-gs_instr *gs_p_halo_read(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
-                         int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill);
+gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                            int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill);
 /* Base dilation dil along dim d made local: x (the device's shard along d under s, base dims
  * base) with its padding set to `fill` (NULL: zero) and dil - 1 fill values after each
  * element, so tile t holds dilated positions [t*c*dil, (t+1)*c*dil) (c the shard length) of a
  * dim of c*dil*k positions: a window with base dilation over it is an undilated window over
- * these, which gs_p_halo_read can read wherever the dilated window steps are not multiples of
+ * these, which gs_part_halo_read can read wherever the dilated window steps are not multiples of
  * dil. */
-gs_instr *gs_p_dilate_shard(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,
-                            int d, int64_t dil, gs_instr *fill);
+gs_instr *gs_part_dilate_shard(gs_part_ctx *c, gs_instr *x, const gs_sharding *s,
+                               const int64_t *base, int d, int64_t dil, gs_instr *fill);
 /* Source-target pairs of a ring along tile dim d of t: each device sends to the one `dist`
  * tiles below it (wrapping). *n gets the count; malloc'ed (free it), NULL on failure. */
-int64_t (*gs_p_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int *n))[2];
+int64_t (*gs_part_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, int *n))[2];
 /* Can an op whose output position j (of n_out) reads input position j + start (of n) keep data
  * dim d tiled as s tiles it? *left and *right get the halo sizes. */
-bool gs_p_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
-                    int64_t *left, int64_t *right);
-/* x turned into the device's shard of that output along d (gs_p_halo_read with the output's
+bool gs_part_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
+                       int64_t *left, int64_t *right);
+/* x turned into the device's shard of that output along d (gs_part_halo_read with the output's
  * shard as both step and length). */
-gs_instr *gs_p_halo_window(gs_pctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
-                           int64_t start, int64_t n_out, gs_instr *fill);
+gs_instr *gs_part_halo_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
+                              int64_t start, int64_t n_out, gs_instr *fill);
 
 /* ---- h_dot.c: the iteration space of a contraction (dot, convolution, gather) */
 
 /* How the dims of one tensor map into the iteration space. */
-typedef struct gs_space_map {
+typedef struct gs_part_space_map {
     int rank;              /* tensor rank */
     int64_t to[GS_MAX_RANK]; /* space dim of each tensor dim */
-} gs_space_map;
+} gs_part_space_map;
 
-typedef struct gs_space {
+typedef struct gs_part_space {
     int ns;                /* space rank */
     int nb, nm, nn, nk;    /* batch, lhs free, rhs free, contracting (dims in this order, then
                               the windowed ones, then the forced ones) */
@@ -280,126 +284,161 @@ typedef struct gs_space {
                               part of the kernel window, and the result is a partial sum (a
                               filter gradient, whose window is the activations' extent) */
     int64_t size[GS_MAX_RANK]; /* extent of each space dim */
-    gs_space_map lhs, rhs, out; /* the three tensors */
+    gs_part_space_map lhs, rhs, out; /* the three tensors */
     int n_lk;              /* contracting dims of the lhs and rhs (for masking) */
     int lk[GS_MAX_RANK], rk[GS_MAX_RANK];
     int64_t groups;        /* convolution feature groups (space dim 0 is the group dim), or 1 */
-} gs_space;
+} gs_part_space;
 
 /* A space sharding and what it asks of the operands and gives the result. */
-typedef struct gs_space_plan {
+typedef struct gs_part_space_plan {
     const gs_sharding *f;          /* space sharding */
     const gs_sharding *lhs, *rhs;  /* operand shardings it needs */
     const gs_sharding *out;        /* result sharding it produces (maybe partial) */
     int64_t bytes;                 /* bytes its reshards move */
     double flops;                  /* local multiply-adds */
-} gs_space_plan;
+} gs_part_space_plan;
 
 /* The cheapest plan for `in` over space sp (operand values lv, rv as the space's lhs and rhs,
  * result sharding t wanted): candidates from the result, the operands, their merges and full
  * replication, costed by the bytes their reshards (and a convolution's halos) move, ties broken
- * by local FLOPs; but a plan a windowed einsum loop carries out (gs_p_windowed_applies) is
+ * by local FLOPs; but a plan a windowed einsum loop carries out (gs_part_windowed_applies) is
  * preferred to any plan that moves data, as XLA prefers it. False when none applies. */
-bool gs_p_plan_space(gs_pctx *c, const gs_instr *in, const gs_space *sp, const gs_pvalue *lv,
-                     const gs_pvalue *rv, const gs_sharding *t, gs_space_plan *best);
+bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                        const gs_part_value *lv, const gs_part_value *rv, const gs_sharding *t,
+                        gs_part_space_plan *best);
 /* Space sharding f projected onto a tensor mapped by m (absent dims replicated and dropped). */
-const gs_sharding *gs_p_space_project(gs_pctx *c, const gs_space *sp, const gs_space_map *m,
-                                      const gs_sharding *f);
+const gs_sharding *gs_part_space_project(gs_part_ctx *c, const gs_part_space *sp,
+                                         const gs_part_space_map *m, const gs_sharding *f);
 
 /* ---- h_scan.c */
 
 /* dynamic-slice / dynamic-update-slice of one element along dims the operand's value tiles:
  * the device holding it slices (the others contribute zeros to a partial value) or updates it;
  * false when the pattern does not apply. */
-bool gs_p_owner_slice(gs_pctx *c, const gs_instr *in, gs_pvalue *out);
-bool gs_p_owner_update(gs_pctx *c, const gs_instr *in, gs_pvalue *out);
+bool gs_part_owner_slice(gs_part_ctx *c, const gs_instr *in, gs_part_value *out);
+bool gs_part_owner_update(gs_part_ctx *c, const gs_instr *in, gs_part_value *out);
 
 /* ---- collectives.c */
 
-gs_instr *gs_p_all_reduce(gs_pctx *c, gs_instr *x, const gs_replica_groups *g, gs_opcode op);
-gs_instr *gs_p_all_gather(gs_pctx *c, gs_instr *x, int dim, int64_t size,
-                          const gs_replica_groups *g);
-gs_instr *gs_p_reduce_scatter(gs_pctx *c, gs_instr *x, int dim, int64_t size,
-                              const gs_replica_groups *g, gs_opcode op);
-gs_instr *gs_p_all_to_all(gs_pctx *c, gs_instr *x, int dim, const gs_replica_groups *g);
-gs_instr *gs_p_permute(gs_pctx *c, gs_instr *x, int n, const int64_t (*pairs)[2]);
+gs_instr *gs_part_all_reduce(gs_part_ctx *c, gs_instr *x, const gs_replica_groups *g, gs_opcode op);
+gs_instr *gs_part_all_gather(gs_part_ctx *c, gs_instr *x, int dim, int64_t size,
+                             const gs_replica_groups *g);
+gs_instr *gs_part_reduce_scatter(gs_part_ctx *c, gs_instr *x, int dim, int64_t size,
+                                 const gs_replica_groups *g, gs_opcode op);
+gs_instr *gs_part_all_to_all(gs_part_ctx *c, gs_instr *x, int dim, const gs_replica_groups *g);
+gs_instr *gs_part_permute(gs_part_ctx *c, gs_instr *x, int n, const int64_t (*pairs)[2]);
 /* The scalar computation of op for type t in the current output (cached). */
-gs_computation *gs_p_reducer(gs_pctx *c, gs_opcode op, gs_type t);
+gs_computation *gs_part_reducer(gs_part_ctx *c, gs_opcode op, gs_type t);
 
 /* ---- handlers (h_*.c). Each returns false to decline (the driver then takes the default
  * action); on success *out holds the result in any sharding, which the driver reshards to the
  * instruction's. */
-typedef bool (*gs_handler)(gs_pctx *c, const gs_instr *in, const gs_sharding *target,
-                           gs_pvalue *out);
-bool gs_h_elementwise(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_parameter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_tuple(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_gte(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_custom_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_copy(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_collective(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_broadcast(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_reshape(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_transpose(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_reverse(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_pad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_concatenate(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_dynamic_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_dynamic_update_slice(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                               gs_pvalue *out);
-bool gs_h_iota(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_constant(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_reduce(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_sort(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_fft(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_select_and_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                             gs_pvalue *out);
-bool gs_h_batched_matrix(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_reduce_window(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_dot(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+typedef bool (*gs_part_handler)(gs_part_ctx *c, const gs_instr *in, const gs_sharding *target,
+                                gs_part_value *out);
+bool gs_part_handle_elementwise(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out);
+bool gs_part_handle_parameter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out);
+bool gs_part_handle_tuple(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out);
+bool gs_part_handle_gte(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out);
+bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out);
+bool gs_part_handle_copy(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out);
+bool gs_part_handle_collective(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                               gs_part_value *out);
+bool gs_part_handle_broadcast(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out);
+bool gs_part_handle_reshape(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                            gs_part_value *out);
+bool gs_part_handle_transpose(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out);
+bool gs_part_handle_reverse(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                            gs_part_value *out);
+bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out);
+bool gs_part_handle_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out);
+bool gs_part_handle_concatenate(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out);
+bool gs_part_handle_dynamic_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                  gs_part_value *out);
+bool gs_part_handle_dynamic_update_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                         gs_part_value *out);
+bool gs_part_handle_iota(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out);
+bool gs_part_handle_constant(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                             gs_part_value *out);
+bool gs_part_handle_reduce(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                           gs_part_value *out);
+bool gs_part_handle_sort(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out);
+bool gs_part_handle_fft(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out);
+bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                       gs_part_value *out);
+bool gs_part_handle_batched_matrix(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                   gs_part_value *out);
+bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                  gs_part_value *out);
+bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out);
 /* h_windowed.c: would a windowed loop carry out a dot's plan (see gs_partition_options)? And
  * that loop, emitted; false when it does not apply. */
-bool gs_p_windowed_applies(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                           const gs_space_plan *plan, const gs_sharding *t);
-bool gs_p_windowed_dot(gs_pctx *c, const gs_instr *in, const gs_space *sp,
-                       const gs_space_plan *best, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_topk(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_part_windowed_applies(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                              const gs_part_space_plan *plan, const gs_sharding *t);
+bool gs_part_windowed_dot(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                          const gs_part_space_plan *best, const gs_sharding *t, gs_part_value *out);
+bool gs_part_handle_topk(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out);
 /* h_batch_norm.c */
-bool gs_h_batch_norm_inference(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                               gs_pvalue *out);
-bool gs_h_batch_norm_training(gs_pctx *c, const gs_instr *in, const gs_sharding *t,
-                              gs_pvalue *out);
-bool gs_h_batch_norm_grad(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_part_handle_batch_norm_inference(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                         gs_part_value *out);
+bool gs_part_handle_batch_norm_training(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                        gs_part_value *out);
+bool gs_part_handle_batch_norm_grad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                    gs_part_value *out);
 /* h_rotate.c: custom-call _SPMDInternalOp_RotateRight. */
-bool gs_h_rotate_right(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_gather(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_scatter(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_while(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_call(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_conditional(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
-bool gs_h_rng(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                 gs_part_value *out);
+bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                           gs_part_value *out);
+bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                            gs_part_value *out);
+bool gs_part_handle_while(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out);
+bool gs_part_handle_call(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out);
+bool gs_part_handle_conditional(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                gs_part_value *out);
+bool gs_part_handle_rng(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                        gs_part_value *out);
 /* An instruction with a maximal sharding whose work or effects must happen on that device only
  * (custom-calls, rng): a conditional on partition-id runs it there, the others hold zeros. */
-bool gs_p_single_device(gs_pctx *c, const gs_instr *in, const gs_sharding *t, gs_pvalue *out);
+bool gs_part_single_device(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                           gs_part_value *out);
 
 /* Sharding helpers for handlers. */
 /* Is s usable by the handlers (replicated, or tiled with only replication and manual
  * subgroups)? */
-bool gs_p_plain(const gs_sharding *s);
+bool gs_part_plain(const gs_sharding *s);
 /* Does tiled s have a manual subgroup (partially manual)? */
-bool gs_p_partial_manual(const gs_sharding *s);
+bool gs_part_partial_manual(const gs_sharding *s);
 /* The sharding whole in every data dim (rank `rank`) within each manual group of partially
  * manual m. */
-const gs_sharding *gs_p_manual_whole(gs_pctx *c, const gs_sharding *m, int rank);
+const gs_sharding *gs_part_manual_whole(gs_part_ctx *c, const gs_sharding *m, int rank);
 /* s (plain) with data dims `dims` (n entries) replicated. */
-const gs_sharding *gs_p_replicate_dims(gs_pctx *c, const gs_sharding *s, int n, const int *dims);
+const gs_sharding *gs_part_replicate_dims(gs_part_ctx *c, const gs_sharding *s, int n,
+                                          const int *dims);
 /* The partial sharding s (of a rank-`rank` value) with its unreduced tiles moved onto data dim
  * j (minor to j's own; {unreduced}: every device along j): what one reduce-scatter along j
  * reaches. NULL when s is not partial. */
-const gs_sharding *gs_p_scatter_target(gs_pctx *c, const gs_sharding *s, int rank, int j);
+const gs_sharding *gs_part_scatter_target(gs_part_ctx *c, const gs_sharding *s, int rank, int j);
 /* s with the tiles of data dim `from` moved onto data dim `to` (minor to its own tiles): what
  * one all-to-all reaches (reshard rung 7). s itself when `from` is not split. */
-const gs_sharding *gs_p_move_tiles(gs_pctx *c, const gs_sharding *s, int from, int to);
+const gs_sharding *gs_part_move_tiles(gs_part_ctx *c, const gs_sharding *s, int from, int to);
 
 #endif /* GSPMD_PARTITION_INTERNAL_H */

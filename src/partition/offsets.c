@@ -31,49 +31,51 @@ static bool const_value(const gs_instr *x, int64_t *v) {
     return true;
 }
 
-gs_instr *gs_p_s32(gs_pctx *c, int64_t v) {
-    gs_emit *e = c->e;
+gs_instr *gs_part_s32(gs_part_ctx *c, int64_t v) {
+    gs_part_emit *e = c->e;
     bool small = v >= 0 && v < (int64_t)(sizeof e->s32 / sizeof e->s32[0]);
     if (small && e->s32[v]) return e->s32[v];
-    gs_instr *x = gs_build_scalar_i(gs_p_b(c), GS_S32, v);
+    gs_instr *x = gs_build_scalar_i(gs_part_builder(c), GS_S32, v);
     if (small) e->s32[v] = x;
     return x;
 }
 
-gs_instr *gs_p_mul(gs_pctx *c, gs_instr *a, int64_t k) {
+gs_instr *gs_part_mul(gs_part_ctx *c, gs_instr *a, int64_t k) {
     int64_t v;
     if (k == 1) return a;
-    if (k == 0) return gs_p_s32(c, 0);
-    if (const_value(a, &v)) return gs_p_s32(c, v * k);
-    return gs_build_binary(gs_p_b(c), GS_OP_MULTIPLY, a, gs_p_s32(c, k));
+    if (k == 0) return gs_part_s32(c, 0);
+    if (const_value(a, &v)) return gs_part_s32(c, v * k);
+    return gs_build_binary(gs_part_builder(c), GS_OP_MULTIPLY, a, gs_part_s32(c, k));
 }
 
-gs_instr *gs_p_add(gs_pctx *c, gs_instr *a, gs_instr *b) {
+gs_instr *gs_part_add(gs_part_ctx *c, gs_instr *a, gs_instr *b) {
     int64_t va, vb;
     bool ka = const_value(a, &va), kb = const_value(b, &vb);
-    if (ka && kb) return gs_p_s32(c, va + vb);
+    if (ka && kb) return gs_part_s32(c, va + vb);
     if (ka && va == 0) return b;
     if (kb && vb == 0) return a;
-    return gs_build_binary(gs_p_b(c), GS_OP_ADD, a, b);
+    return gs_build_binary(gs_part_builder(c), GS_OP_ADD, a, b);
 }
 
-gs_instr *gs_p_div(gs_pctx *c, gs_instr *a, int64_t k) {
+gs_instr *gs_part_div(gs_part_ctx *c, gs_instr *a, int64_t k) {
     int64_t v;
     if (k == 1) return a;
-    if (const_value(a, &v)) return gs_p_s32(c, v / k);
-    return gs_build_binary(gs_p_b(c), GS_OP_DIVIDE, a, gs_p_s32(c, k));
+    if (const_value(a, &v)) return gs_part_s32(c, v / k);
+    return gs_build_binary(gs_part_builder(c), GS_OP_DIVIDE, a, gs_part_s32(c, k));
 }
 
-gs_instr *gs_p_rem(gs_pctx *c, gs_instr *a, int64_t k) {
+gs_instr *gs_part_rem(gs_part_ctx *c, gs_instr *a, int64_t k) {
     int64_t v;
-    if (k == 1) return gs_p_s32(c, 0);
-    if (const_value(a, &v)) return gs_p_s32(c, v % k);
-    return gs_build_binary(gs_p_b(c), GS_OP_REMAINDER, a, gs_p_s32(c, k));
+    if (k == 1) return gs_part_s32(c, 0);
+    if (const_value(a, &v)) return gs_part_s32(c, v % k);
+    return gs_build_binary(gs_part_builder(c), GS_OP_REMAINDER, a, gs_part_s32(c, k));
 }
 
-gs_instr *gs_p_pid(gs_pctx *c) {
-    gs_emit *e = c->e;
-    if (!e->pid) e->pid = gs_build_convert(gs_p_b(c), gs_build_partition_id(gs_p_b(c)), GS_S32);
+gs_instr *gs_part_pid(gs_part_ctx *c) {
+    gs_part_emit *e = c->e;
+    if (!e->pid)
+        e->pid =
+            gs_build_convert(gs_part_builder(c), gs_build_partition_id(gs_part_builder(c)), GS_S32);
     return e->pid;
 }
 
@@ -105,7 +107,7 @@ static int refine(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *f
 }
 
 /* Emits the tile index along dim `dim` of an iota assignment. */
-static gs_instr *iota_index(gs_pctx *c, const gs_tile_assignment *t, int dim) {
+static gs_instr *iota_index(gs_part_ctx *c, const gs_tile_assignment *t, int dim) {
     int nr = t->n_reshape;
     int64_t td[GS_MAX_IOTA_RANK], tstride[GS_MAX_IOTA_RANK];
     for (int k = 0; k < nr; k++) td[k] = t->reshape[t->perm ? t->perm[k] : k];
@@ -113,9 +115,9 @@ static gs_instr *iota_index(gs_pctx *c, const gs_tile_assignment *t, int dim) {
     int64_t f[2 * GS_MAX_IOTA_RANK];
     int ix[2 * GS_MAX_IOTA_RANK], iy[2 * GS_MAX_IOTA_RANK];
     int nf = refine(td, nr, t->dims, t->rank, f, ix, iy);
-    gs_instr *pid = gs_p_pid(c);
+    gs_instr *pid = gs_part_pid(c);
     if (nf >= 0) {
-        gs_instr *sum = gs_p_s32(c, 0);
+        gs_instr *sum = gs_part_s32(c, 0);
         for (int j = 0; j < nf; j++) {
             if (iy[j] != dim) continue;
             int64_t inner = 1, w = 1;
@@ -125,58 +127,58 @@ static gs_instr *iota_index(gs_pctx *c, const gs_tile_assignment *t, int dim) {
             }
             int k = ix[j];
             int64_t A = t->strides[t->perm ? t->perm[k] : k] * inner;
-            gs_instr *coord = gs_p_div(c, pid, A);
-            if (A * f[j] < t->n) coord = gs_p_rem(c, coord, f[j]);
-            sum = gs_p_add(c, sum, gs_p_mul(c, coord, w));
+            gs_instr *coord = gs_part_div(c, pid, A);
+            if (A * f[j] < t->n) coord = gs_part_rem(c, coord, f[j]);
+            sum = gs_part_add(c, sum, gs_part_mul(c, coord, w));
         }
         return sum;
     }
     /* No refinement: rebuild the row-major position, then take the dim's digit. */
-    gs_instr *pos = gs_p_s32(c, 0);
+    gs_instr *pos = gs_part_s32(c, 0);
     for (int k = 0; k < nr; k++) {
         int64_t A = t->strides[t->perm ? t->perm[k] : k];
-        gs_instr *coord = gs_p_div(c, pid, A);
-        if (A * td[k] < t->n) coord = gs_p_rem(c, coord, td[k]);
-        pos = gs_p_add(c, pos, gs_p_mul(c, coord, tstride[k]));
+        gs_instr *coord = gs_part_div(c, pid, A);
+        if (A * td[k] < t->n) coord = gs_part_rem(c, coord, td[k]);
+        pos = gs_part_add(c, pos, gs_part_mul(c, coord, tstride[k]));
     }
     int64_t ds = 1;
     for (int i = dim + 1; i < t->rank; i++) ds *= t->dims[i];
-    gs_instr *idx = gs_p_div(c, pos, ds);
-    if (ds * t->dims[dim] < t->n) idx = gs_p_rem(c, idx, t->dims[dim]);
+    gs_instr *idx = gs_part_div(c, pos, ds);
+    if (ds * t->dims[dim] < t->n) idx = gs_part_rem(c, idx, t->dims[dim]);
     return idx;
 }
 
 /* Emits the tile index along `dim` of an explicit assignment: a table indexed by device. */
-static gs_instr *table_index(gs_pctx *c, const gs_tile_assignment *t, int dim) {
-    if (c->e->dry) return gs_p_s32(c, 0); /* costing needs no table */
+static gs_instr *table_index(gs_part_ctx *c, const gs_tile_assignment *t, int dim) {
+    if (c->e->dry) return gs_part_s32(c, 0); /* costing needs no table */
     int64_t n = t->n, ds = 1;
     for (int i = dim + 1; i < t->rank; i++) ds *= t->dims[i];
-    int64_t *v = GS_NEW_ARRAY(gs_p_a(c), int64_t, n);
+    int64_t *v = GS_NEW_ARRAY(gs_part_arena(c), int64_t, n);
     if (!v) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     for (int64_t d = 0; d < n; d++) {
         int64_t pos = gs_tile_position(t, d);
         v[d] = pos < 0 ? 0 : (pos / ds) % t->dims[dim];
     }
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     gs_instr *table = gs_build_s32_table(b, n, v);
-    gs_instr *pid = gs_p_pid(c);
+    gs_instr *pid = gs_part_pid(c);
     int64_t one = 1;
     gs_instr *sl = gs_build_dynamic_slice(b, table, &pid, &one);
     return gs_build_reshape(b, sl, 0, NULL);
 }
 
-gs_instr *gs_p_tile_index(gs_pctx *c, const gs_tile_assignment *t, int dim) {
-    if (t->dims[dim] == 1) return gs_p_s32(c, 0);
-    gs_emit *e = c->e;
-    for (gs_offset_entry *o = e->offsets; o; o = o->next)
+gs_instr *gs_part_tile_index(gs_part_ctx *c, const gs_tile_assignment *t, int dim) {
+    if (t->dims[dim] == 1) return gs_part_s32(c, 0);
+    gs_part_emit *e = c->e;
+    for (gs_part_offset_entry *o = e->offsets; o; o = o->next)
         if (o->dim == dim && gs_tile_equal(&o->tiles, t)) return o->value;
     gs_instr *v = t->iota ? iota_index(c, t, dim) : table_index(c, t, dim);
-    gs_offset_entry *o = GS_NEW(gs_p_a(c), gs_offset_entry);
+    gs_part_offset_entry *o = GS_NEW(gs_part_arena(c), gs_part_offset_entry);
     if (!o || !v) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return v;
     }
     o->tiles = *t;
@@ -187,14 +189,14 @@ gs_instr *gs_p_tile_index(gs_pctx *c, const gs_tile_assignment *t, int dim) {
     return v;
 }
 
-gs_instr *gs_p_shard_offset(gs_pctx *c, const gs_sharding *s, int dim, int64_t shard) {
-    if (s->kind != GS_SHARDING_TILED || s->tiles.dims[dim] == 1) return gs_p_s32(c, 0);
-    return gs_p_mul(c, gs_p_tile_index(c, &s->tiles, dim), shard);
+gs_instr *gs_part_shard_offset(gs_part_ctx *c, const gs_sharding *s, int dim, int64_t shard) {
+    if (s->kind != GS_SHARDING_TILED || s->tiles.dims[dim] == 1) return gs_part_s32(c, 0);
+    return gs_part_mul(c, gs_part_tile_index(c, &s->tiles, dim), shard);
 }
 
 /* ------------------------------------------------------------------ padding and masking */
 
-gs_instr *gs_p_pad_to(gs_pctx *c, gs_instr *x, const int64_t *dims, gs_instr *v) {
+gs_instr *gs_part_pad_to(gs_part_ctx *c, gs_instr *x, const int64_t *dims, gs_instr *v) {
     if (!x) return NULL;
     int r = x->shape->rank;
     int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK];
@@ -205,47 +207,48 @@ gs_instr *gs_p_pad_to(gs_pctx *c, gs_instr *x, const int64_t *dims, gs_instr *v)
         any = any || hi[i] > 0;
     }
     if (!any) return x;
-    if (!v) v = gs_build_scalar_i(gs_p_b(c), x->shape->type, 0);
-    return gs_build_pad(gs_p_b(c), x, v, lo, hi, NULL);
+    if (!v) v = gs_build_scalar_i(gs_part_builder(c), x->shape->type, 0);
+    return gs_build_pad(gs_part_builder(c), x, v, lo, hi, NULL);
 }
 
-bool gs_p_uneven(const gs_sharding *s, int i, int64_t n) {
+bool gs_part_uneven(const gs_sharding *s, int i, int64_t n) {
     if (s->kind != GS_SHARDING_TILED || i >= s->data_rank) return false;
     int64_t k = s->tiles.dims[i];
     return k > 1 && n % k != 0;
 }
 
-gs_instr *gs_p_bcast_scalar(gs_pctx *c, gs_instr *x, const gs_shape *like) {
+gs_instr *gs_part_bcast_scalar(gs_part_ctx *c, gs_instr *x, const gs_shape *like) {
     if (!x || like->rank == 0) return x;
-    return gs_build_broadcast(gs_p_b(c), x, like->rank, like->dims, 0, NULL);
+    return gs_build_broadcast(gs_part_builder(c), x, like->rank, like->dims, 0, NULL);
 }
 
-gs_instr *gs_p_mask(gs_pctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base, int n,
-                    const int *dims, gs_instr *fill) {
+gs_instr *gs_part_mask(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,
+                       int n, const int *dims, gs_instr *fill) {
     if (!x) return NULL;
-    gs_builder *b = gs_p_b(c);
+    gs_builder *b = gs_part_builder(c);
     gs_instr *pred = NULL;
     const gs_shape *ls = x->shape;
     for (int k = 0; k < n; k++) {
         int i = dims[k];
-        if (!gs_p_uneven(s, i, base[i])) continue;
+        if (!gs_part_uneven(s, i, base[i])) continue;
         int64_t shard = ls->dims[i];
         gs_instr *iota = gs_build_iota(b, GS_S32, ls->rank, ls->dims, i);
-        gs_instr *off = gs_p_shard_offset(c, s, i, shard);
-        gs_instr *pos = gs_build_binary(b, GS_OP_ADD, iota, gs_p_bcast_scalar(c, off, iota->shape));
-        gs_instr *lim = gs_p_bcast_scalar(c, gs_p_s32(c, base[i]), iota->shape);
+        gs_instr *off = gs_part_shard_offset(c, s, i, shard);
+        gs_instr *pos =
+            gs_build_binary(b, GS_OP_ADD, iota, gs_part_bcast_scalar(c, off, iota->shape));
+        gs_instr *lim = gs_part_bcast_scalar(c, gs_part_s32(c, base[i]), iota->shape);
         gs_instr *in = gs_build_compare(b, pos, lim, "LT");
         pred = pred ? gs_build_binary(b, GS_OP_AND, pred, in) : in;
     }
     if (!pred) return x;
     if (!fill) fill = gs_build_scalar_i(b, x->shape->type, 0);
-    return gs_build_select(b, pred, x, gs_p_bcast_scalar(c, fill, x->shape));
+    return gs_build_select(b, pred, x, gs_part_bcast_scalar(c, fill, x->shape));
 }
 
 /* ------------------------------------------------------------------ reductions */
 
-gs_instr *gs_p_identity(gs_pctx *c, gs_opcode op, gs_type t) {
-    gs_builder *b = gs_p_b(c);
+gs_instr *gs_part_identity(gs_part_ctx *c, gs_opcode op, gs_type t) {
+    gs_builder *b = gs_part_builder(c);
     switch (op) {
     case GS_OP_ADD:
     case GS_OP_OR:
@@ -258,7 +261,7 @@ gs_instr *gs_p_identity(gs_pctx *c, gs_opcode op, gs_type t) {
     }
 }
 
-bool gs_p_reducer_op(const gs_computation *comp, gs_opcode *op) {
+bool gs_part_reducer_op(const gs_computation *comp, gs_opcode *op) {
     if (!comp || comp->n_params != 2 || !comp->root) return false;
     const gs_instr *r = comp->root;
     if (r->n_operands != 2 || r->shape->rank != 0) return false;
@@ -286,7 +289,7 @@ bool gs_p_reducer_op(const gs_computation *comp, gs_opcode *op) {
     return true;
 }
 
-bool gs_p_is_identity(const gs_instr *x, gs_opcode op) {
+bool gs_part_is_identity(const gs_instr *x, gs_opcode op) {
     if (!x || x->op != GS_OP_CONSTANT || x->shape->rank != 0 || !x->literal || x->literal->elided)
         return false;
     gs_type t = x->shape->type;

@@ -24,7 +24,7 @@
 
 /* ------------------------------------------------------------------ context helpers */
 
-void gs_p_error(gs_pctx *c, const char *fmt, ...) {
+void gs_part_error(gs_part_ctx *c, const char *fmt, ...) {
     if (c->e->dry) {
         /* A plan being costed is impossible: that plan loses, the partitioning goes on. */
         c->e->dry_failed = true;
@@ -37,15 +37,15 @@ void gs_p_error(gs_pctx *c, const char *fmt, ...) {
     c->failed = true;
 }
 
-void gs_p_oom(gs_pctx *c) {
+void gs_part_oom(gs_part_ctx *c) {
     if (!c->failed) gs_error(c->d, gs_span_none(), "partition: out of memory");
     c->failed = true;
 }
 
-gs_builder *gs_p_b(gs_pctx *c) { return &c->e->b; }
-gs_arena *gs_p_a(gs_pctx *c) { return &c->scratch; }
+gs_builder *gs_part_builder(gs_part_ctx *c) { return &c->e->b; }
+gs_arena *gs_part_arena(gs_part_ctx *c) { return &c->scratch; }
 
-const gs_pvalue *gs_p_operand(gs_pctx *c, const gs_instr *in, int k) {
+const gs_part_value *gs_part_operand(gs_part_ctx *c, const gs_instr *in, int k) {
     return &c->vals[in->operands[k]->id];
 }
 
@@ -128,44 +128,45 @@ static const gs_sharding *without_groups(gs_arena *a, const gs_sharding *s) {
     return gs_sharding_with_group(a, s, GS_SHARD_GROUP_NONE, 0);
 }
 
-const gs_sharding *gs_p_sharding_of(gs_pctx *c, const gs_instr *in) {
+const gs_sharding *gs_part_sharding_of(gs_part_ctx *c, const gs_instr *in) {
     const char *why;
-    const gs_sharding *s = normalize(gs_p_a(c), in->shape,
-                                     without_groups(gs_p_a(c), gs_instr_get_sharding(in)), &why);
+    const gs_sharding *s =
+        normalize(gs_part_arena(c), in->shape,
+                  without_groups(gs_part_arena(c), gs_instr_get_sharding(in)), &why);
     if (!s) {
         if (why)
-            gs_p_error(c, "%%%s has %s", in->name, why);
+            gs_part_error(c, "%%%s has %s", in->name, why);
         else
-            gs_p_oom(c);
-        return gs_p_replicated(c, in->shape);
+            gs_part_oom(c);
+        return gs_part_replicated(c, in->shape);
     }
     return s;
 }
 
-const gs_sharding *gs_p_replicated(gs_pctx *c, const gs_shape *s) {
+const gs_sharding *gs_part_replicated(gs_part_ctx *c, const gs_shape *s) {
     const char *why;
     const gs_sharding *r = NULL;
     if (c->manual && s->type != GS_TUPLE) {
-        r = gs_type_is_array(s->type) ? gs_p_manual_whole(c, c->manual, s->rank)
-                                      : gs_sharding_replicated(gs_p_a(c));
+        r = gs_type_is_array(s->type) ? gs_part_manual_whole(c, c->manual, s->rank)
+                                      : gs_sharding_replicated(gs_part_arena(c));
     } else if (c->manual) {
         int n = gs_shape_n_leaves(s), k = 0;
-        gs_sharding **v = GS_NEW_ARRAY(gs_p_a(c), gs_sharding *, n + 1);
+        gs_sharding **v = GS_NEW_ARRAY(gs_part_arena(c), gs_sharding *, n + 1);
         for (int i = 0; v && i < s->n_tuple; i++) {
             /* Leaves in order, each whole within the manual groups at its own rank. */
             const gs_shape *e = s->tuple[i];
-            const gs_sharding *es = gs_p_replicated(c, e);
+            const gs_sharding *es = gs_part_replicated(c, e);
             if (!es) break;
             if (es->kind == GS_SHARDING_TUPLE)
                 for (int j = 0; j < es->n_tuple; j++) v[k++] = es->tuple[j];
             else
                 v[k++] = (gs_sharding *)es;
         }
-        r = v && k == n ? gs_sharding_tuple(gs_p_a(c), n, v) : NULL;
+        r = v && k == n ? gs_sharding_tuple(gs_part_arena(c), n, v) : NULL;
     } else {
-        r = normalize(gs_p_a(c), s, NULL, &why);
+        r = normalize(gs_part_arena(c), s, NULL, &why);
     }
-    if (!r) gs_p_oom(c);
+    if (!r) gs_part_oom(c);
     return r;
 }
 
@@ -200,10 +201,10 @@ static gs_shape *local_shape(gs_arena *a, const gs_shape *base, const gs_shardin
     return gs_shape_array(a, base->type, base->rank, dims);
 }
 
-gs_shape *gs_p_local_shape(gs_pctx *c, const gs_shape *base, const gs_sharding *s) {
+gs_shape *gs_part_local_shape(gs_part_ctx *c, const gs_shape *base, const gs_sharding *s) {
     int leaf = 0;
-    gs_shape *r = local_shape(gs_p_a(c), base, s, &leaf);
-    if (!r) gs_p_oom(c);
+    gs_shape *r = local_shape(gs_part_arena(c), base, s, &leaf);
+    if (!r) gs_part_oom(c);
     return r;
 }
 
@@ -330,11 +331,11 @@ static const gs_instr **topo_order(gs_arena *a, const gs_computation *comp) {
 }
 
 static gs_computation *copy_comp(void *ctx, gs_computation *src);
-static const char *comp_name(gs_pctx *c, const char *name, bool *first);
+static const char *comp_name(gs_part_ctx *c, const char *name, bool *first);
 
-gs_instr *gs_p_clone(gs_pctx *c, const gs_instr *in, const gs_shape *shape, int n,
-                     gs_instr *const *ops) {
-    gs_builder *b = gs_p_b(c);
+gs_instr *gs_part_clone(gs_part_ctx *c, const gs_instr *in, const gs_shape *shape, int n,
+                        gs_instr *const *ops) {
+    gs_builder *b = gs_part_builder(c);
     gs_instr *out = gs_build(b, in->op, shape, n, ops);
     if (!out) return NULL;
     if (in->op_text) out->op_text = gs_arena_strdup(&b->m->arena, in->op_text);
@@ -343,15 +344,15 @@ gs_instr *gs_p_clone(gs_pctx *c, const gs_instr *in, const gs_shape *shape, int 
             gs_build_copy_attr(b, out, &in->attrs[i], copy_comp, c);
     if (in->literal) {
         out->literal = copy_literal(&b->m->arena, in->literal);
-        if (!out->literal) gs_p_oom(c);
+        if (!out->literal) gs_part_oom(c);
     }
     return out;
 }
 
 /* A verbatim copy of a called computation in the output (its callees first; cached). */
 static gs_computation *copy_comp(void *ctx, gs_computation *src) {
-    gs_pctx *c = ctx;
-    gs_emit *e = c->e;
+    gs_part_ctx *c = ctx;
+    gs_part_emit *e = c->e;
     gs_computation *done = e->dry ? NULL : gs_strmap_get(&c->comps, src->name);
     if (done) return done;
     if (e->dry) {
@@ -368,25 +369,25 @@ static gs_computation *copy_comp(void *ctx, gs_computation *src) {
     bool first;
     const char *name = e->dry ? src->name : comp_name(c, src->name, &first);
     gs_computation *dst = name ? gs_computation_new(m, name) : NULL;
-    const gs_instr **order = topo_order(gs_p_a(c), src);
-    gs_instr **map = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, src->n_instrs + 1);
+    const gs_instr **order = topo_order(gs_part_arena(c), src);
+    gs_instr **map = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, src->n_instrs + 1);
     if (!dst || !order || !map) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     gs_module_move_before_entry(m, dst);
     dst->execution_thread =
         src->execution_thread ? gs_arena_strdup(&m->arena, src->execution_thread) : NULL;
-    if (!e->dry && gs_strmap_put(&c->comps, src->name, dst) != GS_OK) gs_p_oom(c);
+    if (!e->dry && gs_strmap_put(&c->comps, src->name, dst) != GS_OK) gs_part_oom(c);
     gs_builder b;
     gs_builder_init(&b, m, dst, &e->names);
     for (int i = 0; i < src->n_instrs; i++) {
         const gs_instr *in = order[i];
         gs_instr *ops[64];
         gs_instr **opv =
-            in->n_operands <= 64 ? ops : GS_NEW_ARRAY(gs_p_a(c), gs_instr *, in->n_operands);
+            in->n_operands <= 64 ? ops : GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, in->n_operands);
         if (!opv) {
-            gs_p_oom(c);
+            gs_part_oom(c);
             return NULL;
         }
         for (int k = 0; k < in->n_operands; k++) opv[k] = map[in->operands[k]->id];
@@ -402,12 +403,12 @@ static gs_computation *copy_comp(void *ctx, gs_computation *src) {
             if (out && in->literal) out->literal = copy_literal(&m->arena, in->literal);
         }
         if (!out) {
-            gs_p_oom(c);
+            gs_part_oom(c);
             return NULL;
         }
         map[in->id] = out;
     }
-    if (b.failed) gs_p_oom(c);
+    if (b.failed) gs_part_oom(c);
     if (src->root) {
         dst->root = map[src->root->id];
         if (dst->root) dst->root->is_root = true;
@@ -426,81 +427,81 @@ static bool all_manual(const gs_sharding *s) {
     return true;
 }
 
-void gs_p_default(gs_pctx *c, const gs_instr *in, gs_pvalue *out) {
+void gs_part_default(gs_part_ctx *c, const gs_instr *in, gs_part_value *out) {
     int n = in->n_operands;
-    gs_instr **ops = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+    gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, n + 1);
     if (!ops) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return;
     }
-    const gs_sharding *target = gs_p_sharding_of(c, in);
+    const gs_sharding *target = gs_part_sharding_of(c, in);
     const gs_sharding *written = gs_instr_get_sharding(in);
     /* In a manual region the op runs on the devices' own values as written. */
     bool manual = all_manual(target) || (written && all_manual(written));
     for (int k = 0; k < n; k++) {
-        const gs_pvalue *v = gs_p_operand(c, in, k);
-        gs_pvalue r;
+        const gs_part_value *v = gs_part_operand(c, in, k);
+        gs_part_value r;
         const gs_sharding *want =
-            manual && all_manual(v->sharding) ? v->sharding : gs_p_replicated(c, v->base);
-        gs_reshard(c, v, want, &r);
+            manual && all_manual(v->sharding) ? v->sharding : gs_part_replicated(c, v->base);
+        gs_part_reshard(c, v, want, &r);
         ops[k] = r.hlo;
     }
-    out->hlo = gs_p_clone(c, in, in->shape, n, ops);
+    out->hlo = gs_part_clone(c, in, in->shape, n, ops);
     out->base = in->shape;
-    out->sharding = manual ? target : gs_p_replicated(c, in->shape);
-    out->red = GS_OP_ADD;
-    if (!out->hlo) gs_p_oom(c);
+    out->sharding = manual ? target : gs_part_replicated(c, in->shape);
+    out->combiner = GS_OP_ADD;
+    if (!out->hlo) gs_part_oom(c);
     c->e->stats.n_default++;
 }
 
 /* ------------------------------------------------------------------ handler table */
 
-static gs_handler handler_of(const gs_instr *in) {
+static gs_part_handler handler_of(const gs_instr *in) {
     switch (in->op) {
-    case GS_OP_PARAMETER: return gs_h_parameter;
-    case GS_OP_CONSTANT: return gs_h_constant;
-    case GS_OP_IOTA: return gs_h_iota;
-    case GS_OP_TUPLE: return gs_h_tuple;
-    case GS_OP_GET_TUPLE_ELEMENT: return gs_h_gte;
+    case GS_OP_PARAMETER: return gs_part_handle_parameter;
+    case GS_OP_CONSTANT: return gs_part_handle_constant;
+    case GS_OP_IOTA: return gs_part_handle_iota;
+    case GS_OP_TUPLE: return gs_part_handle_tuple;
+    case GS_OP_GET_TUPLE_ELEMENT: return gs_part_handle_gte;
     case GS_OP_COPY:
-    case GS_OP_OPTIMIZATION_BARRIER: return gs_h_copy;
-    case GS_OP_CUSTOM_CALL: return gs_h_custom_call;
-    case GS_OP_BROADCAST: return gs_h_broadcast;
+    case GS_OP_OPTIMIZATION_BARRIER: return gs_part_handle_copy;
+    case GS_OP_CUSTOM_CALL: return gs_part_handle_custom_call;
+    case GS_OP_BROADCAST: return gs_part_handle_broadcast;
     case GS_OP_RESHAPE:
-    case GS_OP_BITCAST: return gs_h_reshape;
-    case GS_OP_TRANSPOSE: return gs_h_transpose;
-    case GS_OP_REVERSE: return gs_h_reverse;
-    case GS_OP_SLICE: return gs_h_slice;
-    case GS_OP_PAD: return gs_h_pad;
-    case GS_OP_CONCATENATE: return gs_h_concatenate;
-    case GS_OP_DYNAMIC_SLICE: return gs_h_dynamic_slice;
-    case GS_OP_DYNAMIC_UPDATE_SLICE: return gs_h_dynamic_update_slice;
+    case GS_OP_BITCAST: return gs_part_handle_reshape;
+    case GS_OP_TRANSPOSE: return gs_part_handle_transpose;
+    case GS_OP_REVERSE: return gs_part_handle_reverse;
+    case GS_OP_SLICE: return gs_part_handle_slice;
+    case GS_OP_PAD: return gs_part_handle_pad;
+    case GS_OP_CONCATENATE: return gs_part_handle_concatenate;
+    case GS_OP_DYNAMIC_SLICE: return gs_part_handle_dynamic_slice;
+    case GS_OP_DYNAMIC_UPDATE_SLICE: return gs_part_handle_dynamic_update_slice;
     case GS_OP_DOT:
-    case GS_OP_CONVOLUTION: return gs_h_dot;
-    case GS_OP_REDUCE: return gs_h_reduce;
-    case GS_OP_SORT: return gs_h_sort;
-    case GS_OP_FFT: return gs_h_fft;
+    case GS_OP_CONVOLUTION: return gs_part_handle_dot;
+    case GS_OP_REDUCE: return gs_part_handle_reduce;
+    case GS_OP_SORT: return gs_part_handle_sort;
+    case GS_OP_FFT: return gs_part_handle_fft;
     case GS_OP_CHOLESKY:
-    case GS_OP_TRIANGULAR_SOLVE: return gs_h_batched_matrix;
-    case GS_OP_REDUCE_WINDOW: return gs_h_reduce_window;
-    case GS_OP_SELECT_AND_SCATTER: return gs_h_select_and_scatter;
-    case GS_OP_BITCAST_CONVERT: return gs_h_elementwise;
-    case GS_OP_TOPK: return gs_h_topk;
-    case GS_OP_BATCH_NORM_INFERENCE: return gs_h_batch_norm_inference;
-    case GS_OP_BATCH_NORM_TRAINING: return gs_h_batch_norm_training;
-    case GS_OP_BATCH_NORM_GRAD: return gs_h_batch_norm_grad;
-    case GS_OP_GATHER: return gs_h_gather;
-    case GS_OP_SCATTER: return gs_h_scatter;
-    case GS_OP_WHILE: return gs_h_while;
-    case GS_OP_CALL: return gs_h_call;
-    case GS_OP_CONDITIONAL: return gs_h_conditional;
-    case GS_OP_RNG: return gs_h_rng;
+    case GS_OP_TRIANGULAR_SOLVE: return gs_part_handle_batched_matrix;
+    case GS_OP_REDUCE_WINDOW: return gs_part_handle_reduce_window;
+    case GS_OP_SELECT_AND_SCATTER: return gs_part_handle_select_and_scatter;
+    case GS_OP_BITCAST_CONVERT: return gs_part_handle_elementwise;
+    case GS_OP_TOPK: return gs_part_handle_topk;
+    case GS_OP_BATCH_NORM_INFERENCE: return gs_part_handle_batch_norm_inference;
+    case GS_OP_BATCH_NORM_TRAINING: return gs_part_handle_batch_norm_training;
+    case GS_OP_BATCH_NORM_GRAD: return gs_part_handle_batch_norm_grad;
+    case GS_OP_GATHER: return gs_part_handle_gather;
+    case GS_OP_SCATTER: return gs_part_handle_scatter;
+    case GS_OP_WHILE: return gs_part_handle_while;
+    case GS_OP_CALL: return gs_part_handle_call;
+    case GS_OP_CONDITIONAL: return gs_part_handle_conditional;
+    case GS_OP_RNG: return gs_part_handle_rng;
     default: break;
     }
     const gs_op_info *info = gs_op_info_of(in->op);
-    if (info->flags & GS_OPF_COLLECTIVE) return gs_h_collective;
+    if (info->flags & GS_OPF_COLLECTIVE) return gs_part_handle_collective;
     if ((info->flags & GS_OPF_ELEMENTWISE) && !(info->flags & GS_OPF_SIDE_EFFECT))
-        return gs_h_elementwise;
+        return gs_part_handle_elementwise;
     return NULL;
 }
 
@@ -543,7 +544,7 @@ static int64_t local_bytes(const gs_shape *base, const gs_sharding *s) {
 }
 
 /* source_file:source_line (or op_name) from the metadata of `in`, "" when it has none. */
-static const char *origin(gs_pctx *c, const gs_instr *in) {
+static const char *origin(gs_part_ctx *c, const gs_instr *in) {
     const char *raw = gs_instr_str(in, GS_ATTR_METADATA);
     if (!raw) return "";
     const char *f = strstr(raw, "source_file=\""), *l = strstr(raw, "source_line=");
@@ -552,19 +553,19 @@ static const char *origin(gs_pctx *c, const gs_instr *in) {
         const char *q = strchr(f, '"');
         int len = q ? (int)(q - f) : (int)strlen(f);
         long line = l ? strtol(l + strlen("source_line="), NULL, 10) : 0;
-        return gs_arena_printf(gs_p_a(c), " (from %.*s:%ld)", len, f, line);
+        return gs_arena_printf(gs_part_arena(c), " (from %.*s:%ld)", len, f, line);
     }
     const char *o = strstr(raw, "op_name=\"");
     if (!o) return "";
     o += strlen("op_name=\"");
     const char *q = strchr(o, '"');
-    return gs_arena_printf(gs_p_a(c), " (op %.*s)", q ? (int)(q - o) : (int)strlen(o), o);
+    return gs_arena_printf(gs_part_arena(c), " (op %.*s)", q ? (int)(q - o) : (int)strlen(o), o);
 }
 
 /* Reports instruction `in` computed on more of its value than its sharding gives a device: the
  * default action on sharded data (took_default), or a handler whose result `got` is split into
  * fewer parts than `target`. A warning (an error with opts->strict), counted in the stats. */
-static void report_whole(gs_pctx *c, const gs_instr *in, bool took_default,
+static void report_whole(gs_part_ctx *c, const gs_instr *in, bool took_default,
                          const gs_sharding *target, const gs_sharding *got) {
     if (c->e->dry || in->op == GS_OP_PARAMETER || in->op == GS_OP_GET_TUPLE_ELEMENT ||
         in->op == GS_OP_TUPLE)
@@ -577,7 +578,7 @@ static void report_whole(gs_pctx *c, const gs_instr *in, bool took_default,
     int64_t gathered = 0, want = 0, have = 0;
     bool sharded = false;
     for (int k = 0; took_default && k < in->n_operands; k++) {
-        const gs_pvalue *v = gs_p_operand(c, in, k);
+        const gs_part_value *v = gs_part_operand(c, in, k);
         int nl = v->base->type == GS_TUPLE ? gs_shape_n_leaves(v->base) : 1;
         for (int l = 0; l < nl; l++) {
             const gs_sharding *ls = gs_sharding_leaf(v->sharding, v->base, l);
@@ -606,7 +607,7 @@ static void report_whole(gs_pctx *c, const gs_instr *in, bool took_default,
     if (!sharded) return;
     c->e->stats.n_replicated++;
     if (c->opts && c->opts->no_warnings && !c->opts->strict) return;
-    gs_arena *a = gs_p_a(c);
+    gs_arena *a = gs_part_arena(c);
     char *ts = gs_sharding_to_string(a, target);
     char what[256];
     if (took_default)
@@ -625,7 +626,7 @@ static void report_whole(gs_pctx *c, const gs_instr *in, bool took_default,
                  "; result computed on %lld bytes per device instead of %lld", (long long)have,
                  (long long)want);
     if (c->opts && c->opts->strict)
-        gs_p_error(c, "%%%s%s: %s (%s) [--strict]", in->name, origin(c, in), what, detail);
+        gs_part_error(c, "%%%s%s: %s (%s) [--strict]", in->name, origin(c, in), what, detail);
     else
         gs_warning(c->d, in->span, "%%%s%s: %s (%s)", in->name, origin(c, in), what, detail);
 }
@@ -659,19 +660,19 @@ static bool mixed_precision(const gs_instr *in) {
     return false;
 }
 
-static void partition_instr(gs_pctx *c, const gs_instr *in) {
-    gs_emit *e = c->e;
+static void partition_instr(gs_part_ctx *c, const gs_instr *in) {
+    gs_part_emit *e = c->e;
     c->cur = in;
     e->b.span = in->span;
-    const gs_sharding *target = gs_p_sharding_of(c, in);
+    const gs_sharding *target = gs_part_sharding_of(c, in);
     /* Inside a partially manual instruction, whole values are whole per manual group. */
     const gs_sharding *lead = target->kind == GS_SHARDING_TUPLE && target->n_tuple > 0
                                   ? target->tuple[0]
                                   : target;
-    c->manual = gs_p_partial_manual(lead) ? lead : NULL;
+    c->manual = gs_part_partial_manual(lead) ? lead : NULL;
     int start = e->b.comp->n_instrs;
-    gs_pvalue r = {0};
-    gs_handler h = handler_of(in);
+    gs_part_value r = {0};
+    gs_part_handler h = handler_of(in);
     bool plumbing = in->op == GS_OP_PARAMETER || in->op == GS_OP_TUPLE ||
                     in->op == GS_OP_GET_TUPLE_ELEMENT;
     if (c->opts && c->opts->default_only && !plumbing) h = NULL;
@@ -685,7 +686,7 @@ static void partition_instr(gs_pctx *c, const gs_instr *in) {
     bool took_default = false;
     if (!h || !h(c, in, target, &r)) {
         if (c->failed) return;
-        gs_p_default(c, in, &r);
+        gs_part_default(c, in, &r);
         took_default = true;
     }
     if (c->failed) return;
@@ -693,13 +694,13 @@ static void partition_instr(gs_pctx *c, const gs_instr *in) {
     if (c->failed) return;
     GS_ASSERT(r.sharding && (r.sharding->kind != GS_SHARDING_TILED ||
                              r.sharding->data_rank == r.base->rank));
-    gs_pvalue fin;
-    gs_reshard(c, &r, target, &fin);
+    gs_part_value fin;
+    gs_part_reshard(c, &r, target, &fin);
     if (c->failed) return;
     if (c->keep_names && in->op != GS_OP_PARAMETER && fin.hlo && fin.hlo->parent == e->b.comp &&
         fin.hlo->id >= start && fin.hlo->op != GS_OP_PARAMETER)
         fin.hlo->name = gs_arena_strdup(&e->m->arena, in->name); /* reserved for it */
-    if (fin.hlo && !fin.hlo->name) gs_p_oom(c);
+    if (fin.hlo && !fin.hlo->name) gs_part_oom(c);
     c->vals[in->id] = fin;
     c->done[in->id] = true;
     c->manual = NULL;
@@ -707,8 +708,8 @@ static void partition_instr(gs_pctx *c, const gs_instr *in) {
 
 /* ------------------------------------------------------------------ entry point */
 
-static gs_status reserve_names(gs_pctx *c) {
-    gs_emit *e = &c->main;
+static gs_status reserve_names(gs_part_ctx *c) {
+    gs_part_emit *e = &c->main;
     for (int ci = 0; ci < c->src->n_comps; ci++) {
         const gs_computation *comp = c->src->comps[ci];
         if (gs_names_reserve(&e->names, &e->m->arena, comp->name) != GS_OK) return GS_ERR;
@@ -719,7 +720,7 @@ static gs_status reserve_names(gs_pctx *c) {
     return GS_OK;
 }
 
-static gs_status copy_header(gs_pctx *c) {
+static gs_status copy_header(gs_part_ctx *c) {
     const gs_module *src = c->src;
     gs_module *m = c->main.m;
     m->attrs = GS_NEW_ARRAY(&m->arena, gs_module_attr, src->n_attrs + 1);
@@ -760,10 +761,10 @@ static gs_status copy_header(gs_pctx *c) {
 typedef struct scope {
     gs_builder b;                 /* appends to the computation */
     gs_instr *pid, *s32[64];      /* its partition id and small constants */
-    gs_offset_entry *offsets;     /* its tile indices */
-    gs_pvalue *vals;              /* its values */
+    gs_part_offset_entry *offsets; /* its tile indices */
+    gs_part_value *vals;           /* its values */
     bool *done;
-    gs_reshard_entry **cache;     /* its reshards */
+    gs_part_reshard_entry **cache; /* its reshards */
     int n_cache;
     const gs_instr *cur;
     const gs_sharding *manual;
@@ -771,8 +772,8 @@ typedef struct scope {
     bool keep_names;
 } scope;
 
-static void scope_save(gs_pctx *c, scope *s) {
-    gs_emit *e = c->e;
+static void scope_save(gs_part_ctx *c, scope *s) {
+    gs_part_emit *e = c->e;
     s->b = e->b;
     s->pid = e->pid;
     memcpy(s->s32, e->s32, sizeof s->s32);
@@ -787,8 +788,8 @@ static void scope_save(gs_pctx *c, scope *s) {
     s->keep_names = c->keep_names;
 }
 
-static void scope_restore(gs_pctx *c, const scope *s) {
-    gs_emit *e = c->e;
+static void scope_restore(gs_part_ctx *c, const scope *s) {
+    gs_part_emit *e = c->e;
     bool failed = e->b.failed;
     e->b = s->b;
     e->b.failed = e->b.failed || failed;
@@ -805,22 +806,22 @@ static void scope_restore(gs_pctx *c, const scope *s) {
     c->keep_names = s->keep_names;
 }
 
-gs_p_scope *gs_p_enter_computation(gs_pctx *c, gs_computation *dst) {
+gs_part_scope *gs_part_enter_computation(gs_part_ctx *c, gs_computation *dst) {
     scope *s = malloc(sizeof *s);
     if (!s) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     scope_save(c, s);
-    gs_emit *e = c->e;
+    gs_part_emit *e = c->e;
     gs_builder_init(&e->b, e->m, dst, &e->names);
     e->pid = NULL;
     memset(e->s32, 0, sizeof e->s32);
     e->offsets = NULL;
-    return (gs_p_scope *)s;
+    return (gs_part_scope *)s;
 }
 
-void gs_p_leave_computation(gs_pctx *c, gs_p_scope *saved) {
+void gs_part_leave_computation(gs_part_ctx *c, gs_part_scope *saved) {
     if (!saved) return;
     scope_restore(c, (const scope *)saved);
     free(saved);
@@ -829,12 +830,12 @@ void gs_p_leave_computation(gs_pctx *c, gs_p_scope *saved) {
 /* Partitions source computation src into the empty output computation dst: its parameters with
  * the per-device shapes of param_sh, every instruction operands first, its root resharded to
  * root_sh (NULL: left as the root's own sharding made it). The caller's scope is kept. */
-static void partition_comp(gs_pctx *c, const gs_computation *src, gs_computation *dst,
+static void partition_comp(gs_part_ctx *c, const gs_computation *src, gs_computation *dst,
                            const gs_sharding *const *param_sh, const gs_sharding *root_sh,
                            bool keep_names) {
     scope saved;
     scope_save(c, &saved);
-    gs_emit *e = c->e;
+    gs_part_emit *e = c->e;
     gs_builder_init(&e->b, e->m, dst, &e->names);
     e->pid = NULL;
     memset(e->s32, 0, sizeof e->s32);
@@ -848,24 +849,24 @@ static void partition_comp(gs_pctx *c, const gs_computation *src, gs_computation
     c->param_sh = param_sh;
     c->keep_names = keep_names;
     c->manual = NULL;
-    if (!c->vals || !c->done || !c->cache) gs_p_oom(c);
+    if (!c->vals || !c->done || !c->cache) gs_part_oom(c);
     /* The parameters first, with their per-device shapes, in number order. */
     for (int i = 0; i < src->n_params && !c->failed; i++) {
         const gs_instr *p = src->params[i];
         c->cur = p;
         e->b.span = p->span;
-        gs_shape *ls = gs_p_local_shape(c, p->shape, param_sh[i]);
+        gs_shape *ls = gs_part_local_shape(c, p->shape, param_sh[i]);
         const char *name = keep_names ? p->name : gs_names_fresh(&e->names, &e->m->arena, p->name);
-        if (!ls || !name || !gs_build_parameter(&e->b, i, ls, name)) gs_p_oom(c);
+        if (!ls || !name || !gs_build_parameter(&e->b, i, ls, name)) gs_part_oom(c);
     }
-    const gs_instr **order = c->failed ? NULL : topo_order(gs_p_a(c), src);
-    if (!c->failed && !order) gs_p_oom(c);
+    const gs_instr **order = c->failed ? NULL : topo_order(gs_part_arena(c), src);
+    if (!c->failed && !order) gs_part_oom(c);
     for (int i = 0; i < ni && !c->failed; i++) partition_instr(c, order[i]);
     if (!c->failed && src->root) {
-        gs_pvalue fin = c->vals[src->root->id];
+        gs_part_value fin = c->vals[src->root->id];
         c->cur = src->root;
-        if (root_sh) gs_reshard(c, &c->vals[src->root->id], root_sh, &fin);
-        if (!c->failed && !fin.hlo) gs_p_oom(c);
+        if (root_sh) gs_part_reshard(c, &c->vals[src->root->id], root_sh, &fin);
+        if (!c->failed && !fin.hlo) gs_part_oom(c);
         if (!c->failed) {
             dst->root = fin.hlo;
             fin.hlo->is_root = true;
@@ -879,16 +880,16 @@ static void partition_comp(gs_pctx *c, const gs_computation *src, gs_computation
 
 /* An output name for a partitioned copy of computation `name`: the name itself the first time
  * (*first set), later a fresh one. */
-static const char *comp_name(gs_pctx *c, const char *name, bool *first) {
+static const char *comp_name(gs_part_ctx *c, const char *name, bool *first) {
     *first = !gs_strmap_get(&c->out_names, name);
     const char *n = *first ? name : gs_names_fresh(&c->e->names, &c->e->m->arena, name);
     if (n && gs_strmap_put(&c->out_names, n, (void *)n) != GS_OK) return NULL;
     return n;
 }
 
-gs_computation *gs_p_partition_called(gs_pctx *c, const gs_computation *src,
-                                      const gs_sharding *const *param_sh,
-                                      const gs_sharding *root_sh) {
+gs_computation *gs_part_partition_called(gs_part_ctx *c, const gs_computation *src,
+                                         const gs_sharding *const *param_sh,
+                                         const gs_sharding *root_sh) {
     gs_sb key = {0};
     gs_sb_puts(&key, src->name);
     for (int i = 0; i < src->n_params; i++) {
@@ -897,20 +898,20 @@ gs_computation *gs_p_partition_called(gs_pctx *c, const gs_computation *src,
     }
     gs_sb_puts(&key, "|->");
     gs_sharding_print(&key, root_sh);
-    const char *k = key.failed ? NULL : gs_arena_strdup(gs_p_a(c), gs_sb_str(&key));
+    const char *k = key.failed ? NULL : gs_arena_strdup(gs_part_arena(c), gs_sb_str(&key));
     gs_sb_free(&key);
     if (!k) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     gs_computation *done = gs_strmap_get(&c->parts, k);
     if (done) return done;
-    gs_emit *e = c->e;
+    gs_part_emit *e = c->e;
     bool first;
     const char *name = comp_name(c, src->name, &first);
     gs_computation *dst = name ? gs_computation_new(e->m, name) : NULL;
     if (!dst || gs_strmap_put(&c->parts, k, dst) != GS_OK) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     dst->execution_thread =
@@ -919,9 +920,9 @@ gs_computation *gs_p_partition_called(gs_pctx *c, const gs_computation *src,
     return c->failed ? NULL : dst;
 }
 
-/* The copy of a called computation for gs_p_copy_attrs: the partitioned one when listed. */
+/* The copy of a called computation for gs_part_copy_attrs: the partitioned one when listed. */
 typedef struct attr_map {
-    gs_pctx *c;
+    gs_part_ctx *c;
     int n;
     const gs_computation *const *from;
     gs_computation *const *to;
@@ -934,22 +935,22 @@ static gs_computation *map_comp(void *ctx, gs_computation *src) {
     return copy_comp(am->c, src);
 }
 
-void gs_p_copy_attrs(gs_pctx *c, const gs_instr *in, gs_instr *out, int n,
-                     const gs_computation *const *from, gs_computation *const *to) {
+void gs_part_copy_attrs(gs_part_ctx *c, const gs_instr *in, gs_instr *out, int n,
+                        const gs_computation *const *from, gs_computation *const *to) {
     attr_map am = {c, n, from, to};
     for (int i = 0; i < in->n_attrs; i++)
         if (in->attrs[i].key != GS_ATTR_CONTROL_PREDECESSORS)
-            gs_build_copy_attr(gs_p_b(c), out, &in->attrs[i], map_comp, &am);
+            gs_build_copy_attr(gs_part_builder(c), out, &in->attrs[i], map_comp, &am);
 }
 
 /* Orders the output's computations so that each comes after those it calls (the entry last). */
-static void order_comps(gs_pctx *c) {
+static void order_comps(gs_part_ctx *c) {
     gs_module *m = c->main.m;
     int n = m->n_comps, k = 0;
-    gs_computation **out = GS_NEW_ARRAY(gs_p_a(c), gs_computation *, n + 1);
+    gs_computation **out = GS_NEW_ARRAY(gs_part_arena(c), gs_computation *, n + 1);
     gs_strmap placed = {0};
     if (!out) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return;
     }
     /* Repeatedly place the computations whose callees are all placed (n is small). */
@@ -967,7 +968,7 @@ static void order_comps(gs_pctx *c) {
             }
             if (!ready) continue;
             out[k++] = comp;
-            if (gs_strmap_put(&placed, comp->name, comp) != GS_OK) gs_p_oom(c);
+            if (gs_strmap_put(&placed, comp->name, comp) != GS_OK) gs_part_oom(c);
             progress = true;
         }
     }
@@ -982,7 +983,7 @@ gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_
     if (!m->entry) return gs_error(d, gs_span_none(), "the module has no entry computation");
     int64_t n = opts ? opts->num_partitions : 1;
     if (gs_partition_check(m, n, d) != GS_OK) return GS_ERR;
-    gs_pctx *c = calloc(1, sizeof *c);
+    gs_part_ctx *c = calloc(1, sizeof *c);
     if (!c) return gs_error(d, gs_span_none(), "partition: out of memory");
     c->src = m;
     c->opts = opts;
@@ -1001,20 +1002,20 @@ gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_
     if (!c->main.m || reserve_names(c) != GS_OK || copy_header(c) != GS_OK ||
         !(oentry = gs_computation_new(c->main.m, entry->name)) ||
         gs_strmap_put(&c->out_names, entry->name, oentry) != GS_OK ||
-        !(param_sh = GS_NEW_ARRAY(gs_p_a(c), const gs_sharding *, entry->n_params + 1))) {
-        gs_p_oom(c);
+        !(param_sh = GS_NEW_ARRAY(gs_part_arena(c), const gs_sharding *, entry->n_params + 1))) {
+        gs_part_oom(c);
         goto finish;
     }
     oentry->is_entry = true;
     c->main.m->entry = oentry;
     gs_builder_init(&c->main.b, c->main.m, oentry, &c->main.names);
     for (int i = 0; i < entry->n_params && !c->failed; i++)
-        param_sh[i] = gs_p_sharding_of(c, entry->params[i]);
+        param_sh[i] = gs_part_sharding_of(c, entry->params[i]);
     if (!c->failed) partition_comp(c, entry, oentry, param_sh, NULL, true);
     if (!c->failed) order_comps(c);
     /* Allocation failure is sticky in the arena: checked once here, at the boundary. */
     if (c->main.b.failed || (c->main.m && c->main.m->arena.failed) || c->scratch.failed)
-        gs_p_oom(c);
+        gs_part_oom(c);
 finish:
     c->main.stats.n_instrs = 0;
     for (int i = 0; c->main.m && i < c->main.m->n_comps; i++)

@@ -36,7 +36,7 @@
  * warning naming the instruction and both shardings.
  *
  * Reshards of an instruction's value are cached by target, so several users needing the same
- * sharding share one set of collectives. gs_reshard_cost runs the same ladder in a throwaway
+ * sharding share one set of collectives. gs_part_reshard_cost runs the same ladder in a throwaway
  * output to count the bytes a reshard would move (the dot handler compares plans with it).
  */
 #include "internal.h"
@@ -44,13 +44,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static gs_arena *groups_arena(gs_pctx *c) { return &c->e->m->arena; }
+static gs_arena *groups_arena(gs_part_ctx *c) { return &c->e->m->arena; }
 
-int64_t gs_p_tiles(const gs_sharding *s, int i) {
+int64_t gs_part_tiles(const gs_sharding *s, int i) {
     return s->kind == GS_SHARDING_TILED && i < s->data_rank ? s->tiles.dims[i] : 1;
 }
 
-int gs_unreduced_dim(const gs_sharding *s) {
+int gs_part_unreduced_dim(const gs_sharding *s) {
     if (s->kind == GS_SHARDING_UNREDUCED) return -2;
     if (s->kind != GS_SHARDING_TILED) return -1;
     for (int k = 0; k < s->n_subgroups; k++)
@@ -68,7 +68,7 @@ static bool is_repl(const gs_sharding *s) {
     return s->kind == GS_SHARDING_REPLICATED || s->kind == GS_SHARDING_UNKNOWN;
 }
 
-bool gs_p_plain(const gs_sharding *s) {
+bool gs_part_plain(const gs_sharding *s) {
     if (is_repl(s)) return true;
     if (s->kind != GS_SHARDING_TILED) return false;
     for (int k = 0; k < s->n_subgroups; k++)
@@ -76,16 +76,16 @@ bool gs_p_plain(const gs_sharding *s) {
     return true;
 }
 
-bool gs_p_partial_manual(const gs_sharding *s) {
+bool gs_part_partial_manual(const gs_sharding *s) {
     return s->kind == GS_SHARDING_TILED && gs_sharding_manual_dim(s) >= 0;
 }
 
 /* A tiled sharding over t whose last n_sub tile dims are subgroups of the given types. */
-static const gs_sharding *make(gs_pctx *c, const gs_tile_assignment *t, int n_sub,
+static const gs_sharding *make(gs_part_ctx *c, const gs_tile_assignment *t, int n_sub,
                                const gs_subgroup_kind *types) {
-    const gs_sharding *s = n_sub ? gs_sharding_subgroup(gs_p_a(c), t, n_sub, types)
-                                 : gs_sharding_tiled(gs_p_a(c), t);
-    if (!s) gs_p_oom(c);
+    const gs_sharding *s = n_sub ? gs_sharding_subgroup(gs_part_arena(c), t, n_sub, types)
+                                 : gs_sharding_tiled(gs_part_arena(c), t);
+    if (!s) gs_part_oom(c);
     return s;
 }
 
@@ -95,7 +95,7 @@ static const gs_sharding *make(gs_pctx *c, const gs_tile_assignment *t, int n_su
  * automatic one with the manual groups as a leading data dim: [M, data..., others...]. Each
  * device then holds a [1, ...] slice of a virtual [M, shape...] value, and the ladder, which never
  * moves a dim both shardings tile alike, keeps every collective inside one manual group. */
-static const gs_sharding *virtualize(gs_pctx *c, const gs_sharding *s) {
+static const gs_sharding *virtualize(gs_part_ctx *c, const gs_sharding *s) {
     int md = gs_sharding_manual_dim(s);
     int perm[GS_MAX_TILE_RANK], np = 0;
     gs_subgroup_kind types[3];
@@ -108,15 +108,15 @@ static const gs_sharding *virtualize(gs_pctx *c, const gs_sharding *s) {
             types[nt++] = s->subgroups[k];
         }
     gs_tile_assignment t;
-    if (gs_tile_transpose(gs_p_a(c), &s->tiles, perm, &t) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_tile_transpose(gs_part_arena(c), &s->tiles, perm, &t) != GS_OK) {
+        gs_part_oom(c);
         return s;
     }
     return make(c, &t, nt, types);
 }
 
 /* The inverse of virtualize: data dim 0 of v becomes the manual subgroup again. */
-static const gs_sharding *devirtualize(gs_pctx *c, const gs_sharding *v) {
+static const gs_sharding *devirtualize(gs_part_ctx *c, const gs_sharding *v) {
     if (v->kind != GS_SHARDING_TILED) return v;
     int perm[GS_MAX_TILE_RANK], np = 0;
     gs_subgroup_kind types[4];
@@ -129,8 +129,8 @@ static const gs_sharding *devirtualize(gs_pctx *c, const gs_sharding *v) {
         types[nt++] = v->subgroups[k];
     }
     gs_tile_assignment t;
-    if (gs_tile_transpose(gs_p_a(c), &v->tiles, perm, &t) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_tile_transpose(gs_part_arena(c), &v->tiles, perm, &t) != GS_OK) {
+        gs_part_oom(c);
         return v;
     }
     return make(c, &t, nt, types);
@@ -138,11 +138,11 @@ static const gs_sharding *devirtualize(gs_pctx *c, const gs_sharding *v) {
 
 /* v (virtual, rank r + 1) with every data dim but the manual one untiled, reshaped to data
  * rank `rank`. */
-static const gs_sharding *virtual_whole(gs_pctx *c, const gs_sharding *v, int rank) {
+static const gs_sharding *virtual_whole(gs_part_ctx *c, const gs_sharding *v, int rank) {
     int64_t keep = 0;
     gs_sharding *w = NULL;
-    if (gs_sharding_replicate_except(gs_p_a(c), v, 1, &keep, &w) != GS_OK || !w) {
-        gs_p_oom(c);
+    if (gs_sharding_replicate_except(gs_part_arena(c), v, 1, &keep, &w) != GS_OK || !w) {
+        gs_part_oom(c);
         return v;
     }
     if (w->kind != GS_SHARDING_TILED) return w;
@@ -152,30 +152,32 @@ static const gs_sharding *virtual_whole(gs_pctx *c, const gs_sharding *v, int ra
     for (int i = 0; i < rank; i++) dims[nd++] = 1;
     for (int i = w->data_rank; i < w->tiles.rank; i++) dims[nd++] = w->tiles.dims[i];
     gs_tile_assignment t;
-    if (gs_tile_reshape(gs_p_a(c), &w->tiles, nd, dims, &t) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_tile_reshape(gs_part_arena(c), &w->tiles, nd, dims, &t) != GS_OK) {
+        gs_part_oom(c);
         return w;
     }
     return make(c, &t, w->n_subgroups, w->subgroups);
 }
 
-const gs_sharding *gs_p_manual_whole(gs_pctx *c, const gs_sharding *m, int rank) {
+const gs_sharding *gs_part_manual_whole(gs_part_ctx *c, const gs_sharding *m, int rank) {
     return devirtualize(c, virtual_whole(c, virtualize(c, m), rank));
 }
 
-const gs_sharding *gs_p_replicate_dims(gs_pctx *c, const gs_sharding *s, int n, const int *dims) {
+const gs_sharding *gs_part_replicate_dims(gs_part_ctx *c, const gs_sharding *s, int n,
+                                          const int *dims) {
     if (s->kind != GS_SHARDING_TILED || n == 0) return s;
     int64_t d64[GS_MAX_RANK];
     for (int i = 0; i < n; i++) d64[i] = dims[i];
     gs_sharding *out = NULL;
-    if (gs_sharding_replicate_dims(gs_p_a(c), s, n, d64, &out) != GS_OK || !out) {
-        gs_p_oom(c);
+    if (gs_sharding_replicate_dims(gs_part_arena(c), s, n, d64, &out) != GS_OK || !out) {
+        gs_part_oom(c);
         return s;
     }
     return out;
 }
 
-const gs_sharding *gs_p_make_unreduced(gs_pctx *c, const gs_sharding *s, int n, const int *dims) {
+const gs_sharding *gs_part_make_unreduced(gs_part_ctx *c, const gs_sharding *s, int n,
+                                          const int *dims) {
     /* Transpose the tile dims to [kept data dims, the `dims`, subgroups], then reshape to [data
      * dims with 1 for the moved ones, their product (unreduced), subgroups]. */
     if (s->kind != GS_SHARDING_TILED || n == 0) return s;
@@ -200,17 +202,17 @@ const gs_sharding *gs_p_make_unreduced(gs_pctx *c, const gs_sharding *s, int n, 
         shape[ns++] = t->dims[s->data_rank + k];
     }
     gs_tile_assignment u, w;
-    if (gs_tile_transpose(gs_p_a(c), t, perm, &u) != GS_OK ||
-        gs_tile_reshape(gs_p_a(c), &u, ns, shape, &w) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_tile_transpose(gs_part_arena(c), t, perm, &u) != GS_OK ||
+        gs_tile_reshape(gs_part_arena(c), &u, ns, shape, &w) != GS_OK) {
+        gs_part_oom(c);
         return s;
     }
     return make(c, &w, nt, types);
 }
 
 /* The sharding s with its unreduced subgroup replicated instead. */
-const gs_sharding *gs_p_reduced_form(gs_pctx *c, const gs_sharding *s) {
-    if (s->kind != GS_SHARDING_TILED) return gs_sharding_replicated(gs_p_a(c));
+const gs_sharding *gs_part_reduced_form(gs_part_ctx *c, const gs_sharding *s) {
+    if (s->kind != GS_SHARDING_TILED) return gs_sharding_replicated(gs_part_arena(c));
     gs_subgroup_kind types[3];
     for (int k = 0; k < s->n_subgroups; k++)
         types[k] = s->subgroups[k] == GS_SUBGROUP_UNREDUCED ? GS_SUBGROUP_REPLICATED
@@ -219,11 +221,11 @@ const gs_sharding *gs_p_reduced_form(gs_pctx *c, const gs_sharding *s) {
 }
 
 /* Groups of all n devices in one. */
-static gs_replica_groups *all_devices(gs_pctx *c) {
+static gs_replica_groups *all_devices(gs_part_ctx *c) {
     gs_replica_groups *g = GS_NEW(groups_arena(c), gs_replica_groups);
     int64_t *dims = GS_NEW(groups_arena(c), int64_t);
     if (!g || !dims) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     dims[0] = c->n;
@@ -235,15 +237,16 @@ static gs_replica_groups *all_devices(gs_pctx *c) {
     return g;
 }
 
-static gs_replica_groups *groups_along(gs_pctx *c, const gs_sharding *s, int n, const int *dims) {
+static gs_replica_groups *groups_along(gs_part_ctx *c, const gs_sharding *s, int n,
+                                       const int *dims) {
     gs_replica_groups *g = NULL;
-    if (gs_sharding_groups_along(groups_arena(c), s, n, dims, &g) != GS_OK) gs_p_oom(c);
+    if (gs_sharding_groups_along(groups_arena(c), s, n, dims, &g) != GS_OK) gs_part_oom(c);
     return g;
 }
 
 static void local_dims(const gs_shape *base, const gs_sharding *s, int64_t *out) {
     for (int i = 0; i < base->rank; i++) {
-        int64_t k = gs_p_tiles(s, i);
+        int64_t k = gs_part_tiles(s, i);
         out[i] = (base->dims[i] + k - 1) / k;
     }
 }
@@ -251,16 +254,16 @@ static void local_dims(const gs_shape *base, const gs_sharding *s, int64_t *out)
 /* ------------------------------------------------------------------ rungs */
 
 /* 1b. Partial values combined over their unreduced groups. */
-static void rung_all_reduce(gs_pctx *c, gs_pvalue *v) {
-    int ud = gs_unreduced_dim(v->sharding);
+static void rung_all_reduce(gs_part_ctx *c, gs_part_value *v) {
+    int ud = gs_part_unreduced_dim(v->sharding);
     gs_replica_groups *g = ud == -2 ? all_devices(c) : groups_along(c, v->sharding, 1, &ud);
-    v->hlo = gs_p_all_reduce(c, v->hlo, g, v->red);
-    v->sharding = gs_p_reduced_form(c, v->sharding);
+    v->hlo = gs_part_all_reduce(c, v->hlo, g, v->combiner);
+    v->sharding = gs_part_reduced_form(c, v->sharding);
 }
 
 /* Tile dims of s with tile dim `from` moved right after tile dim `after` and merged with it
  * (its factor minor); `from` becomes 1 when it is a data dim, else is dropped. */
-static bool merge_into(gs_pctx *c, const gs_tile_assignment *t, int data_rank, int from,
+static bool merge_into(gs_part_ctx *c, const gs_tile_assignment *t, int data_rank, int from,
                        int after, gs_tile_assignment *out) {
     int perm[GS_MAX_TILE_RANK], np = 0;
     for (int i = 0; i < t->rank; i++) {
@@ -269,7 +272,7 @@ static bool merge_into(gs_pctx *c, const gs_tile_assignment *t, int data_rank, i
         if (i == after) perm[np++] = from;
     }
     gs_tile_assignment u;
-    if (gs_tile_transpose(gs_p_a(c), t, perm, &u) != GS_OK) return false;
+    if (gs_tile_transpose(gs_part_arena(c), t, perm, &u) != GS_OK) return false;
     int64_t dims[GS_MAX_TILE_RANK];
     int nd = 0;
     for (int i = 0; i < t->rank; i++) {
@@ -279,28 +282,28 @@ static bool merge_into(gs_pctx *c, const gs_tile_assignment *t, int data_rank, i
         }
         dims[nd++] = i == after ? t->dims[i] * t->dims[from] : t->dims[i];
     }
-    return gs_tile_reshape(gs_p_a(c), &u, nd, dims, out) == GS_OK;
+    return gs_tile_reshape(gs_part_arena(c), &u, nd, dims, out) == GS_OK;
 }
 
-const gs_sharding *gs_p_move_tiles(gs_pctx *c, const gs_sharding *s, int from, int to) {
-    if (s->kind != GS_SHARDING_TILED || from == to || gs_p_tiles(s, from) == 1) return s;
+const gs_sharding *gs_part_move_tiles(gs_part_ctx *c, const gs_sharding *s, int from, int to) {
+    if (s->kind != GS_SHARDING_TILED || from == to || gs_part_tiles(s, from) == 1) return s;
     gs_tile_assignment t;
     if (!merge_into(c, &s->tiles, s->data_rank, from, to, &t)) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return s;
     }
     const gs_sharding *out = make(c, &t, s->n_subgroups, s->subgroups);
     return out ? out : s;
 }
 
-const gs_sharding *gs_p_scatter_target(gs_pctx *c, const gs_sharding *s, int rank, int j) {
-    int ud = gs_unreduced_dim(s);
+const gs_sharding *gs_part_scatter_target(gs_part_ctx *c, const gs_sharding *s, int rank, int j) {
+    int ud = gs_part_unreduced_dim(s);
     if (ud == -2 && j >= 0 && j < rank) { /* {unreduced}: all devices along j */
         int64_t dims[GS_MAX_RANK];
         for (int i = 0; i < rank; i++) dims[i] = i == j ? c->n : 1;
         gs_tile_assignment t;
-        if (gs_tile_iota(gs_p_a(c), rank, dims, 0, NULL, NULL, &t) != GS_OK) {
-            gs_p_oom(c);
+        if (gs_tile_iota(gs_part_arena(c), rank, dims, 0, NULL, NULL, &t) != GS_OK) {
+            gs_part_oom(c);
             return NULL;
         }
         return make(c, &t, 0, NULL);
@@ -308,7 +311,7 @@ const gs_sharding *gs_p_scatter_target(gs_pctx *c, const gs_sharding *s, int ran
     if (ud < 0 || j < 0 || j >= s->data_rank) return NULL;
     gs_tile_assignment t;
     if (!merge_into(c, &s->tiles, s->data_rank, ud, j, &t)) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     gs_subgroup_kind types[4];
@@ -331,10 +334,10 @@ static bool same_counts(const gs_sharding *a, const gs_sharding *b) {
 }
 
 /* 1a. Partial values scattered along a data dim the target tiles by the unreduced groups. */
-static bool rung_reduce_scatter(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+static bool rung_reduce_scatter(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
-    int ud = gs_unreduced_dim(s);
-    if (ud == -1 || !gs_p_plain(to) || to->kind != GS_SHARDING_TILED) return false;
+    int ud = gs_part_unreduced_dim(s);
+    if (ud == -1 || !gs_part_plain(to) || to->kind != GS_SHARDING_TILED) return false;
     gs_sharding view;
     if (ud == -2) {
         /* {unreduced}: view it as untiled data dims and one unreduced subgroup of all devices. */
@@ -347,8 +350,8 @@ static bool rung_reduce_scatter(gs_pctx *c, gs_pvalue *v, const gs_sharding *to)
         view.data_rank = r;
         view.n_subgroups = 1;
         view.subgroups[0] = GS_SUBGROUP_UNREDUCED;
-        if (gs_tile_iota(gs_p_a(c), r + 1, dims, 0, NULL, NULL, &view.tiles) != GS_OK) {
-            gs_p_oom(c);
+        if (gs_tile_iota(gs_part_arena(c), r + 1, dims, 0, NULL, NULL, &view.tiles) != GS_OK) {
+            gs_part_oom(c);
             return false;
         }
         s = &view;
@@ -359,12 +362,12 @@ static bool rung_reduce_scatter(gs_pctx *c, gs_pvalue *v, const gs_sharding *to)
     const gs_sharding *best = NULL;
     int best_j = -1;
     for (int j = 0; j < base->rank; j++) {
-        int64_t ks = gs_p_tiles(s, j), n = base->dims[j];
-        if (gs_p_tiles(to, j) != ks * u) continue;
+        int64_t ks = gs_part_tiles(s, j), n = base->dims[j];
+        if (gs_part_tiles(to, j) != ks * u) continue;
         if (ks > 1 && (n + ks - 1) / ks != u * ((n + ks * u - 1) / (ks * u))) continue;
         gs_tile_assignment t;
         if (!merge_into(c, &s->tiles, s->data_rank, ud, j, &t)) {
-            gs_p_oom(c);
+            gs_part_oom(c);
             return false;
         }
         gs_subgroup_kind types[3];
@@ -385,7 +388,7 @@ static bool rung_reduce_scatter(gs_pctx *c, gs_pvalue *v, const gs_sharding *to)
     }
     if (!best) return false;
     int j = best_j;
-    int64_t ks = gs_p_tiles(s, j), n = base->dims[j];
+    int64_t ks = gs_part_tiles(s, j), n = base->dims[j];
     int64_t shard = (n + ks * u - 1) / (ks * u);
     gs_instr *x = v->hlo;
     if (x) {
@@ -393,55 +396,55 @@ static bool rung_reduce_scatter(gs_pctx *c, gs_pvalue *v, const gs_sharding *to)
         memcpy(dims, x->shape->dims, sizeof *dims * (size_t)x->shape->rank);
         dims[j] = shard * u;
         if (dims[j] != x->shape->dims[j])
-            x = gs_p_pad_to(c, x, dims, gs_p_identity(c, v->red, x->shape->type));
+            x = gs_part_pad_to(c, x, dims, gs_part_identity(c, v->combiner, x->shape->type));
     }
     gs_replica_groups *g = groups_along(c, s, 1, &ud);
-    v->hlo = gs_p_reduce_scatter(c, x, j, u, g, v->red);
+    v->hlo = gs_part_reduce_scatter(c, x, j, u, g, v->combiner);
     v->sharding = best;
     return true;
 }
 
 /* 2. A whole value made partial: the first device of each unreduced group keeps it, the others
  * hold the identity. */
-static void rung_to_unreduced(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
-    const gs_sharding *full = gs_p_reduced_form(c, to);
-    gs_pvalue w;
-    gs_reshard_nocache(c, v, full, &w);
-    int ud = gs_unreduced_dim(to);
-    gs_builder *b = gs_p_b(c);
-    gs_instr *idx = ud == -2 ? gs_p_pid(c) : gs_p_tile_index(c, &to->tiles, ud);
-    gs_instr *first = gs_build_compare(b, idx, gs_p_s32(c, 0), "EQ");
+static void rung_to_unreduced(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
+    const gs_sharding *full = gs_part_reduced_form(c, to);
+    gs_part_value w;
+    gs_part_reshard_nocache(c, v, full, &w);
+    int ud = gs_part_unreduced_dim(to);
+    gs_builder *b = gs_part_builder(c);
+    gs_instr *idx = ud == -2 ? gs_part_pid(c) : gs_part_tile_index(c, &to->tiles, ud);
+    gs_instr *first = gs_build_compare(b, idx, gs_part_s32(c, 0), "EQ");
     gs_instr *x = w.hlo;
     if (x) {
-        gs_instr *zero = gs_p_identity(c, GS_OP_ADD, x->shape->type);
-        x = gs_build_select(b, gs_p_bcast_scalar(c, first, x->shape), x,
-                            gs_p_bcast_scalar(c, zero, x->shape));
+        gs_instr *zero = gs_part_identity(c, GS_OP_ADD, x->shape->type);
+        x = gs_build_select(b, gs_part_bcast_scalar(c, first, x->shape), x,
+                            gs_part_bcast_scalar(c, zero, x->shape));
     }
     v->hlo = x;
     v->sharding = to;
-    v->red = GS_OP_ADD;
+    v->combiner = GS_OP_ADD;
 }
 
 /* 3. A value only device D holds (maximal) broadcast to every device: the others contribute the
  * identity to an all-reduce. */
-static void rung_from_maximal(gs_pctx *c, gs_pvalue *v) {
-    gs_builder *b = gs_p_b(c);
+static void rung_from_maximal(gs_part_ctx *c, gs_part_value *v) {
+    gs_builder *b = gs_part_builder(c);
     gs_instr *x = v->hlo;
-    gs_instr *mine = gs_build_compare(b, gs_p_pid(c), gs_p_s32(c, v->sharding->device), "EQ");
+    gs_instr *mine = gs_build_compare(b, gs_part_pid(c), gs_part_s32(c, v->sharding->device), "EQ");
     if (x) {
-        gs_instr *zero = gs_p_identity(c, GS_OP_ADD, x->shape->type);
-        x = gs_build_select(b, gs_p_bcast_scalar(c, mine, x->shape), x,
-                            gs_p_bcast_scalar(c, zero, x->shape));
+        gs_instr *zero = gs_part_identity(c, GS_OP_ADD, x->shape->type);
+        x = gs_build_select(b, gs_part_bcast_scalar(c, mine, x->shape), x,
+                            gs_part_bcast_scalar(c, zero, x->shape));
     }
-    v->hlo = gs_p_all_reduce(c, x, all_devices(c), GS_OP_ADD);
-    v->sharding = gs_sharding_replicated(gs_p_a(c));
+    v->hlo = gs_part_all_reduce(c, x, all_devices(c), GS_OP_ADD);
+    v->sharding = gs_sharding_replicated(gs_part_arena(c));
 }
 
 /* Can every dim of `to` be cut from the device's shard under `from` (tile counts multiply, and
  * shard boundaries line up)? Both plain. */
 static bool refinable(const gs_shape *base, const gs_sharding *from, const gs_sharding *to) {
     for (int i = 0; i < base->rank; i++) {
-        int64_t ks = gs_p_tiles(from, i), kt = gs_p_tiles(to, i), n = base->dims[i];
+        int64_t ks = gs_part_tiles(from, i), kt = gs_part_tiles(to, i), n = base->dims[i];
         if (kt % ks != 0) return false;
         if (ks == kt || ks == 1) continue;
         if ((n + ks - 1) / ks != (kt / ks) * ((n + kt - 1) / kt)) return false;
@@ -455,13 +458,13 @@ static bool refinable(const gs_shape *base, const gs_sharding *from, const gs_sh
 static bool halo_refinable(const gs_shape *base, const gs_sharding *from,
                            const gs_sharding *to) {
     for (int i = 0; i < base->rank; i++) {
-        int64_t ks = gs_p_tiles(from, i), kt = gs_p_tiles(to, i), n = base->dims[i];
+        int64_t ks = gs_part_tiles(from, i), kt = gs_part_tiles(to, i), n = base->dims[i];
         if (kt % ks != 0) return false;
         if (ks == kt || ks == 1) continue;
         int64_t cs = (n + ks - 1) / ks, w = (kt / ks) * ((n + kt - 1) / kt), L, R;
         if (cs == w) continue;
-        int64_t live = gs_p_live_tiles(ks, w, n);
-        if (!gs_p_halo_extent(from, i, n, 0, w, w, live, &L, &R) || L > cs || R > cs)
+        int64_t live = gs_part_live_tiles(ks, w, n);
+        if (!gs_part_halo_extent(from, i, n, 0, w, w, live, &L, &R) || L > cs || R > cs)
             return false;
     }
     return true;
@@ -471,21 +474,21 @@ static bool halo_refinable(const gs_shape *base, const gs_sharding *from,
  * exchange along every dim whose shard boundaries do not line up with the target's, so that
  * tile t holds [t*w, (t+1)*w) with w the target's shard times the tiles it splits into: what
  * rung_refine then cuts from. */
-static void rung_align(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+static void rung_align(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
     for (int i = 0; i < v->base->rank && v->hlo; i++) {
-        int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), n = v->base->dims[i];
+        int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), n = v->base->dims[i];
         if (ks == kt || ks == 1) continue;
         int64_t w = (kt / ks) * ((n + kt - 1) / kt);
         if ((n + ks - 1) / ks == w) continue;
-        int64_t live = gs_p_live_tiles(ks, w, n);
-        v->hlo = gs_p_halo_read(c, v->hlo, s, i, n, 0, w, w, live, NULL);
+        int64_t live = gs_part_live_tiles(ks, w, n);
+        v->hlo = gs_part_halo_read(c, v->hlo, s, i, n, 0, w, w, live, NULL);
     }
 }
 
 /* `to` coarsened to tile counts ks: each dim's tiles split [ks, m] and the m parts moved into
  * replication. Every device keeps the data of its `to` tile's enclosing coarse tile. */
-static const gs_sharding *coarsen(gs_pctx *c, const gs_sharding *to, int rank,
+static const gs_sharding *coarsen(gs_part_ctx *c, const gs_sharding *to, int rank,
                                   const int64_t *ks) {
     if (is_repl(to)) return to;
     const gs_tile_assignment *t = &to->tiles;
@@ -498,12 +501,12 @@ static const gs_sharding *coarsen(gs_pctx *c, const gs_sharding *to, int rank,
     int64_t rep = t->rank > rank ? t->dims[rank] : 1;
     split[ns++] = rep;
     gs_tile_assignment u, w, z;
-    if (gs_tile_reshape(gs_p_a(c), t, ns, split, &u) != GS_OK) goto oom;
+    if (gs_tile_reshape(gs_part_arena(c), t, ns, split, &u) != GS_OK) goto oom;
     int perm[GS_MAX_TILE_RANK], np = 0;
     for (int i = 0; i < rank; i++) perm[np++] = 2 * i;
     for (int i = 0; i < rank; i++) perm[np++] = 2 * i + 1;
     perm[np++] = 2 * rank;
-    if (gs_tile_transpose(gs_p_a(c), &u, perm, &w) != GS_OK) goto oom;
+    if (gs_tile_transpose(gs_part_arena(c), &u, perm, &w) != GS_OK) goto oom;
     int64_t dims[GS_MAX_TILE_RANK];
     int64_t r = rep;
     for (int i = 0; i < rank; i++) {
@@ -511,18 +514,18 @@ static const gs_sharding *coarsen(gs_pctx *c, const gs_sharding *to, int rank,
         r *= t->dims[i] / ks[i];
     }
     dims[rank] = r;
-    if (gs_tile_reshape(gs_p_a(c), &w, rank + 1, dims, &z) != GS_OK) goto oom;
-    const gs_sharding *s = gs_sharding_partial(gs_p_a(c), &z);
+    if (gs_tile_reshape(gs_part_arena(c), &w, rank + 1, dims, &z) != GS_OK) goto oom;
+    const gs_sharding *s = gs_sharding_partial(gs_part_arena(c), &z);
     if (!s) goto oom;
     return s;
 oom:
-    gs_p_oom(c);
+    gs_part_oom(c);
     return to;
 }
 
 /* 5. Same tile counts, other device order: every device receives its tile from the device at
  * the same tile position under the source. */
-static void rung_permute(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+static void rung_permute(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
     int64_t n = c->n;
     int np = 0;
@@ -530,7 +533,7 @@ static void rung_permute(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     if (!c->e->dry) {
         pairs = malloc(sizeof *pairs * (size_t)(n ? n : 1));
         if (!pairs) {
-            gs_p_oom(c);
+            gs_part_oom(c);
             return;
         }
         for (int64_t d = 0; d < n; d++) {
@@ -543,13 +546,13 @@ static void rung_permute(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     }
     bool identity = !c->e->dry;
     for (int i = 0; identity && i < np; i++) identity = pairs[i][0] == pairs[i][1];
-    if (!identity) v->hlo = gs_p_permute(c, v->hlo, np, (const int64_t(*)[2])pairs);
+    if (!identity) v->hlo = gs_part_permute(c, v->hlo, np, (const int64_t(*)[2])pairs);
     v->sharding = to;
     free(pairs);
 }
 
 /* 6. The target's shard cut from the device's own (to refines the sharding, aligned). */
-static void rung_refine(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+static void rung_refine(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_shape *base = v->base;
     const gs_sharding *s = v->sharding;
     int r = base->rank;
@@ -558,22 +561,22 @@ static void rung_refine(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     gs_instr *offs[GS_MAX_RANK];
     local_dims(base, s, padded);
     for (int i = 0; i < r; i++) {
-        int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), n = base->dims[i];
+        int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), n = base->dims[i];
         int64_t shard = (n + kt - 1) / kt;
         sizes[i] = shard;
         if (ks == kt) {
-            offs[i] = gs_p_s32(c, 0);
+            offs[i] = gs_part_s32(c, 0);
             continue;
         }
         int64_t m = kt / ks;
         if (padded[i] < m * shard) padded[i] = m * shard;
-        gs_instr *idx = gs_p_tile_index(c, &to->tiles, i);
-        if (ks > 1) idx = gs_p_rem(c, idx, m);
-        offs[i] = gs_p_mul(c, idx, shard);
+        gs_instr *idx = gs_part_tile_index(c, &to->tiles, i);
+        if (ks > 1) idx = gs_part_rem(c, idx, m);
+        offs[i] = gs_part_mul(c, idx, shard);
     }
     if (x) {
-        x = gs_p_pad_to(c, x, padded, NULL);
-        x = gs_build_dynamic_slice(gs_p_b(c), x, offs, sizes);
+        x = gs_part_pad_to(c, x, padded, NULL);
+        x = gs_build_dynamic_slice(gs_part_builder(c), x, offs, sizes);
     }
     v->hlo = x;
     v->sharding = to;
@@ -581,7 +584,7 @@ static void rung_refine(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
 
 /* Tile assignment t (data rank dr) with tile dim i split into (t->dims[i] / f, f), the factor
  * f minor: rank + 1 tile dims, the new one at i + 1. */
-static bool split_tile_dim(gs_pctx *c, const gs_tile_assignment *t, int i, int64_t f,
+static bool split_tile_dim(gs_part_ctx *c, const gs_tile_assignment *t, int i, int64_t f,
                            gs_tile_assignment *out) {
     int64_t dims[GS_MAX_TILE_RANK + 1];
     int n = 0;
@@ -593,18 +596,18 @@ static bool split_tile_dim(gs_pctx *c, const gs_tile_assignment *t, int i, int64
             dims[n++] = t->dims[k];
         }
     }
-    return n <= GS_MAX_TILE_RANK && gs_tile_reshape(gs_p_a(c), t, n, dims, out) == GS_OK;
+    return n <= GS_MAX_TILE_RANK && gs_tile_reshape(gs_part_arena(c), t, n, dims, out) == GS_OK;
 }
 
 /* s with the minor factor f of data dim i's tiles moved onto data dim j (minor to j's own);
  * *groups (when not NULL) gets the groups of devices that differ only in that factor. */
-static const gs_sharding *move_factor(gs_pctx *c, const gs_sharding *s, int i, int j, int64_t f,
+static const gs_sharding *move_factor(gs_part_ctx *c, const gs_sharding *s, int i, int j, int64_t f,
                                       gs_replica_groups **groups) {
     int dr = s->data_rank;
     if (f == s->tiles.dims[i]) {
         gs_tile_assignment t;
         if (!merge_into(c, &s->tiles, dr, i, j, &t)) {
-            gs_p_oom(c);
+            gs_part_oom(c);
             return NULL;
         }
         if (groups) *groups = groups_along(c, s, 1, &i);
@@ -612,7 +615,7 @@ static const gs_sharding *move_factor(gs_pctx *c, const gs_sharding *s, int i, i
     }
     gs_tile_assignment u, m, t;
     if (!split_tile_dim(c, &s->tiles, i, f, &u)) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     if (groups) {
@@ -622,15 +625,15 @@ static const gs_sharding *move_factor(gs_pctx *c, const gs_sharding *s, int i, i
     }
     /* Merge the factor (tile dim i + 1 of u, a data dim there) into j, then drop its 1. */
     if (!merge_into(c, &u, dr + 1, i + 1, j < i + 1 ? j : j + 1, &m)) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return NULL;
     }
     int64_t dims[GS_MAX_TILE_RANK];
     int n = 0;
     for (int k = 0; k < m.rank; k++)
         if (k != i + 1) dims[n++] = m.dims[k];
-    if (gs_tile_reshape(gs_p_a(c), &m, n, dims, &t) != GS_OK) {
-        gs_p_oom(c);
+    if (gs_tile_reshape(gs_part_arena(c), &m, n, dims, &t) != GS_OK) {
+        gs_part_oom(c);
         return NULL;
     }
     return make(c, &t, s->n_subgroups, s->subgroups);
@@ -639,7 +642,7 @@ static const gs_sharding *move_factor(gs_pctx *c, const gs_sharding *s, int i, i
 /* 7. Tiles of data dim i (all of them, or a minor factor f of them) move to data dim j (which
  * then holds them minor to its own): an all-to-all within the groups along those tiles, with
  * dim j split into chunks for the members. */
-static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+static bool rung_all_to_all(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
     const gs_shape *base = v->base;
     int r = base->rank;
@@ -648,7 +651,7 @@ static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     int64_t bf = 0;
     const gs_sharding *best = NULL;
     for (int i = 0; i < r && !(best && gs_sharding_equal(best, to)); i++) {
-        int64_t a = gs_p_tiles(s, i), ti = gs_p_tiles(to, i);
+        int64_t a = gs_part_tiles(s, i), ti = gs_part_tiles(to, i);
         if (a == 1 || a % ti != 0) continue;
         int64_t f = a / ti; /* the factor that leaves i with the target's count */
         if (f == 1) continue;
@@ -656,10 +659,10 @@ static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
         if (f < a && base->dims[i] % a != 0) continue;
         for (int j = 0; j < r; j++) {
             if (j == i) continue;
-            int64_t ks = gs_p_tiles(s, j), n = base->dims[j];
+            int64_t ks = gs_part_tiles(s, j), n = base->dims[j];
             /* Dim j gets the factor minor to its own: all of the target's count or a step
              * towards it (several moves by steps). */
-            if (gs_p_tiles(to, j) % (ks * f) != 0) continue;
+            if (gs_part_tiles(to, j) % (ks * f) != 0) continue;
             if (ks > 1 && (n + ks - 1) / ks != f * ((n + ks * f - 1) / (ks * f))) continue;
             const gs_sharding *cand = move_factor(c, s, i, j, f, NULL);
             if (!cand) return false;
@@ -675,17 +678,17 @@ static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     }
     if (!best) return false;
     int i = bi, j = bj;
-    int64_t a = bf, ks = gs_p_tiles(s, j), nj = base->dims[j];
+    int64_t a = bf, ks = gs_part_tiles(s, j), nj = base->dims[j];
     int64_t t = (nj + ks * a - 1) / (ks * a);
     gs_replica_groups *g = NULL;
     if (!move_factor(c, s, i, j, a, &g) || !g) return false;
     gs_instr *x = v->hlo;
     if (x) {
-        gs_builder *b = gs_p_b(c);
+        gs_builder *b = gs_part_builder(c);
         int64_t dims[GS_MAX_RANK + 1], li = x->shape->dims[i];
         memcpy(dims, x->shape->dims, sizeof *dims * (size_t)r);
         dims[j] = a * t;
-        x = gs_p_pad_to(c, x, dims, NULL);
+        x = gs_part_pad_to(c, x, dims, NULL);
         /* Split dim j into [a, t]. */
         int64_t sp[GS_MAX_RANK + 1];
         int k = 0;
@@ -698,7 +701,7 @@ static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
             }
         }
         x = gs_build_reshape(b, x, r + 1, sp);
-        x = gs_p_all_to_all(c, x, j, g);
+        x = gs_part_all_to_all(c, x, j, g);
         /* Bring the chunk dim (source tile of dim i) just before dim i and merge. */
         int pos_of[GS_MAX_RANK];
         for (int d = 0; d < r; d++) pos_of[d] = d < j ? d : d + 1;
@@ -732,60 +735,60 @@ static bool rung_all_to_all(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
  * padding: every device writes its shard into a zero buffer (padded to whole tiles) at its
  * offset, the buffers are summed by one all-reduce over the devices along those dims, and the
  * padding is sliced off (XLA replicates such dims the same way). */
-static void reduce_dims(gs_pctx *c, gs_pvalue *v, int n, const int *dims) {
+static void reduce_dims(gs_part_ctx *c, gs_part_value *v, int n, const int *dims) {
     const gs_sharding *s = v->sharding;
     gs_instr *x = v->hlo;
     if (x) {
-        gs_builder *b = gs_p_b(c);
+        gs_builder *b = gs_part_builder(c);
         int r = x->shape->rank;
         int64_t full[GS_MAX_RANK];
         gs_instr *offs[GS_MAX_RANK];
         memcpy(full, x->shape->dims, sizeof *full * (size_t)r);
-        for (int i = 0; i < r; i++) offs[i] = gs_p_s32(c, 0);
+        for (int i = 0; i < r; i++) offs[i] = gs_part_s32(c, 0);
         for (int k = 0; k < n; k++) {
             int i = dims[k];
-            full[i] = x->shape->dims[i] * gs_p_tiles(s, i);
-            offs[i] = gs_p_shard_offset(c, s, i, x->shape->dims[i]);
+            full[i] = x->shape->dims[i] * gs_part_tiles(s, i);
+            offs[i] = gs_part_shard_offset(c, s, i, x->shape->dims[i]);
         }
         gs_shape fs = {.type = x->shape->type, .rank = r, .dims = full};
-        gs_instr *zero = gs_p_bcast_scalar(c, gs_build_scalar_i(b, fs.type, 0), &fs);
+        gs_instr *zero = gs_part_bcast_scalar(c, gs_build_scalar_i(b, fs.type, 0), &fs);
         x = gs_build_dynamic_update_slice(b, zero, x, offs);
     }
     gs_replica_groups *g = groups_along(c, s, n, dims);
-    x = gs_p_all_reduce(c, x, g, x && x->shape->type == GS_PRED ? GS_OP_OR : GS_OP_ADD);
+    x = gs_part_all_reduce(c, x, g, x && x->shape->type == GS_PRED ? GS_OP_OR : GS_OP_ADD);
     if (x) {
         int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
         memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
         for (int k = 0; k < n; k++) lim[dims[k]] = v->base->dims[dims[k]];
-        x = gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+        x = gs_build_slice(gs_part_builder(c), x, st, lim, NULL);
     }
     v->hlo = x;
-    v->sharding = gs_p_replicate_dims(c, s, n, dims);
+    v->sharding = gs_part_replicate_dims(c, s, n, dims);
 }
 
 /* 4/8. All-gather the data dims in `dims` (one collective per dim, each gathered dim sliced back
  * to its size); dims with more tiles than elements go through reduce_dims. */
-static void gather_dims(gs_pctx *c, gs_pvalue *v, int n, const int *dims) {
+static void gather_dims(gs_part_ctx *c, gs_part_value *v, int n, const int *dims) {
     int small[GS_MAX_RANK], ns = 0;
     for (int k = 0; k < n; k++) {
         int i = dims[k];
         const gs_sharding *s = v->sharding;
-        int64_t kt = gs_p_tiles(s, i);
+        int64_t kt = gs_part_tiles(s, i);
         if (kt == 1) continue;
         if (kt > v->base->dims[i]) {
             small[ns++] = i;
             continue;
         }
         gs_replica_groups *g = groups_along(c, s, 1, &i);
-        gs_instr *x = gs_p_all_gather(c, v->hlo, i, kt, g);
+        gs_instr *x = gs_part_all_gather(c, v->hlo, i, kt, g);
         if (x && x->shape->dims[i] > v->base->dims[i]) {
             int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
             memcpy(lim, x->shape->dims, sizeof *lim * (size_t)x->shape->rank);
             lim[i] = v->base->dims[i];
-            x = gs_build_slice(gs_p_b(c), x, st, lim, NULL);
+            x = gs_build_slice(gs_part_builder(c), x, st, lim, NULL);
         }
         v->hlo = x;
-        v->sharding = gs_p_replicate_dims(c, s, 1, &i);
+        v->sharding = gs_part_replicate_dims(c, s, 1, &i);
     }
     if (ns > 0) reduce_dims(c, v, ns, small);
 }
@@ -793,32 +796,32 @@ static void gather_dims(gs_pctx *c, gs_pvalue *v, int n, const int *dims) {
 /* 8 (coarser dims). The minor factor f of data dim i's tiles gathered: an all-gather within the
  * groups of f devices that hold neighbouring shards, leaving dim i with 1/f of its tiles, the
  * rest replicated (the target coarsens dim i, its shards unions of f source shards). */
-static void gather_minor(gs_pctx *c, gs_pvalue *v, int i, int64_t f) {
+static void gather_minor(gs_part_ctx *c, gs_part_value *v, int i, int64_t f) {
     const gs_sharding *s = v->sharding;
     gs_tile_assignment u;
     if (!split_tile_dim(c, &s->tiles, i, f, &u)) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return;
     }
     const gs_sharding *view = make(c, &u, s->n_subgroups, s->subgroups);
     if (!view) return;
     int fi = i + 1;
     gs_replica_groups *g = groups_along(c, view, 1, &fi);
-    const gs_sharding *r = gs_p_replicate_dims(c, view, 1, &fi);
+    const gs_sharding *r = gs_part_replicate_dims(c, view, 1, &fi);
     int64_t drop = fi;
     gs_sharding *out = NULL;
-    if (gs_sharding_remove_dims(gs_p_a(c), r, 1, &drop, &out) != GS_OK || !out) {
-        gs_p_oom(c);
+    if (gs_sharding_remove_dims(gs_part_arena(c), r, 1, &drop, &out) != GS_OK || !out) {
+        gs_part_oom(c);
         return;
     }
-    v->hlo = gs_p_all_gather(c, v->hlo, i, f, g);
+    v->hlo = gs_part_all_gather(c, v->hlo, i, f, g);
     v->sharding = out;
 }
 
-static void warn_remat(gs_pctx *c, const gs_sharding *from, const gs_sharding *to) {
+static void warn_remat(gs_part_ctx *c, const gs_sharding *from, const gs_sharding *to) {
     c->e->stats.n_full_remat++;
     if (c->e->dry || (c->opts && c->opts->no_warnings)) return;
-    gs_arena *a = gs_p_a(c);
+    gs_arena *a = gs_part_arena(c);
     const char *name = c->cur ? c->cur->name : "?";
     gs_warning(c->d, c->cur ? c->cur->span : gs_span_none(),
                "involuntary full rematerialization: resharding %%%s from %s to %s replicates "
@@ -827,12 +830,12 @@ static void warn_remat(gs_pctx *c, const gs_sharding *from, const gs_sharding *t
 }
 
 /* 8. Gather the dims that do not refine; the ladder continues from there. */
-static void rung_gather(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+static void rung_gather(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
     const gs_shape *base = v->base;
     int dims[GS_MAX_RANK], n = 0, tiled = 0;
     for (int i = 0; i < base->rank; i++) {
-        int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), len = base->dims[i];
+        int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), len = base->dims[i];
         if (ks == 1) continue;
         tiled++;
         bool keep = ks == kt || (kt % ks == 0 &&
@@ -844,7 +847,7 @@ static void rung_gather(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
     if (to->kind == GS_SHARDING_TILED && !is_repl(to))
         for (int k = 0; k < n; k++) {
             int i = dims[k];
-            int64_t ks = gs_p_tiles(s, i), kt = gs_p_tiles(to, i), len = base->dims[i];
+            int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), len = base->dims[i];
             if (kt < 2 || ks % kt != 0 || ks > len) continue;
             int64_t f = ks / kt, ct = (len + kt - 1) / kt, held = f * ((len + ks - 1) / ks);
             if (ct == held) {
@@ -854,13 +857,14 @@ static void rung_gather(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
             /* Unions of f shards that do not line up with the target's (uneven dims): each
              * device then holds [t*held, (t+1)*held) and a halo exchange with one neighbour
              * moves that to [t*ct, (t+1)*ct). */
-            int64_t live = gs_p_live_tiles(kt, ct, len), L, R;
-            gs_pvalue w = *v;
+            int64_t live = gs_part_live_tiles(kt, ct, len), L, R;
+            gs_part_value w = *v;
             gather_minor(c, &w, i, f);
-            if (c->failed || !gs_p_halo_extent(w.sharding, i, kt * held, 0, ct, ct, live, &L,
-                                               &R) || L > held || R > held)
+            if (c->failed ||
+                !gs_part_halo_extent(w.sharding, i, kt * held, 0, ct, ct, live, &L, &R) ||
+                L > held || R > held)
                 continue;
-            w.hlo = gs_p_halo_read(c, w.hlo, w.sharding, i, kt * held, 0, ct, ct, live, NULL);
+            w.hlo = gs_part_halo_read(c, w.hlo, w.sharding, i, kt * held, 0, ct, ct, live, NULL);
             *v = w;
             return;
         }
@@ -875,60 +879,60 @@ static void rung_gather(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
 
 /* ------------------------------------------------------------------ the ladder */
 
-static void relabel(gs_pvalue *v, const gs_sharding *to) { v->sharding = to; }
+static void relabel(gs_part_value *v, const gs_sharding *to) { v->sharding = to; }
 
 /* Does a value sharded by s serve users wanting `to`? (Replicated serves maximal.) */
 static bool satisfies(const gs_sharding *s, const gs_sharding *to) {
     return gs_sharding_equal(s, to) || (to->kind == GS_SHARDING_MAXIMAL && is_repl(s));
 }
 
-static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to,
-                          gs_pvalue *out);
+static void reshard_array(gs_part_ctx *c, const gs_part_value *in, const gs_sharding *to,
+                          gs_part_value *out);
 
 /* A partially manual reshard, run as an automatic one on the virtual view: the local value gets
  * a leading dim of 1, the ladder runs over [M, shape...], the dim is dropped again. False when
  * the two shardings group the devices into different manual groups. */
-static bool reshard_partial_manual(gs_pctx *c, gs_pvalue *v, const gs_sharding *to) {
+static bool reshard_partial_manual(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *tv = virtualize(c, to);
     const gs_sharding *sv = is_repl(v->sharding) ? virtual_whole(c, tv, v->base->rank)
                                                   : virtualize(c, v->sharding);
     /* The same manual groups (partial values aside). */
-    if (!gs_sharding_equal(virtual_whole(c, gs_p_reduced_form(c, sv), v->base->rank),
-                           virtual_whole(c, gs_p_reduced_form(c, tv), v->base->rank)))
+    if (!gs_sharding_equal(virtual_whole(c, gs_part_reduced_form(c, sv), v->base->rank),
+                           virtual_whole(c, gs_part_reduced_form(c, tv), v->base->rank)))
         return false;
     int r = v->base->rank;
     int64_t dims[GS_MAX_RANK + 1];
-    dims[0] = gs_p_tiles(tv, 0);
+    dims[0] = gs_part_tiles(tv, 0);
     for (int i = 0; i < r; i++) dims[i + 1] = v->base->dims[i];
-    gs_shape *vbase = gs_shape_array(gs_p_a(c), v->base->type, r + 1, dims);
+    gs_shape *vbase = gs_shape_array(gs_part_arena(c), v->base->type, r + 1, dims);
     if (!vbase) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return false;
     }
-    gs_pvalue w = {NULL, vbase, sv, v->red}, o;
+    gs_part_value w = {NULL, vbase, sv, v->combiner}, o;
     if (v->hlo) {
         int64_t ld[GS_MAX_RANK + 1];
         ld[0] = 1;
         for (int i = 0; i < r; i++) ld[i + 1] = v->hlo->shape->dims[i];
-        w.hlo = gs_build_reshape(gs_p_b(c), v->hlo, r + 1, ld);
+        w.hlo = gs_build_reshape(gs_part_builder(c), v->hlo, r + 1, ld);
     }
     reshard_array(c, &w, tv, &o);
     if (o.hlo) {
         int64_t ld[GS_MAX_RANK];
         for (int i = 0; i < r; i++) ld[i] = o.hlo->shape->dims[i + 1];
-        o.hlo = gs_build_reshape(gs_p_b(c), o.hlo, r, ld);
+        o.hlo = gs_build_reshape(gs_part_builder(c), o.hlo, r, ld);
     }
     v->hlo = o.hlo;
     v->sharding = to;
-    v->red = o.red;
+    v->combiner = o.combiner;
     return true;
 }
 
 /* Reshards one array value. */
-static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to,
-                          gs_pvalue *out) {
-    gs_pvalue v = *in;
-    if (to->kind == GS_SHARDING_UNKNOWN) to = gs_sharding_replicated(gs_p_a(c));
+static void reshard_array(gs_part_ctx *c, const gs_part_value *in, const gs_sharding *to,
+                          gs_part_value *out) {
+    gs_part_value v = *in;
+    if (to->kind == GS_SHARDING_UNKNOWN) to = gs_sharding_replicated(gs_part_arena(c));
     for (int step = 0; step < 24 && !c->failed && !c->e->dry_failed; step++) {
         const gs_sharding *s = v.sharding;
         if (satisfies(s, to)) break;
@@ -937,25 +941,26 @@ static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to
             relabel(&v, to);
             break;
         }
-        if (gs_p_partial_manual(to) && (gs_p_partial_manual(s) || is_repl(s)) &&
+        if (gs_part_partial_manual(to) && (gs_part_partial_manual(s) || is_repl(s)) &&
             reshard_partial_manual(c, &v, to))
             break;
         if (is_manual(s) || is_manual(to)) {
-            gs_p_error(c, "cannot reshard %%%s between manual and automatic shardings (%s to %s)",
-                       c->cur ? c->cur->name : "?", gs_sharding_to_string(gs_p_a(c), s),
-                       gs_sharding_to_string(gs_p_a(c), to));
+            gs_part_error(c,
+                          "cannot reshard %%%s between manual and automatic shardings (%s to %s)",
+                          c->cur ? c->cur->name : "?", gs_sharding_to_string(gs_part_arena(c), s),
+                          gs_sharding_to_string(gs_part_arena(c), to));
             break;
         }
         if (s->kind == GS_SHARDING_UNKNOWN) {
-            relabel(&v, gs_sharding_replicated(gs_p_a(c)));
+            relabel(&v, gs_sharding_replicated(gs_part_arena(c)));
             continue;
         }
-        if (gs_unreduced_dim(s) != -1) {
-            if (gs_unreduced_dim(to) == -1 && rung_reduce_scatter(c, &v, to)) continue;
+        if (gs_part_unreduced_dim(s) != -1) {
+            if (gs_part_unreduced_dim(to) == -1 && rung_reduce_scatter(c, &v, to)) continue;
             rung_all_reduce(c, &v);
             continue;
         }
-        if (gs_unreduced_dim(to) != -1) {
+        if (gs_part_unreduced_dim(to) != -1) {
             rung_to_unreduced(c, &v, to);
             break;
         }
@@ -974,9 +979,10 @@ static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to
             continue;
         }
         /* Both plain tiled or replicated from here. */
-        if (!gs_p_plain(s) || !gs_p_plain(to)) {
-            gs_p_error(c, "cannot reshard %%%s from %s to %s", c->cur ? c->cur->name : "?",
-                       gs_sharding_to_string(gs_p_a(c), s), gs_sharding_to_string(gs_p_a(c), to));
+        if (!gs_part_plain(s) || !gs_part_plain(to)) {
+            gs_part_error(c, "cannot reshard %%%s from %s to %s", c->cur ? c->cur->name : "?",
+                          gs_sharding_to_string(gs_part_arena(c), s),
+                          gs_sharding_to_string(gs_part_arena(c), to));
             break;
         }
         if (same_counts(s, to)) {
@@ -986,7 +992,7 @@ static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to
         bool aligned = refinable(v.base, s, to);
         if (aligned || halo_refinable(v.base, s, to)) {
             int64_t ks[GS_MAX_RANK];
-            for (int i = 0; i < v.base->rank; i++) ks[i] = gs_p_tiles(s, i);
+            for (int i = 0; i < v.base->rank; i++) ks[i] = gs_part_tiles(s, i);
             const gs_sharding *mid = coarsen(c, to, v.base->rank, ks);
             if (!gs_sharding_equal(mid, s)) rung_permute(c, &v, mid);
             if (!aligned) rung_align(c, &v, to);
@@ -997,8 +1003,8 @@ static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to
         rung_gather(c, &v, to);
     }
     if (!c->failed && !c->e->dry_failed && !satisfies(v.sharding, to) &&
-        gs_p_plain(v.sharding) && gs_p_plain(to) && !gs_p_partial_manual(v.sharding) &&
-        !gs_p_partial_manual(to)) {
+        gs_part_plain(v.sharding) && gs_part_plain(to) && !gs_part_partial_manual(v.sharding) &&
+        !gs_part_partial_manual(to)) {
         /* The ladder did not converge (it should not happen): the always-correct path, whole
          * value on every device, then the target's shard. */
         warn_remat(c, v.sharding, to);
@@ -1009,27 +1015,28 @@ static void reshard_array(gs_pctx *c, const gs_pvalue *in, const gs_sharding *to
         v.sharding = to;
     }
     if (!c->failed && !c->e->dry_failed && !satisfies(v.sharding, to))
-        gs_p_error(c, "internal: cannot reshard %%%s from %s to %s", c->cur ? c->cur->name : "?",
-                   gs_sharding_to_string(gs_p_a(c), in->sharding),
-                   gs_sharding_to_string(gs_p_a(c), to));
+        gs_part_error(c, "internal: cannot reshard %%%s from %s to %s", c->cur ? c->cur->name : "?",
+                      gs_sharding_to_string(gs_part_arena(c), in->sharding),
+                      gs_sharding_to_string(gs_part_arena(c), to));
     *out = v;
 }
 
 /* The sub-sharding of tuple element `index` of a value of tuple shape s sharded by sh. */
-const gs_sharding *gs_p_element_sharding(gs_pctx *c, const gs_sharding *sh, const gs_shape *s,
-                                         int index) {
+const gs_sharding *gs_part_element_sharding(gs_part_ctx *c, const gs_sharding *sh,
+                                            const gs_shape *s, int index) {
     if (sh->kind != GS_SHARDING_TUPLE) return sh;
     int start = 0;
     for (int i = 0; i < index; i++) start += gs_shape_n_leaves(s->tuple[i]);
     const gs_shape *e = s->tuple[index];
     if (e->type != GS_TUPLE) return start < sh->n_tuple ? sh->tuple[start] : sh;
     int n = gs_shape_n_leaves(e);
-    gs_sharding *t = gs_sharding_tuple(gs_p_a(c), n, sh->tuple + start);
-    if (!t) gs_p_oom(c);
+    gs_sharding *t = gs_sharding_tuple(gs_part_arena(c), n, sh->tuple + start);
+    if (!t) gs_part_oom(c);
     return t ? t : sh;
 }
 
-void gs_reshard_nocache(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out) {
+void gs_part_reshard_nocache(gs_part_ctx *c, const gs_part_value *v, const gs_sharding *to,
+                             gs_part_value *out) {
     if (c->failed) {
         *out = *v;
         return;
@@ -1040,20 +1047,21 @@ void gs_reshard_nocache(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, g
             *out = *v;
             return;
         }
-        gs_instr **elems = GS_NEW_ARRAY(gs_p_a(c), gs_instr *, n + 1);
+        gs_instr **elems = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, n + 1);
         int nlv = gs_shape_n_leaves(v->base);
-        gs_sharding **leaves = GS_NEW_ARRAY(gs_p_a(c), gs_sharding *, nlv + 1);
+        gs_sharding **leaves = GS_NEW_ARRAY(gs_part_arena(c), gs_sharding *, nlv + 1);
         if (!elems || !leaves) {
-            gs_p_oom(c);
+            gs_part_oom(c);
             *out = *v;
             return;
         }
         int nl = 0;
         for (int i = 0; i < n; i++) {
-            gs_pvalue e = {v->hlo ? gs_build_gte(gs_p_b(c), v->hlo, i) : NULL, v->base->tuple[i],
-                           gs_p_element_sharding(c, v->sharding, v->base, i), v->red};
-            gs_pvalue r;
-            gs_reshard_nocache(c, &e, gs_p_element_sharding(c, to, v->base, i), &r);
+            gs_part_value e = {v->hlo ? gs_build_gte(gs_part_builder(c), v->hlo, i) : NULL,
+                               v->base->tuple[i],
+                               gs_part_element_sharding(c, v->sharding, v->base, i), v->combiner};
+            gs_part_value r;
+            gs_part_reshard_nocache(c, &e, gs_part_element_sharding(c, to, v->base, i), &r);
             elems[i] = r.hlo;
             if (r.sharding->kind == GS_SHARDING_TUPLE)
                 for (int k = 0; k < r.sharding->n_tuple; k++) leaves[nl++] = r.sharding->tuple[k];
@@ -1061,11 +1069,11 @@ void gs_reshard_nocache(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, g
                 for (int k = 0; k < gs_shape_n_leaves(v->base->tuple[i]); k++)
                     leaves[nl++] = (gs_sharding *)r.sharding;
         }
-        out->hlo = v->hlo ? gs_build_tuple(gs_p_b(c), n, elems) : NULL;
+        out->hlo = v->hlo ? gs_build_tuple(gs_part_builder(c), n, elems) : NULL;
         out->base = v->base;
-        out->sharding = gs_sharding_tuple(gs_p_a(c), nl, leaves);
-        out->red = v->red;
-        if (!out->sharding) gs_p_oom(c);
+        out->sharding = gs_sharding_tuple(gs_part_arena(c), nl, leaves);
+        out->combiner = v->combiner;
+        if (!out->sharding) gs_part_oom(c);
         return;
     }
     if (!gs_type_is_array(v->base->type) || gs_sharding_equal(v->sharding, to)) {
@@ -1083,21 +1091,22 @@ static uint64_t cache_hash(const gs_instr *from, const gs_sharding *to) {
     return h ^ gs_sharding_hash(to);
 }
 
-void gs_reshard(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue *out) {
+void gs_part_reshard(gs_part_ctx *c, const gs_part_value *v, const gs_sharding *to,
+                     gs_part_value *out) {
     if (gs_sharding_equal(v->sharding, to) || c->e->dry || !v->hlo || c->n_cache == 0) {
-        gs_reshard_nocache(c, v, to, out);
+        gs_part_reshard_nocache(c, v, to, out);
         return;
     }
     uint64_t h = cache_hash(v->hlo, to) & (uint64_t)(c->n_cache - 1);
-    for (gs_reshard_entry *e = c->cache[h]; e; e = e->next)
+    for (gs_part_reshard_entry *e = c->cache[h]; e; e = e->next)
         if (e->from == v->hlo && gs_sharding_equal(e->to, to) && e->value.base == v->base) {
             *out = e->value;
             return;
         }
-    gs_reshard_nocache(c, v, to, out);
-    gs_reshard_entry *e = GS_NEW(gs_p_a(c), gs_reshard_entry);
+    gs_part_reshard_nocache(c, v, to, out);
+    gs_part_reshard_entry *e = GS_NEW(gs_part_arena(c), gs_part_reshard_entry);
     if (!e) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return;
     }
     e->from = v->hlo;
@@ -1109,57 +1118,57 @@ void gs_reshard(gs_pctx *c, const gs_pvalue *v, const gs_sharding *to, gs_pvalue
 
 /* ------------------------------------------------------------------ costing */
 
-static int64_t reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
+static int64_t reshard_cost(gs_part_ctx *c, const gs_shape *base, const gs_sharding *from,
                             gs_opcode red, const gs_sharding *to);
 
-int64_t gs_reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
-                        gs_opcode red, const gs_sharding *to) {
+int64_t gs_part_reshard_cost(gs_part_ctx *c, const gs_shape *base, const gs_sharding *from,
+                             gs_opcode red, const gs_sharding *to) {
     if (gs_sharding_equal(from, to)) return 0;
     /* Layers repeat: the same reshard of the same shape is costed once. */
     uint64_t h = gs_sharding_hash(from) * 31 + gs_sharding_hash(to) + (uint64_t)red;
     for (int i = 0; i < base->rank; i++) h = h * 1000003u + (uint64_t)base->dims[i];
     h = (h ^ (h >> 29)) & 255;
-    for (gs_cost_entry *e = c->costs[h]; e; e = e->next)
-        if (e->red == red && gs_shape_equal(e->base, base) && gs_sharding_equal(e->from, from) &&
-            gs_sharding_equal(e->to, to))
+    for (gs_part_cost_entry *e = c->costs[h]; e; e = e->next)
+        if (e->combiner == red && gs_shape_equal(e->base, base) &&
+            gs_sharding_equal(e->from, from) && gs_sharding_equal(e->to, to))
             return e->bytes;
     int64_t bytes = reshard_cost(c, base, from, red, to);
-    gs_cost_entry *e = GS_NEW(gs_p_a(c), gs_cost_entry);
+    gs_part_cost_entry *e = GS_NEW(gs_part_arena(c), gs_part_cost_entry);
     if (!e) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return bytes;
     }
-    *e = (gs_cost_entry){base, from, to, red, bytes, c->costs[h]};
+    *e = (gs_part_cost_entry){base, from, to, red, bytes, c->costs[h]};
     c->costs[h] = e;
     return bytes;
 }
 
-static int64_t reshard_cost(gs_pctx *c, const gs_shape *base, const gs_sharding *from,
+static int64_t reshard_cost(gs_part_ctx *c, const gs_shape *base, const gs_sharding *from,
                             gs_opcode red, const gs_sharding *to) {
-    gs_emit dry;
+    gs_part_emit dry;
     memset(&dry, 0, sizeof dry);
     dry.dry = true;
     dry.m = gs_module_new("cost");
     if (!dry.m) {
-        gs_p_oom(c);
+        gs_part_oom(c);
         return 0;
     }
     gs_computation *comp = gs_computation_new(dry.m, "cost");
     if (!comp) {
         gs_module_free(dry.m);
-        gs_p_oom(c);
+        gs_part_oom(c);
         return 0;
     }
     comp->is_entry = true;
     dry.m->entry = comp;
     gs_builder_init(&dry.b, dry.m, comp, &dry.names);
-    gs_emit *saved = c->e;
+    gs_part_emit *saved = c->e;
     int64_t channel = c->channel;
     c->e = &dry;
-    gs_pvalue v = {NULL, base, from, red};
-    v.hlo = gs_build_parameter(&dry.b, 0, gs_p_local_shape(c, base, from), "p");
-    gs_pvalue out;
-    gs_reshard_nocache(c, &v, to, &out);
+    gs_part_value v = {NULL, base, from, red};
+    v.hlo = gs_build_parameter(&dry.b, 0, gs_part_local_shape(c, base, from), "p");
+    gs_part_value out;
+    gs_part_reshard_nocache(c, &v, to, &out);
     c->e = saved;
     c->channel = channel;
     int64_t bytes = gs_partition_stats_bytes(&dry.stats);

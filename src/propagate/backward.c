@@ -25,8 +25,8 @@ static int operand_index(const gs_instr *user, const gs_instr *in) {
 }
 
 /* XLA InferBroadcastOperandSharding. */
-static const gs_sharding *broadcast_operand(gs_pctx *c, const gs_instr *user) {
-    const gs_sharding *us = GS_PSH(user);
+static const gs_sharding *broadcast_operand(gs_prop_ctx *c, const gs_instr *user) {
+    const gs_sharding *us = GS_PROP_SHARDING(user);
     if (gs_prop_replicated(us) || gs_prop_manual(us)) return us;
     gs_ints dims = gs_instr_ints(user, GS_ATTR_DIMENSIONS);
     int64_t rep[GS_MAX_RANK];
@@ -44,8 +44,8 @@ static const gs_sharding *broadcast_operand(gs_pctx *c, const gs_instr *user) {
 }
 
 /* The devices of the part of a concatenate's tiles operand `in` covers (non-SPMD mode). */
-static const gs_sharding *concat_operand(gs_pctx *c, const gs_instr *in, const gs_instr *user) {
-    const gs_sharding *us = GS_PSH(user);
+static const gs_sharding *concat_operand(gs_prop_ctx *c, const gs_instr *in, const gs_instr *user) {
+    const gs_sharding *us = GS_PROP_SHARDING(user);
     gs_ints dims = gs_instr_ints(user, GS_ATTR_DIMENSIONS);
     int cdim = dims.n ? (int)dims.v[0] : 0;
     const gs_tile_assignment *t = &us->tiles;
@@ -94,13 +94,13 @@ static const gs_sharding *concat_operand(gs_pctx *c, const gs_instr *in, const g
 }
 
 /* The get-tuple-element case: the tuple's sharding with element `index` from the user. */
-static const gs_sharding *gte_operand(gs_pctx *c, const gs_instr *in, const gs_instr *user) {
-    const gs_sharding *us = GS_PSH(user);
+static const gs_sharding *gte_operand(gs_prop_ctx *c, const gs_instr *in, const gs_instr *user) {
+    const gs_sharding *us = GS_PROP_SHARDING(user);
     int index = (int)gs_instr_int(user, GS_ATTR_INDEX, 0);
     const gs_shape *shape = in->shape;
     if (shape->type != GS_TUPLE || index >= shape->n_tuple) return NULL;
     if (us->kind == GS_SHARDING_TUPLE && us->n_tuple == 0) return NULL;
-    const gs_sharding *base = GS_PSH(in);
+    const gs_sharding *base = GS_PROP_SHARDING(in);
     if (!base) {
         /* Every leaf replicated, keeping the user's manual subgroups. */
         const gs_sharding *proto = us->kind == GS_SHARDING_TUPLE ? us->tuple[0] : us;
@@ -143,10 +143,10 @@ static const gs_sharding *gte_operand(gs_pctx *c, const gs_instr *in, const gs_i
 
 /* XLA's reduce case: the user's sharding with the reduced dims put back, merged with the
  * shardings of the reduce's other inputs. */
-static const gs_sharding *reduce_operand(gs_pctx *c, const gs_instr *in, const gs_instr *user) {
+static const gs_sharding *reduce_operand(gs_prop_ctx *c, const gs_instr *in, const gs_instr *user) {
     if (in->shape->type == GS_TUPLE || in->shape->rank == 0) return NULL;
     int idx = operand_index(user, in);
-    const gs_sharding *us = GS_PSH(user);
+    const gs_sharding *us = GS_PROP_SHARDING(user);
     if (user->shape->type == GS_TUPLE) us = gs_prop_sub(c, us, user->shape, idx);
     if (!us) return NULL;
     if (us->kind == GS_SHARDING_TILED) {
@@ -164,16 +164,16 @@ static const gs_sharding *reduce_operand(gs_pctx *c, const gs_instr *in, const g
     int n_in = user->n_operands / 2;
     for (int i = 0; i < n_in; i++) {
         gs_instr *op = gs_prop_operand(user, i);
-        if (op == in || !GS_PSH(op)) continue;
+        if (op == in || !GS_PROP_SHARDING(op)) continue;
         const gs_sharding *m =
-            gs_prop_merge_compatible(c, GS_PSH(op), gs_prop_num_tiles(us) + 1, us);
+            gs_prop_merge_compatible(c, GS_PROP_SHARDING(op), gs_prop_num_tiles(us) + 1, us);
         if (m) us = m;
     }
     return us;
 }
 
 /* scan backward: an input from its scanned output, an init from its carry. */
-static const gs_sharding *scan_operand(gs_pctx *c, const gs_instr *in, const gs_instr *user) {
+static const gs_sharding *scan_operand(gs_prop_ctx *c, const gs_instr *in, const gs_instr *user) {
     int carries = (int)gs_instr_int(user, GS_ATTR_NUM_CARRIES, 0);
     int n_in = user->n_operands - carries;
     if (user->shape->type != GS_TUPLE) return NULL;
@@ -182,13 +182,13 @@ static const gs_sharding *scan_operand(gs_pctx *c, const gs_instr *in, const gs_
     int res = idx < n_in ? idx : n_out + (idx - n_in);
     if (res < 0 || res >= user->shape->n_tuple) return NULL;
     if (!gs_prop_compatible(in->shape, user->shape->tuple[res])) return NULL;
-    return gs_prop_sub(c, GS_PSH(user), user->shape, res);
+    return gs_prop_sub(c, GS_PROP_SHARDING(user), user->shape, res);
 }
 
-const gs_sharding *gs_prop_from_user(gs_pctx *c, const gs_instr *in, const gs_instr *user,
+const gs_sharding *gs_prop_from_user(gs_prop_ctx *c, const gs_instr *in, const gs_instr *user,
                                      int level) {
     if (!gs_prop_level_ok(user, level)) return NULL;
-    const gs_sharding *us = GS_PSH(user);
+    const gs_sharding *us = GS_PROP_SHARDING(user);
     if (!gs_prop_spatial(us)) return NULL;
     bool may = c->is_spmd && level > 0;
     switch (user->op) {
@@ -203,12 +203,13 @@ const gs_sharding *gs_prop_from_user(gs_pctx *c, const gs_instr *in, const gs_in
         return concat_operand(c, in, user);
     }
     case GS_OP_CONVOLUTION: {
-        gs_pdot d;
+        gs_prop_dot d;
         gs_prop_dot_dims(user, &d);
         if (d.n_conv > 0) return NULL;
         int idx = operand_index(user, in);
         if (idx < 0 || idx > 1) return NULL;
-        return gs_prop_dot_operand(c, &d, us, GS_PSH(gs_prop_operand(user, 1 - idx)), idx, may);
+        return gs_prop_dot_operand(c, &d, us, GS_PROP_SHARDING(gs_prop_operand(user, 1 - idx)), idx,
+                                   may);
     }
     case GS_OP_DYNAMIC_SLICE:
     case GS_OP_DYNAMIC_UPDATE_SLICE: {
@@ -251,11 +252,12 @@ const gs_sharding *gs_prop_from_user(gs_pctx *c, const gs_instr *in, const gs_in
     }
     case GS_OP_GET_TUPLE_ELEMENT: return gte_operand(c, in, user);
     case GS_OP_DOT: {
-        gs_pdot d;
+        gs_prop_dot d;
         gs_prop_dot_dims(user, &d);
         int idx = operand_index(user, in);
         if (idx < 0 || idx > 1) return NULL;
-        return gs_prop_dot_operand(c, &d, us, GS_PSH(gs_prop_operand(user, 1 - idx)), idx, may);
+        return gs_prop_dot_operand(c, &d, us, GS_PROP_SHARDING(gs_prop_operand(user, 1 - idx)), idx,
+                                   may);
     }
     case GS_OP_REDUCE: return reduce_operand(c, in, user);
     case GS_OP_SORT: {
@@ -287,21 +289,21 @@ const gs_sharding *gs_prop_from_user(gs_pctx *c, const gs_instr *in, const gs_in
     }
     case GS_OP_SCAN: return scan_operand(c, in, user);
     case GS_OP_CUSTOM_CALL:
-        if (GS_PN(user)->copy_like) break;
+        if (GS_PROP_NODE(user)->copy_like) break;
         return gs_prop_compatible(in->shape, user->shape) ? us : NULL;
     default: break;
     }
     return gs_prop_compatible(in->shape, user->shape) ? us : NULL;
 }
 
-bool gs_prop_backward(gs_pctx *c, gs_instr *in, int level) {
-    gs_pnode *n = GS_PN(in);
+bool gs_prop_backward(gs_prop_ctx *c, gs_instr *in, int level) {
+    gs_prop_node *n = GS_PROP_NODE(in);
     if (level < 2 && in->op == GS_OP_BROADCAST) return false;
     if (n->sh && gs_prop_manual(n->sh)) return false;
     if (!n->sh || gs_prop_tile_maximal(n->sh)) {
         for (int i = 0; i < n->n_users; i++) {
             gs_instr *user = n->users[i];
-            const gs_sharding *us = GS_PSH(user);
+            const gs_sharding *us = GS_PROP_SHARDING(user);
             if (!us || gs_prop_is_cc(user, "SPMDFullToShardShape")) continue;
             if (in->shape->type != GS_TUPLE && gs_prop_manual(us)) {
                 gs_sharding *m = gs_sharding_manual(c->a);
@@ -310,12 +312,12 @@ bool gs_prop_backward(gs_pctx *c, gs_instr *in, int level) {
                     return false;
                 }
                 m->metadata = us->kind == GS_SHARDING_TUPLE ? NULL : us->metadata;
-                gs_prop_set(c, in, m, GS_PDIR_BACKWARD, user, "manual");
+                gs_prop_set(c, in, m, GS_PROP_DIR_BACKWARD, user, "manual");
                 return true;
             }
             const gs_sharding *s = gs_prop_from_user(c, in, user, level);
             if (s && gs_prop_manual(s)) {
-                gs_prop_set(c, in, s, GS_PDIR_BACKWARD, user, "manual");
+                gs_prop_set(c, in, s, GS_PROP_DIR_BACKWARD, user, "manual");
                 return true;
             }
         }
@@ -331,7 +333,7 @@ bool gs_prop_backward(gs_pctx *c, gs_instr *in, int level) {
                 return false;
             }
             if (n->sh && gs_sharding_equal(n->sh, r)) return false;
-            gs_prop_set(c, in, r, GS_PDIR_BACKWARD, user, "rng-bit-generator seed");
+            gs_prop_set(c, in, r, GS_PROP_DIR_BACKWARD, user, "rng-bit-generator seed");
             return true;
         }
         const gs_sharding *s = gs_prop_from_user(c, in, user, level);
@@ -340,22 +342,23 @@ bool gs_prop_backward(gs_pctx *c, gs_instr *in, int level) {
             if (!s) c->oom = true;
         }
         if (s)
-            improved |= gs_prop_improve(c, in, s, may, false, GS_PDIR_BACKWARD, user,
+            improved |= gs_prop_improve(c, in, s, may, false, GS_PROP_DIR_BACKWARD, user,
                                         gs_op_name(user->op));
     }
     return improved;
 }
 
-bool gs_prop_from_group(gs_pctx *c, gs_instr *in, int level, const gs_pgroup *g) {
+bool gs_prop_from_group(gs_prop_ctx *c, gs_instr *in, int level, const gs_prop_group *g) {
     if (!gs_prop_level_ok(in, level)) return false;
-    const gs_sharding *cur = GS_PSH(in);
+    const gs_sharding *cur = GS_PROP_SHARDING(in);
     if (cur && gs_prop_manual(cur)) return false;
     if (gs_prop_is_cc(in, "ShardBarrierTo")) return false;
     if (!cur || gs_prop_tile_maximal(cur)) {
         for (int i = 0; i < g->n; i++) {
             gs_instr *m = g->members[i];
-            if (m == in || !GS_PSH(m) || !gs_prop_manual(GS_PSH(m))) continue;
-            gs_prop_set(c, in, GS_PSH(m), GS_PDIR_GROUP, m, g->as ? "shard_as" : "shard_like");
+            if (m == in || !GS_PROP_SHARDING(m) || !gs_prop_manual(GS_PROP_SHARDING(m))) continue;
+            gs_prop_set(c, in, GS_PROP_SHARDING(m), GS_PROP_DIR_GROUP, m,
+                        g->as ? "shard_as" : "shard_like");
             return true;
         }
     }
@@ -363,7 +366,7 @@ bool gs_prop_from_group(gs_pctx *c, gs_instr *in, int level, const gs_pgroup *g)
     for (int i = 0; i < g->n; i++) {
         gs_instr *m = g->members[i];
         if (m == in || gs_prop_is_cc(m, "ShardBarrierFrom")) continue;
-        changed |= gs_prop_improve(c, in, GS_PSH(m), may, false, GS_PDIR_GROUP, m,
+        changed |= gs_prop_improve(c, in, GS_PROP_SHARDING(m), may, false, GS_PROP_DIR_GROUP, m,
                                    g->as ? "shard_as" : "shard_like");
     }
     return changed;

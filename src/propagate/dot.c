@@ -17,8 +17,8 @@
 
 #include <string.h>
 
-static gs_pdim pdim(int64_t lhs, int64_t rhs, int64_t out, int64_t spatial) {
-    gs_pdim d = {lhs, rhs, out, spatial};
+static gs_prop_dim pdim(int64_t lhs, int64_t rhs, int64_t out, int64_t spatial) {
+    gs_prop_dim d = {lhs, rhs, out, spatial};
     return d;
 }
 
@@ -40,7 +40,7 @@ static bool spatial_is_batch(int64_t lhs_size, const gs_window_dim *w) {
            w->lhs_dilate == lhs_size - 1;
 }
 
-void gs_prop_dot_dims(const gs_instr *in, gs_pdot *d) {
+void gs_prop_dot_dims(const gs_instr *in, gs_prop_dot *d) {
     memset(d, 0, sizeof *d);
     const gs_shape *ls = in->operands[0]->shape, *rs = in->operands[1]->shape;
     d->lhs_rank = ls->rank;
@@ -60,7 +60,7 @@ void gs_prop_dot_dims(const gs_instr *in, gs_pdot *d) {
             gs_window_dim def = {1, 1, 0, 0, 1, 1, false};
             const gs_window_dim *w =
                 wa && wa->u.window && i < wa->u.window->n ? &wa->u.window->dims[i] : &def;
-            gs_pdim p = pdim(lhs, rhs, out, i);
+            gs_prop_dim p = pdim(lhs, rhs, out, i);
             if (spatial_is_batch(lsz, w)) {
                 d->batch[d->n_batch++] = p;
             } else if (lsz == w->size && w->lhs_dilate == 1 && w->rhs_dilate == 1 &&
@@ -98,17 +98,17 @@ void gs_prop_dot_dims(const gs_instr *in, gs_pdot *d) {
 }
 
 /* The side (0 lhs, 1 rhs) of a dim correspondence. */
-static int64_t side(const gs_pdim *p, int index) { return index == 0 ? p->lhs : p->rhs; }
+static int64_t side(const gs_prop_dim *p, int index) { return index == 0 ? p->lhs : p->rhs; }
 
 /* The result's sharding implied by operand `index` (XLA's from_operand lambda). */
-static const gs_sharding *from_operand(gs_pctx *c, const gs_instr *in, const gs_pdot *d,
+static const gs_sharding *from_operand(gs_prop_ctx *c, const gs_instr *in, const gs_prop_dot *d,
                                        int index) {
-    const gs_sharding *s = GS_PSH(gs_prop_operand(in, index));
+    const gs_sharding *s = GS_PROP_SHARDING(gs_prop_operand(in, index));
     if (gs_prop_tile_maximal(s)) return s;
     int64_t rep[GS_MAX_RANK * 2];
     int nr = 0;
     for (int i = 0; i < d->n_contract; i++) rep[nr++] = side(&d->contract[i], index);
-    const gs_pdim *onc = index == 0 ? d->rhs_nc : d->lhs_nc;
+    const gs_prop_dim *onc = index == 0 ? d->rhs_nc : d->lhs_nc;
     int n_onc = index == 0 ? d->n_rhs_nc : d->n_lhs_nc;
     for (int i = 0; i < n_onc; i++)
         if (side(&onc[i], index) >= 0) rep[nr++] = side(&onc[i], index);
@@ -122,7 +122,7 @@ static const gs_sharding *from_operand(gs_pctx *c, const gs_instr *in, const gs_
         out_to_op[d->batch[i].out] = side(&d->batch[i], index);
         op_to_out[side(&d->batch[i], index)] = d->batch[i].out;
     }
-    const gs_pdim *nc = index == 0 ? d->lhs_nc : d->rhs_nc;
+    const gs_prop_dim *nc = index == 0 ? d->lhs_nc : d->rhs_nc;
     int n_nc = index == 0 ? d->n_lhs_nc : d->n_rhs_nc;
     for (int i = 0; i < n_nc; i++) {
         out_to_op[nc[i].out] = side(&nc[i], index);
@@ -133,8 +133,8 @@ static const gs_sharding *from_operand(gs_pctx *c, const gs_instr *in, const gs_
 
 /* XLA LookaheadUserSharding: along a chain of single users, the sharding the first sharded
  * instruction implies for `in`. */
-static const gs_sharding *lookahead(gs_pctx *c, gs_instr *in) {
-    gs_pnode *n = GS_PN(in);
+static const gs_sharding *lookahead(gs_prop_ctx *c, gs_instr *in) {
+    gs_prop_node *n = GS_PROP_NODE(in);
     if (n->n_users != 1) return NULL;
     enum { MAX_CHAIN = 4096 };
     gs_instr *chain[MAX_CHAIN];
@@ -142,42 +142,42 @@ static const gs_sharding *lookahead(gs_pctx *c, gs_instr *in) {
     chain[len++] = in;
     gs_instr *cur = n->users[0];
     chain[len++] = cur;
-    while (!GS_PSH(cur)) {
-        if (GS_PN(cur)->n_users != 1 || len >= MAX_CHAIN) return NULL;
-        cur = GS_PN(cur)->users[0];
+    while (!GS_PROP_SHARDING(cur)) {
+        if (GS_PROP_NODE(cur)->n_users != 1 || len >= MAX_CHAIN) return NULL;
+        cur = GS_PROP_NODE(cur)->users[0];
         chain[len++] = cur;
     }
     const gs_sharding *s = NULL;
     for (int i = len - 1; i >= 1; i--) {
         s = gs_prop_from_user(c, chain[i - 1], chain[i], 1000);
         if (s && i != 1) {
-            GS_PN(chain[i - 1])->sh = s;
+            GS_PROP_NODE(chain[i - 1])->sh = s;
             continue;
         }
         break;
     }
-    for (int i = 1; i < len - 1; i++) GS_PN(chain[i])->sh = NULL;
+    for (int i = 1; i < len - 1; i++) GS_PROP_NODE(chain[i])->sh = NULL;
     return s;
 }
 
-bool gs_prop_dot_forward(gs_pctx *c, gs_instr *in, bool may) {
-    gs_pdot d;
+bool gs_prop_dot_forward(gs_prop_ctx *c, gs_instr *in, bool may) {
+    gs_prop_dot d;
     gs_prop_dot_dims(in, &d);
     gs_instr *op0 = gs_prop_operand(in, 0), *op1 = gs_prop_operand(in, 1);
-    const gs_sharding *cur = GS_PSH(in);
+    const gs_sharding *cur = GS_PROP_SHARDING(in);
     const gs_sharding *i0 = NULL, *i1 = NULL;
-    if (gs_prop_spatial(GS_PSH(op0)))
+    if (gs_prop_spatial(GS_PROP_SHARDING(op0)))
         i0 = gs_prop_improved(c, from_operand(c, in, &d, 0), cur, in->shape, may, false);
-    if (gs_prop_spatial(GS_PSH(op1)))
+    if (gs_prop_spatial(GS_PROP_SHARDING(op1)))
         i1 = gs_prop_improved(c, from_operand(c, in, &d, 1), cur, in->shape, may, false);
     const char *rule = in->op == GS_OP_DOT ? "dot" : "convolution as dot";
     if (!i0 && !i1) return false;
     if (i0 && !i1) {
-        gs_prop_set(c, in, i0, GS_PDIR_FORWARD, op0, rule);
+        gs_prop_set(c, in, i0, GS_PROP_DIR_FORWARD, op0, rule);
         return true;
     }
     if (!i0 && i1) {
-        gs_prop_set(c, in, i1, GS_PDIR_FORWARD, op1, rule);
+        gs_prop_set(c, in, i1, GS_PROP_DIR_FORWARD, op1, rule);
         return true;
     }
     const gs_sharding *la = lookahead(c, in);
@@ -196,16 +196,17 @@ bool gs_prop_dot_forward(gs_pctx *c, gs_instr *in, bool may) {
     if (!decided && gs_prop_bytes(op0->shape) < gs_prop_bytes(op1->shape)) {
         first = i1, second = i0, ffrom = op1, sfrom = op0;
     }
-    gs_prop_set(c, in, first, GS_PDIR_FORWARD, ffrom, rule);
-    gs_prop_improve(c, in, second, may, false, GS_PDIR_FORWARD, sfrom, rule);
+    gs_prop_set(c, in, first, GS_PROP_DIR_FORWARD, ffrom, rule);
+    gs_prop_improve(c, in, second, may, false, GS_PROP_DIR_FORWARD, sfrom, rule);
     return true;
 }
 
-const gs_sharding *gs_prop_dot_operand(gs_pctx *c, const gs_pdot *d, const gs_sharding *dot_sh,
-                                       const gs_sharding *other, int index, bool may) {
+const gs_sharding *gs_prop_dot_operand(gs_prop_ctx *c, const gs_prop_dot *d,
+                                       const gs_sharding *dot_sh, const gs_sharding *other,
+                                       int index, bool may) {
     int64_t out_rep[GS_MAX_RANK * 2], other_rep[GS_MAX_RANK * 2];
     int n_out = 0, n_other = 0;
-    const gs_pdim *onc = index == 0 ? d->rhs_nc : d->lhs_nc;
+    const gs_prop_dim *onc = index == 0 ? d->rhs_nc : d->lhs_nc;
     int n_onc = index == 0 ? d->n_rhs_nc : d->n_lhs_nc;
     for (int i = 0; i < n_onc; i++) {
         out_rep[n_out++] = onc[i].out;
@@ -213,7 +214,7 @@ const gs_sharding *gs_prop_dot_operand(gs_pctx *c, const gs_pdot *d, const gs_sh
     }
     for (int i = 0; i < d->n_contract; i++)
         if (d->contract[i].out >= 0) out_rep[n_out++] = d->contract[i].out;
-    const gs_pdim *nc = index == 0 ? d->lhs_nc : d->rhs_nc;
+    const gs_prop_dim *nc = index == 0 ? d->lhs_nc : d->rhs_nc;
     int n_nc = index == 0 ? d->n_lhs_nc : d->n_rhs_nc;
     for (int i = 0; i < n_nc; i++)
         if (side(&nc[i], 1 - index) >= 0) other_rep[n_other++] = side(&nc[i], 1 - index);
@@ -279,11 +280,12 @@ static bool kernel_small(const gs_instr *in) {
     return true;
 }
 
-bool gs_prop_conv_forward(gs_pctx *c, gs_instr *in, bool may) {
-    gs_pdot d;
+bool gs_prop_conv_forward(gs_prop_ctx *c, gs_instr *in, bool may) {
+    gs_prop_dot d;
     gs_prop_dot_dims(in, &d);
     int64_t lparts = 1, rparts = 1;
-    const gs_sharding *ls = GS_PSH(gs_prop_operand(in, 0)), *rs = GS_PSH(gs_prop_operand(in, 1));
+    const gs_sharding *ls = GS_PROP_SHARDING(gs_prop_operand(in, 0)),
+                      *rs = GS_PROP_SHARDING(gs_prop_operand(in, 1));
     for (int i = 0; i < d.n_conv; i++) {
         if (ls) lparts *= gs_prop_tiles(ls, (int)d.conv[i].lhs);
         if (rs) rparts *= gs_prop_tiles(rs, (int)d.conv[i].rhs);
@@ -295,7 +297,7 @@ bool gs_prop_conv_forward(gs_pctx *c, gs_instr *in, bool may) {
     gs_instr *lhs = gs_prop_operand(in, 0);
     if (!gs_prop_spatial(ls)) return false;
     if (gs_prop_tile_maximal(ls))
-        return gs_prop_improve(c, in, ls, may, false, GS_PDIR_FORWARD, lhs, "convolution");
+        return gs_prop_improve(c, in, ls, may, false, GS_PROP_DIR_FORWARD, lhs, "convolution");
     const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
     if (kernel_small(in)) {
         if (gs_prop_tiles(ls, (int)cd->in_feature) > 1) return false;
@@ -304,9 +306,9 @@ bool gs_prop_conv_forward(gs_pctx *c, gs_instr *in, bool may) {
         perm[cd->out_feature] = (int)cd->in_feature;
         for (int i = 0; i < cd->n_spatial; i++) perm[cd->out_spatial[i]] = (int)cd->in_spatial[i];
         return gs_prop_improve(c, in, gs_prop_transpose(c, ls, in->shape->rank, perm), may, false,
-                               GS_PDIR_FORWARD, lhs, "convolution (small kernel)");
+                               GS_PROP_DIR_FORWARD, lhs, "convolution (small kernel)");
     }
     int64_t keep = cd->in_batch;
     return gs_prop_improve(c, in, gs_prop_replicate_except(c, ls, 1, &keep), may, false,
-                           GS_PDIR_FORWARD, lhs, "convolution (large kernel)");
+                           GS_PROP_DIR_FORWARD, lhs, "convolution (large kernel)");
 }

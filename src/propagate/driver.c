@@ -25,9 +25,9 @@
 
 /* ------------------------------------------------------------------ state changes */
 
-void gs_prop_set(gs_pctx *c, gs_instr *in, const gs_sharding *s, gs_pdir dir,
+void gs_prop_set(gs_prop_ctx *c, gs_instr *in, const gs_sharding *s, gs_prop_dir dir,
                  const gs_instr *from, const char *rule) {
-    gs_pnode *n = GS_PN(in);
+    gs_prop_node *n = GS_PROP_NODE(in);
     if (s && c->a != c->perm) {
         /* Inferred in the step's temporary arena: keep a copy. */
         gs_sharding *p = gs_prop_persist(c->perm, s);
@@ -41,7 +41,7 @@ void gs_prop_set(gs_pctx *c, gs_instr *in, const gs_sharding *s, gs_pdir dir,
     if (!c->record || !s) return;
     if (n->n_steps == n->cap_steps) {
         int cap = n->cap_steps ? n->cap_steps * 2 : 2;
-        gs_pstep *v = GS_NEW_ARRAY(&c->scratch, gs_pstep, cap);
+        gs_prop_step *v = GS_NEW_ARRAY(&c->scratch, gs_prop_step, cap);
         if (!v) {
             c->oom = true;
             return;
@@ -50,31 +50,32 @@ void gs_prop_set(gs_pctx *c, gs_instr *in, const gs_sharding *s, gs_pdir dir,
         n->steps = v;
         n->cap_steps = cap;
     }
-    gs_pstep *st = &n->steps[n->n_steps++];
+    gs_prop_step *st = &n->steps[n->n_steps++];
     st->sharding = s;
     st->from = from;
-    st->from_step = from && from->aux ? GS_PN(from)->n_steps - 1 : -1;
+    st->from_step = from && from->aux ? GS_PROP_NODE(from)->n_steps - 1 : -1;
     st->rule = rule;
     st->dir = (unsigned char)dir;
     st->level = (signed char)c->level;
 }
 
-bool gs_prop_improve(gs_pctx *c, gs_instr *in, const gs_sharding *s, bool may_combine,
-                     bool aggressive, gs_pdir dir, const gs_instr *from, const char *rule) {
-    const gs_sharding *r = gs_prop_improved(c, s, GS_PSH(in), in->shape, may_combine, aggressive);
+bool gs_prop_improve(gs_prop_ctx *c, gs_instr *in, const gs_sharding *s, bool may_combine,
+                     bool aggressive, gs_prop_dir dir, const gs_instr *from, const char *rule) {
+    const gs_sharding *r =
+        gs_prop_improved(c, s, GS_PROP_SHARDING(in), in->shape, may_combine, aggressive);
     if (!r) return false;
     gs_prop_set(c, in, r, dir, from, rule);
     return true;
 }
 
-bool gs_prop_improve_sub(gs_pctx *c, gs_instr *in, const gs_sharding *s, int index,
-                         bool may_combine, bool aggressive, gs_pdir dir, const gs_instr *from,
+bool gs_prop_improve_sub(gs_prop_ctx *c, gs_instr *in, const gs_sharding *s, int index,
+                         bool may_combine, bool aggressive, gs_prop_dir dir, const gs_instr *from,
                          const char *rule) {
     if (!s) return false;
     if (in->shape->type != GS_TUPLE)
         return gs_prop_improve(c, in, s, may_combine, aggressive, dir, from, rule);
     if (index < 0 || index >= in->shape->n_tuple) return false;
-    const gs_sharding *cur = GS_PSH(in);
+    const gs_sharding *cur = GS_PROP_SHARDING(in);
     const gs_sharding *sub = cur ? gs_prop_sub(c, cur, in->shape, index) : NULL;
     const gs_sharding *r = gs_prop_improved(c, s, sub, in->shape->tuple[index], may_combine,
                                             aggressive);
@@ -88,23 +89,25 @@ bool gs_prop_improve_sub(gs_pctx *c, gs_instr *in, const gs_sharding *s, int ind
 /* ------------------------------------------------------------------ caches */
 
 /* XLA's clear_cache: neighbours of `hlo` (users of `for_users`) may infer again. */
-static void clear_cache(gs_pctx *c, gs_instr *hlo, gs_instr *for_users) {
-    for (int i = 0; i < hlo->n_operands; i++) GS_PN(gs_prop_operand(hlo, i))->inf_users = false;
+static void clear_cache(gs_prop_ctx *c, gs_instr *hlo, gs_instr *for_users) {
+    for (int i = 0; i < hlo->n_operands; i++)
+        GS_PROP_NODE(gs_prop_operand(hlo, i))->inf_users = false;
     if (!for_users) for_users = hlo;
-    gs_pnode *fn = GS_PN(for_users);
+    gs_prop_node *fn = GS_PROP_NODE(for_users);
     for (int i = 0; i < fn->n_users; i++) {
         gs_instr *u = fn->users[i];
-        GS_PN(u)->inf_ops = false;
+        GS_PROP_NODE(u)->inf_ops = false;
         gs_computation *called[64];
         int k = gs_instr_called(u, called, 64);
         for (int j = 0; j < k; j++)
             for (int p = 0; p < called[j]->n_params; p++)
-                GS_PN(called[j]->params[p])->inf_ops = false;
+                GS_PROP_NODE(called[j]->params[p])->inf_ops = false;
     }
-    int g = GS_PN(hlo)->group;
+    int g = GS_PROP_NODE(hlo)->group;
     if (g >= 0)
         for (int i = 0; i < c->groups[g].n; i++)
-            if (c->groups[g].members[i] != hlo) GS_PN(c->groups[g].members[i])->inf_group = false;
+            if (c->groups[g].members[i] != hlo)
+                GS_PROP_NODE(c->groups[g].members[i])->inf_group = false;
 }
 
 /* A growable list of instructions changed by computation propagation. */
@@ -129,23 +132,23 @@ static void ilist_push(ilist *l, gs_instr *in) {
     l->v[l->n++] = in;
 }
 
-static void comp_prop(gs_pctx *c, gs_instr *in, ilist *changed, int depth);
+static void comp_prop(gs_prop_ctx *c, gs_instr *in, ilist *changed, int depth);
 
 /* XLA's propagate_to_instruction: when `in` is related to `search`, copies its sharding to
  * the other related instructions that are not annotated. */
-static void prop_to(gs_pctx *c, gs_instr *in, gs_instr *search, ilist *changed, int depth) {
+static void prop_to(gs_prop_ctx *c, gs_instr *in, gs_instr *search, ilist *changed, int depth) {
     gs_instr *rel[66];
     int nr = gs_prop_related(c, search, rel, 66);
     bool member = false;
     for (int i = 0; i < nr; i++) member = member || rel[i] == in;
     if (!member) return;
-    const gs_sharding *s = GS_PSH(in);
+    const gs_sharding *s = GS_PROP_SHARDING(in);
     if (!s) return;
     for (int i = 0; i < nr; i++) {
         gs_instr *r = rel[i];
-        gs_pnode *rn = GS_PN(r);
+        gs_prop_node *rn = GS_PROP_NODE(r);
         if (rn->provided || (rn->sh && gs_sharding_equal(rn->sh, s))) continue;
-        gs_prop_set(c, r, s, GS_PDIR_CALL, in,
+        gs_prop_set(c, r, s, GS_PROP_DIR_CALL, in,
                     search->op == GS_OP_WHILE         ? "while loop"
                     : search->op == GS_OP_CONDITIONAL ? "conditional"
                                                       : "call");
@@ -155,12 +158,12 @@ static void prop_to(gs_pctx *c, gs_instr *in, gs_instr *search, ilist *changed, 
 }
 
 /* XLA MaybeComputationPropagation. */
-static void comp_prop(gs_pctx *c, gs_instr *in, ilist *changed, int depth) {
+static void comp_prop(gs_prop_ctx *c, gs_instr *in, ilist *changed, int depth) {
     if (depth > 256) return;
     if (in->op == GS_OP_CONDITIONAL || in->op == GS_OP_WHILE || in->op == GS_OP_CALL)
         prop_to(c, in, in, changed, depth);
     if (in->op == GS_OP_PARAMETER || in->parent->root == in) {
-        gs_instr *caller = GS_PN(in)->caller;
+        gs_instr *caller = GS_PROP_NODE(in)->caller;
         if (caller) {
             prop_to(c, in, caller, changed, depth);
             if (in->op == GS_OP_PARAMETER &&
@@ -171,7 +174,7 @@ static void comp_prop(gs_pctx *c, gs_instr *in, ilist *changed, int depth) {
 }
 
 /* After `in` changed: computation propagation and cache clearing. */
-static void after_change(gs_pctx *c, gs_instr *in) {
+static void after_change(gs_prop_ctx *c, gs_instr *in) {
     ilist l = {0};
     comp_prop(c, in, &l, 0);
     clear_cache(c, in, NULL);
@@ -183,7 +186,7 @@ static void after_change(gs_pctx *c, gs_instr *in) {
 /* ------------------------------------------------------------------ the fixed point */
 
 /* XLA RunToFixPoint at one aggressiveness level. */
-static void run_level(gs_pctx *c, int level, bool groups) {
+static void run_level(gs_prop_ctx *c, int level, bool groups) {
     c->level = level;
     c->a = &c->tmp;
     for (int i = 0; i < c->n_nodes; i++) {
@@ -204,9 +207,9 @@ static void run_level(gs_pctx *c, int level, bool groups) {
             if (groups) {
                 for (int k = 0; k < n; k++) {
                     gs_instr *in = order[k];
-                    gs_pnode *nd = GS_PN(in);
+                    gs_prop_node *nd = GS_PROP_NODE(in);
                     if (nd->inf_group || nd->group < 0) continue;
-                    const gs_pgroup *g = &c->groups[nd->group];
+                    const gs_prop_group *g = &c->groups[nd->group];
                     if (nd->provided) {
                         if (!may_merge) continue;
                         if (nd->has_unspec && gs_prop_unspec_from_group(c, in, g)) {
@@ -226,7 +229,7 @@ static void run_level(gs_pctx *c, int level, bool groups) {
             }
             for (int k = 0; k < n; k++) {
                 gs_instr *in = order[k];
-                gs_pnode *nd = GS_PN(in);
+                gs_prop_node *nd = GS_PROP_NODE(in);
                 if (nd->inf_ops) continue;
                 if (nd->provided) {
                     if (!may_merge) continue;
@@ -247,11 +250,11 @@ static void run_level(gs_pctx *c, int level, bool groups) {
             }
             for (int k = n - 1; k >= 0; k--) {
                 gs_instr *in = order[k];
-                gs_pnode *nd = GS_PN(in);
+                gs_prop_node *nd = GS_PROP_NODE(in);
                 if ((gs_prop_is_cc(in, "SPMDFullToShardShape") ||
                      gs_prop_is_cc(in, "SPMDShardToFullShape")) &&
                     !nd->inf_users && in->n_operands > 0)
-                    GS_PN(gs_prop_operand(in, 0))->inf_users = false;
+                    GS_PROP_NODE(gs_prop_operand(in, 0))->inf_users = false;
                 if (nd->inf_users) continue;
                 if (nd->provided) {
                     if (!may_merge) continue;
@@ -259,7 +262,7 @@ static void run_level(gs_pctx *c, int level, bool groups) {
                     if (nd->has_unspec && gs_prop_unspec_from_users(c, in, level, &conv)) {
                         clear_cache(c, in, conv);
                         nd->inf_users = true;
-                        if (conv) GS_PN(conv)->inf_users = true;
+                        if (conv) GS_PROP_NODE(conv)->inf_users = true;
                         changed_last = true;
                     }
                     continue;
@@ -285,10 +288,10 @@ static void run_level(gs_pctx *c, int level, bool groups) {
 /* ------------------------------------------------------------------ post-processing */
 
 /* shard_as groups adopt one common sharding (XLA's alignment after the levels). */
-static void align_groups(gs_pctx *c) {
+static void align_groups(gs_prop_ctx *c) {
     c->level = -1;
     for (int gi = 0; gi < c->n_groups; gi++) {
-        gs_pgroup *g = &c->groups[gi];
+        gs_prop_group *g = &c->groups[gi];
         if (!g->as) continue;
         const gs_sharding **v = malloc(sizeof *v * (size_t)(g->n ? g->n : 1));
         if (!v) {
@@ -300,10 +303,10 @@ static void align_groups(gs_pctx *c) {
         gs_instr *def_from = NULL;
         for (int i = 0; i < g->n; i++) {
             gs_instr *m = g->members[i];
-            if (!GS_PSH(m)) continue;
-            v[k++] = GS_PSH(m);
+            if (!GS_PROP_SHARDING(m)) continue;
+            v[k++] = GS_PROP_SHARDING(m);
             if (!gs_prop_is_cc(m, "ShardBarrierFrom") && (!def || gs_prop_replicated(def))) {
-                def = GS_PSH(m);
+                def = GS_PROP_SHARDING(m);
                 def_from = m;
             }
         }
@@ -322,36 +325,36 @@ static void align_groups(gs_pctx *c) {
         for (int i = 0; i < g->n; i++) {
             gs_instr *m = g->members[i];
             if (gs_prop_is_cc(m, "ShardBarrierTo")) continue;
-            if (GS_PSH(m) && gs_sharding_equal(GS_PSH(m), common)) continue;
-            gs_prop_set(c, m, common, GS_PDIR_GROUP, def_from, "shard_as alignment");
+            if (GS_PROP_SHARDING(m) && gs_sharding_equal(GS_PROP_SHARDING(m), common)) continue;
+            gs_prop_set(c, m, common, GS_PROP_DIR_GROUP, def_from, "shard_as alignment");
         }
     }
 }
 
 /* Shard barriers in a shard_as group hand their sharding to their operand. */
-static void relay_barriers(gs_pctx *c) {
+static void relay_barriers(gs_prop_ctx *c) {
     for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
+        gs_prop_node *n = &c->nodes[i];
         gs_instr *in = n->in;
         if (!gs_prop_is_cc(in, "ShardBarrierFrom") || n->group < 0 || !c->groups[n->group].as ||
             !n->sh || in->n_operands < 1)
             continue;
         gs_instr *op = gs_prop_operand(in, 0);
         const gs_sharding *s = n->sh;
-        if (GS_PSH(op)) {
+        if (GS_PROP_SHARDING(op)) {
             const gs_sharding *m =
-                gs_prop_merge_compatible(c, GS_PSH(op), gs_prop_num_tiles(s), s);
+                gs_prop_merge_compatible(c, GS_PROP_SHARDING(op), gs_prop_num_tiles(s), s);
             if (m) s = m;
         }
-        if (!GS_PSH(op) || !gs_sharding_equal(GS_PSH(op), s))
-            gs_prop_set(c, op, s, GS_PDIR_GROUP, in, "shard barrier");
+        if (!GS_PROP_SHARDING(op) || !gs_sharding_equal(GS_PROP_SHARDING(op), s))
+            gs_prop_set(c, op, s, GS_PROP_DIR_GROUP, in, "shard barrier");
     }
 }
 
 /* cse_prevention_only: keep new shardings only on scalar broadcasts, marked. */
-static void cse_post(gs_pctx *c) {
+static void cse_post(gs_prop_ctx *c) {
     for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
+        gs_prop_node *n = &c->nodes[i];
         if (!n->sh) continue;
         gs_instr *in = n->in;
         bool target = in->op == GS_OP_BROADCAST && in->n_operands == 1 &&
@@ -402,13 +405,13 @@ static bool evenly(const gs_shape *shape, const gs_sharding *s) {
 }
 
 /* Entry outputs and parameters: restore those closed to propagation, replicate uneven ones. */
-static void fix_entry(gs_pctx *c, const gs_sharding *saved_root,
+static void fix_entry(gs_prop_ctx *c, const gs_sharding *saved_root,
                       const gs_sharding *const *saved_params) {
     gs_computation *e = c->m->entry;
     if (!e) return;
     c->level = -1;
     gs_instr *root = e->root;
-    gs_pnode *rn = GS_PN(root);
+    gs_prop_node *rn = GS_PROP_NODE(root);
     gs_sharding *rep = gs_sharding_replicated(c->a);
     if (!rep) {
         c->oom = true;
@@ -433,7 +436,7 @@ static void fix_entry(gs_pctx *c, const gs_sharding *saved_root,
                 return;
             }
         }
-        if (t != rn->sh) gs_prop_set(c, root, t, GS_PDIR_FIXUP, NULL, "output annotation kept");
+        if (t != rn->sh) gs_prop_set(c, root, t, GS_PROP_DIR_FIXUP, NULL, "output annotation kept");
     }
     if (c->to_params) {
         if (c->n_par_vec == e->n_params) {
@@ -441,19 +444,20 @@ static void fix_entry(gs_pctx *c, const gs_sharding *saved_root,
                 if (c->par_vec[i]) continue;
                 const gs_sharding *s = saved_params[i];
                 if (s && s->kind == GS_SHARDING_UNKNOWN) s = NULL;
-                gs_prop_set(c, e->params[i], s, GS_PDIR_FIXUP, NULL, "parameter annotation kept");
+                gs_prop_set(c, e->params[i], s, GS_PROP_DIR_FIXUP, NULL,
+                            "parameter annotation kept");
             }
         } else if (e->n_params == 1 && saved_params[0] && e->params[0]->shape->type == GS_TUPLE &&
                    e->params[0]->shape->n_tuple == c->n_par_vec) {
             gs_instr *p = e->params[0];
-            const gs_sharding *t = GS_PSH(p);
+            const gs_sharding *t = GS_PROP_SHARDING(p);
             for (int i = 0; i < p->shape->n_tuple && t; i++) {
                 const gs_sharding *saved = gs_prop_sub(c, saved_params[0], p->shape, i);
                 if (c->par_vec[i] || !saved || saved->kind == GS_SHARDING_UNKNOWN) continue;
                 t = gs_prop_with_sub(c, t, p->shape, i, saved);
             }
-            if (t && t != GS_PSH(p))
-                gs_prop_set(c, p, t, GS_PDIR_FIXUP, NULL, "parameter annotation kept");
+            if (t && t != GS_PROP_SHARDING(p))
+                gs_prop_set(c, p, t, GS_PROP_DIR_FIXUP, NULL, "parameter annotation kept");
         }
     }
     if (c->to_output && rn->sh) {
@@ -464,34 +468,35 @@ static void fix_entry(gs_pctx *c, const gs_sharding *saved_root,
                 if (c->out_vec[i] && !evenly(root->shape->tuple[i], sub))
                     t = gs_prop_with_sub(c, t, root->shape, i, rep);
             }
-            if (t && t != rn->sh) gs_prop_set(c, root, t, GS_PDIR_FIXUP, NULL, "uneven output");
+            if (t && t != rn->sh) gs_prop_set(c, root, t, GS_PROP_DIR_FIXUP, NULL, "uneven output");
         } else if (root->shape->type != GS_TUPLE && !evenly(root->shape, rn->sh)) {
-            gs_prop_set(c, root, rep, GS_PDIR_FIXUP, NULL, "uneven output");
+            gs_prop_set(c, root, rep, GS_PROP_DIR_FIXUP, NULL, "uneven output");
         }
     }
     if (c->to_params) {
         if (c->n_par_vec == e->n_params) {
             for (int i = 0; i < e->n_params; i++) {
                 gs_instr *p = e->params[i];
-                if (GS_PSH(p) && c->par_vec[i] && !evenly(p->shape, GS_PSH(p)))
-                    gs_prop_set(c, p, rep, GS_PDIR_FIXUP, NULL, "uneven parameter");
+                if (GS_PROP_SHARDING(p) && c->par_vec[i] && !evenly(p->shape, GS_PROP_SHARDING(p)))
+                    gs_prop_set(c, p, rep, GS_PROP_DIR_FIXUP, NULL, "uneven parameter");
             }
         } else if (e->n_params == 1 && e->params[0]->shape->type == GS_TUPLE &&
-                   GS_PSH(e->params[0]) && e->params[0]->shape->n_tuple == c->n_par_vec) {
+                   GS_PROP_SHARDING(e->params[0]) && e->params[0]->shape->n_tuple == c->n_par_vec) {
             gs_instr *p = e->params[0];
-            const gs_sharding *t = GS_PSH(p);
+            const gs_sharding *t = GS_PROP_SHARDING(p);
             for (int i = 0; i < p->shape->n_tuple && t; i++) {
                 const gs_sharding *sub = gs_prop_sub(c, t, p->shape, i);
                 if (c->par_vec[i] && !evenly(p->shape->tuple[i], sub))
                     t = gs_prop_with_sub(c, t, p->shape, i, rep);
             }
-            if (t && t != GS_PSH(p)) gs_prop_set(c, p, t, GS_PDIR_FIXUP, NULL, "uneven parameter");
+            if (t && t != GS_PROP_SHARDING(p))
+                gs_prop_set(c, p, t, GS_PROP_DIR_FIXUP, NULL, "uneven parameter");
         }
     }
 }
 
 /* Shardings without metadata (XLA's default, propagate_metadata off). */
-static const gs_sharding *strip_metadata(gs_pctx *c, const gs_sharding *s) {
+static const gs_sharding *strip_metadata(gs_prop_ctx *c, const gs_sharding *s) {
     if (!s) return s;
     if (s->kind == GS_SHARDING_TUPLE) {
         bool any = false;
@@ -546,12 +551,12 @@ static int header_bools(const gs_module *m, const char *name, bool **v) {
 /* ------------------------------------------------------------------ the pass */
 
 struct gs_propagate_info {
-    gs_pctx ctx;         /* the pass's context (nodes, provenance), kept for explain */
+    gs_prop_ctx ctx;     /* the pass's context (nodes, provenance), kept for explain */
     gs_strmap by_name;   /* instruction name -> node */
 };
 
 /* Runs the pass with context c already zeroed but for the options. */
-static gs_status run_pass(gs_pctx *c) {
+static gs_status run_pass(gs_prop_ctx *c) {
     gs_module *m = c->m;
     if (gs_prop_setup(c) != GS_OK) return GS_ERR;
     c->level = -1;
@@ -563,11 +568,11 @@ static gs_status run_pass(gs_pctx *c) {
                                     m->entry->n_params ? m->entry->n_params : 1);
         if (!saved_params) return GS_ERR;
         for (int i = 0; i < m->entry->n_params; i++) {
-            const gs_pnode *n = GS_PN(m->entry->params[i]);
+            const gs_prop_node *n = GS_PROP_NODE(m->entry->params[i]);
             saved_params[i] = n->orig_had ? gs_instr_get_sharding(n->in) : NULL;
             if (n->sh && !n->orig_had) saved_params[i] = n->sh;
         }
-        const gs_pnode *rn = GS_PN(m->entry->root);
+        const gs_prop_node *rn = GS_PROP_NODE(m->entry->root);
         saved_root = rn->orig_had ? gs_instr_get_sharding(rn->in) : NULL;
     }
     for (int i = 0; i < c->n_nodes; i++) {
@@ -586,8 +591,8 @@ static gs_status run_pass(gs_pctx *c) {
     if (c->oom) return GS_ERR;
     /* Write the shardings back. */
     for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
-        const gs_sharding *s = n->alias ? GS_PSH(gs_prop_operand(n->in, 0)) : n->sh;
+        gs_prop_node *n = &c->nodes[i];
+        const gs_sharding *s = n->alias ? GS_PROP_SHARDING(gs_prop_operand(n->in, 0)) : n->sh;
         const gs_sharding *old = gs_instr_get_sharding(n->in);
         if (s == old) continue;
         if (gs_instr_set_sharding(m, n->in, s) != GS_OK) return GS_ERR;
@@ -606,7 +611,7 @@ gs_status gs_propagate_ex(gs_module *m, const gs_propagate_options *opts,
     if (opts->is_spmd && gs_module_flatten_calls(m, d) != GS_OK) return GS_ERR;
     gs_propagate_info *pi = calloc(1, sizeof *pi);
     if (!pi) return gs_error(d, gs_span_none(), "out of memory");
-    gs_pctx *c = &pi->ctx;
+    gs_prop_ctx *c = &pi->ctx;
     gs_arena_init(&c->scratch);
     c->m = m;
     c->a = &m->arena;
@@ -695,11 +700,11 @@ void gs_propagate_info_free(gs_propagate_info *info) {
 
 gs_status gs_propagate_explain(const gs_propagate_info *info, const char *name, gs_sb *sb,
                                gs_diags *d) {
-    const gs_pnode *n = name ? gs_strmap_get(&info->by_name, name[0] == '%' ? name + 1 : name)
-                             : NULL;
+    const gs_prop_node *n =
+        name ? gs_strmap_get(&info->by_name, name[0] == '%' ? name + 1 : name) : NULL;
     if (!n) return gs_error(d, gs_span_none(), "no instruction named '%s'", name ? name : "");
     /* Re-attach nodes while explaining (aux is free again after the pass). */
-    gs_pctx *c = (gs_pctx *)&info->ctx;
+    gs_prop_ctx *c = (gs_prop_ctx *)&info->ctx;
     for (int i = 0; i < c->n_nodes; i++) c->nodes[i].in->aux = &c->nodes[i];
     gs_prop_explain(c, n->in, sb);
     for (int i = 0; i < c->n_nodes; i++) c->nodes[i].in->aux = NULL;

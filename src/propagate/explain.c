@@ -11,12 +11,12 @@
 
 static const char *dir_text(int dir) {
     switch (dir) {
-    case GS_PDIR_ANNOTATION: return "annotation";
-    case GS_PDIR_FORWARD: return "forward";
-    case GS_PDIR_BACKWARD: return "backward";
-    case GS_PDIR_GROUP: return "shard group";
-    case GS_PDIR_CALL: return "computation";
-    case GS_PDIR_REFINE: return "refined";
+    case GS_PROP_DIR_ANNOTATION: return "annotation";
+    case GS_PROP_DIR_FORWARD: return "forward";
+    case GS_PROP_DIR_BACKWARD: return "backward";
+    case GS_PROP_DIR_GROUP: return "shard group";
+    case GS_PROP_DIR_CALL: return "computation";
+    case GS_PROP_DIR_REFINE: return "refined";
     default: return "fixup";
     }
 }
@@ -39,10 +39,10 @@ static void print_sharding(gs_sb *sb, const gs_sharding *s) {
 }
 
 /* One step as text: `{sharding}  forward from 'b' by dot at aggressiveness 1`. */
-static void print_step(gs_sb *sb, const gs_pstep *st) {
+static void print_step(gs_sb *sb, const gs_prop_step *st) {
     print_sharding(sb, st->sharding);
     gs_sb_printf(sb, "  %s", dir_text(st->dir));
-    if (st->dir == GS_PDIR_ANNOTATION && !st->from) {
+    if (st->dir == GS_PROP_DIR_ANNOTATION && !st->from) {
         gs_sb_printf(sb, " (%s)", st->rule);
         return;
     }
@@ -54,9 +54,9 @@ static void print_step(gs_sb *sb, const gs_pstep *st) {
         gs_sb_puts(sb, " (before or after the levels)");
 }
 
-void gs_prop_explain(const gs_pctx *c, const gs_instr *in, gs_sb *sb) {
-    const gs_pnode *n = GS_PN(in);
-    const gs_sharding *final = n->alias ? GS_PSH(gs_prop_operand(in, 0)) : n->sh;
+void gs_prop_explain(const gs_prop_ctx *c, const gs_instr *in, gs_sb *sb) {
+    const gs_prop_node *n = GS_PROP_NODE(in);
+    const gs_sharding *final = n->alias ? GS_PROP_SHARDING(gs_prop_operand(in, 0)) : n->sh;
     gs_sb_printf(sb, "'%s': ", in->name);
     if (!final) {
         gs_sb_puts(sb, "no sharding");
@@ -70,20 +70,20 @@ void gs_prop_explain(const gs_pctx *c, const gs_instr *in, gs_sb *sb) {
         gs_sb_printf(sb, "  a Sharding custom-call that only names a shard group: it stands for "
                          "its operand '%s'\n",
                      gs_prop_operand(in, 0)->name);
-        n = GS_PN(gs_prop_operand(in, 0));
+        n = GS_PROP_NODE(gs_prop_operand(in, 0));
     }
     if (n->n_steps == 0) return;
     gs_sb_puts(sb, "chain:\n");
     const gs_instr *cur = n->in;
     int step = n->n_steps - 1;
     for (int hops = 0; cur && step >= 0 && hops < 4096; hops++) {
-        const gs_pnode *cn = GS_PN(cur);
+        const gs_prop_node *cn = GS_PROP_NODE(cur);
         if (step >= cn->n_steps) break;
-        const gs_pstep *st = &cn->steps[step];
+        const gs_prop_step *st = &cn->steps[step];
         gs_sb_printf(sb, "  '%s' ", cur->name);
         print_step(sb, st);
         gs_sb_putc(sb, '\n');
-        if (!st->from || st->dir == GS_PDIR_ANNOTATION) break;
+        if (!st->from || st->dir == GS_PROP_DIR_ANNOTATION) break;
         cur = st->from;
         step = st->from_step;
     }

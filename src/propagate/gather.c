@@ -137,7 +137,7 @@ static void operand_passthrough(const gdims *d, conn *c) {
 }
 
 /* XLA GetDimensionForIota: the dim along which `in` counts 0, 1, 2, ..., or -1. */
-static int64_t iota_dim(gs_pctx *c, const gs_instr *in, int depth) {
+static int64_t iota_dim(gs_prop_ctx *c, const gs_instr *in, int depth) {
     if (depth > 64) return -1;
     if (in->op == GS_OP_IOTA) return gs_instr_int(in, GS_ATTR_IOTA_DIMENSION, 0);
     if (in->shape->type != GS_S32) return -1;
@@ -170,7 +170,7 @@ static int64_t iota_dim(gs_pctx *c, const gs_instr *in, int depth) {
     }
     if (in->op == GS_OP_GET_TUPLE_ELEMENT && gs_prop_operand(in, 0)->op == GS_OP_PARAMETER &&
         !in->parent->is_entry) {
-        gs_instr *caller = GS_PN(in)->caller;
+        gs_instr *caller = GS_PROP_NODE(in)->caller;
         int64_t index = gs_instr_int(in, GS_ATTR_INDEX, 0);
         if (!caller) return -1;
         if (caller->op == GS_OP_WHILE && gs_prop_operand(caller, 0)->op == GS_OP_TUPLE &&
@@ -198,7 +198,7 @@ static int64_t iota_dim(gs_pctx *c, const gs_instr *in, int depth) {
 }
 
 /* XLA GetGatherScatterBatchParallelDims: implicit index-parallel dims; false when none. */
-static bool implicit_parallel(gs_pctx *c, const gdims *d, conn *out) {
+static bool implicit_parallel(gs_prop_ctx *c, const gdims *d, conn *out) {
     int nmap = d->index_map.n;
     int64_t par[GS_MAX_RANK];
     for (int i = 0; i < nmap; i++) par[i] = -1;
@@ -253,7 +253,7 @@ static void explicit_parallel(const gdims *d, conn *out) {
 }
 
 /* Explicit and implicit parallel dims together. */
-static void all_parallel(gs_pctx *c, const gdims *d, conn *out) {
+static void all_parallel(gs_prop_ctx *c, const gdims *d, conn *out) {
     explicit_parallel(d, out);
     conn imp;
     if (implicit_parallel(c, d, &imp))
@@ -265,7 +265,7 @@ static void all_parallel(gs_pctx *c, const gdims *d, conn *out) {
 }
 
 /* XLA's rule of merging a parallel and a pass-through sharding. */
-static const gs_sharding *merge_pair(gs_pctx *c, const gs_sharding *parallel,
+static const gs_sharding *merge_pair(gs_prop_ctx *c, const gs_sharding *parallel,
                                      const gs_sharding *pass) {
     if (!pass) return parallel;
     if (!parallel) return pass;
@@ -283,7 +283,7 @@ static const gs_sharding *unless_maximal(const gs_sharding *s) {
 
 /* ------------------------------------------------------------------ gather */
 
-bool gs_prop_gather_forward(gs_pctx *c, gs_instr *in, bool may) {
+bool gs_prop_gather_forward(gs_prop_ctx *c, gs_instr *in, bool may) {
     gdims d;
     gather_dims(in, &d);
     bool changed = false;
@@ -292,48 +292,53 @@ bool gs_prop_gather_forward(gs_pctx *c, gs_instr *in, bool may) {
     conn par;
     if (d.op_batch.n > 0) {
         explicit_parallel(&d, &par);
-        if (gs_prop_spatial(GS_PSH(op)))
+        if (gs_prop_spatial(GS_PROP_SHARDING(op)))
             changed |= gs_prop_improve(
-                c, in, gs_prop_along_dims(c, GS_PSH(op), par.n, par.operand, par.output, rank),
-                may, false, GS_PDIR_FORWARD, op, "gather batch dims");
-        if (gs_prop_spatial(GS_PSH(idx)))
+                c, in,
+                gs_prop_along_dims(c, GS_PROP_SHARDING(op), par.n, par.operand, par.output, rank),
+                may, false, GS_PROP_DIR_FORWARD, op, "gather batch dims");
+        if (gs_prop_spatial(GS_PROP_SHARDING(idx)))
             changed |= gs_prop_improve(
-                c, in, gs_prop_along_dims(c, GS_PSH(idx), par.n, par.indices, par.output, rank),
-                may, false, GS_PDIR_FORWARD, idx, "gather batch dims");
+                c, in,
+                gs_prop_along_dims(c, GS_PROP_SHARDING(idx), par.n, par.indices, par.output, rank),
+                may, false, GS_PROP_DIR_FORWARD, idx, "gather batch dims");
     }
-    if (gs_prop_spatial(GS_PSH(idx))) {
+    if (gs_prop_spatial(GS_PROP_SHARDING(idx))) {
         conn ip;
         index_passthrough(&d, &ip);
-        const gs_sharding *s = GS_PSH(idx);
+        const gs_sharding *s = GS_PROP_SHARDING(idx);
         if (s->kind == GS_SHARDING_TILED)
             s = gs_prop_along_dims(c, s, ip.n, ip.indices, ip.output, rank);
-        changed |= gs_prop_improve(c, in, s, may, false, GS_PDIR_FORWARD, idx,
+        changed |= gs_prop_improve(c, in, s, may, false, GS_PROP_DIR_FORWARD, idx,
                                    "gather index pass-through");
     }
     if (c->is_spmd) {
         bool has_par = implicit_parallel(c, &d, &par);
         if (has_par) {
-            if (gs_prop_spatial(GS_PSH(op)))
-                changed |= gs_prop_improve(
-                    c, in,
-                    gs_prop_along_dims(c, GS_PSH(op), par.n, par.operand, par.output, rank), may,
-                    false, GS_PDIR_FORWARD, op, "gather parallel dims");
-            if (gs_prop_spatial(GS_PSH(idx)))
-                changed |= gs_prop_improve(
-                    c, in,
-                    gs_prop_along_dims(c, GS_PSH(idx), par.n, par.indices, par.output, rank),
-                    may, false, GS_PDIR_FORWARD, idx, "gather parallel dims");
+            if (gs_prop_spatial(GS_PROP_SHARDING(op)))
+                changed |=
+                    gs_prop_improve(c, in,
+                                    gs_prop_along_dims(c, GS_PROP_SHARDING(op), par.n, par.operand,
+                                                       par.output, rank),
+                                    may, false, GS_PROP_DIR_FORWARD, op, "gather parallel dims");
+            if (gs_prop_spatial(GS_PROP_SHARDING(idx)))
+                changed |=
+                    gs_prop_improve(c, in,
+                                    gs_prop_along_dims(c, GS_PROP_SHARDING(idx), par.n, par.indices,
+                                                       par.output, rank),
+                                    may, false, GS_PROP_DIR_FORWARD, idx, "gather parallel dims");
         }
-        if (gs_prop_spatial(GS_PSH(op))) {
+        if (gs_prop_spatial(GS_PROP_SHARDING(op))) {
             const gs_sharding *filtered =
-                has_par ? gs_prop_replicate_dims(c, GS_PSH(op), par.n, par.operand) : GS_PSH(op);
+                has_par ? gs_prop_replicate_dims(c, GS_PROP_SHARDING(op), par.n, par.operand)
+                        : GS_PROP_SHARDING(op);
             if (filtered && filtered->kind == GS_SHARDING_TILED) {
                 conn pt;
                 operand_passthrough(&d, &pt);
                 const gs_sharding *s = unless_maximal(
                     gs_prop_along_dims(c, filtered, pt.n, pt.operand, pt.output, rank));
                 if (s)
-                    changed |= gs_prop_improve(c, in, s, may, false, GS_PDIR_FORWARD, op,
+                    changed |= gs_prop_improve(c, in, s, may, false, GS_PROP_DIR_FORWARD, op,
                                                "gather operand pass-through");
             }
         }
@@ -341,11 +346,11 @@ bool gs_prop_gather_forward(gs_pctx *c, gs_instr *in, bool may) {
     return changed;
 }
 
-const gs_sharding *gs_prop_gather_from_user(gs_pctx *c, const gs_instr *in,
+const gs_sharding *gs_prop_gather_from_user(gs_prop_ctx *c, const gs_instr *in,
                                             const gs_instr *user) {
     gdims d;
     gather_dims(user, &d);
-    const gs_sharding *us = GS_PSH(user);
+    const gs_sharding *us = GS_PROP_SHARDING(user);
     if (in == gs_prop_operand(user, 1)) {
         if (us->kind != GS_SHARDING_TILED) return us;
         conn ip;
@@ -367,7 +372,7 @@ const gs_sharding *gs_prop_gather_from_user(gs_pctx *c, const gs_instr *in,
 
 /* ------------------------------------------------------------------ scatter */
 
-bool gs_prop_scatter_forward(gs_pctx *c, gs_instr *in, bool may) {
+bool gs_prop_scatter_forward(gs_prop_ctx *c, gs_instr *in, bool may) {
     gdims d;
     scatter_dims(in, &d);
     int n = scatter_n(in);
@@ -380,26 +385,28 @@ bool gs_prop_scatter_forward(gs_pctx *c, gs_instr *in, bool may) {
     do {                                                                                           \
         for (int i = 0; i < n; i++) {                                                              \
             gs_instr *o = gs_prop_operand(in, i);                                                  \
-            if (gs_prop_spatial(GS_PSH(o)))                                                        \
-                changed |= gs_prop_improve_sub(                                                    \
-                    c, in,                                                                         \
-                    gs_prop_along_dims(c, GS_PSH(o), (par).n, (par).operand, (par).operand, rank), \
-                    i, may, false, GS_PDIR_FORWARD, o, rule);                                      \
+            if (gs_prop_spatial(GS_PROP_SHARDING(o)))                                              \
+                changed |=                                                                         \
+                    gs_prop_improve_sub(c, in,                                                     \
+                                        gs_prop_along_dims(c, GS_PROP_SHARDING(o), (par).n,        \
+                                                           (par).operand, (par).operand, rank),    \
+                                        i, may, false, GS_PROP_DIR_FORWARD, o, rule);              \
         }                                                                                          \
-        if (gs_prop_spatial(GS_PSH(idx))) {                                                        \
-            const gs_sharding *fi =                                                                \
-                gs_prop_along_dims(c, GS_PSH(idx), (par).n, (par).indices, (par).operand, rank);   \
+        if (gs_prop_spatial(GS_PROP_SHARDING(idx))) {                                              \
+            const gs_sharding *fi = gs_prop_along_dims(c, GS_PROP_SHARDING(idx), (par).n,          \
+                                                       (par).indices, (par).operand, rank);        \
             for (int i = 0; i < n; i++)                                                            \
-                changed |= gs_prop_improve_sub(c, in, fi, i, may, false, GS_PDIR_FORWARD, idx,     \
-                                               rule);                                              \
+                changed |=                                                                         \
+                    gs_prop_improve_sub(c, in, fi, i, may, false, GS_PROP_DIR_FORWARD, idx, rule); \
         }                                                                                          \
         for (int i = 0; i < n; i++) {                                                              \
             gs_instr *u = gs_prop_operand(in, n + 1 + i);                                          \
-            if (gs_prop_spatial(GS_PSH(u)))                                                        \
-                changed |= gs_prop_improve_sub(                                                    \
-                    c, in,                                                                         \
-                    gs_prop_along_dims(c, GS_PSH(u), (par).n, (par).output, (par).operand, rank),  \
-                    i, may, false, GS_PDIR_FORWARD, u, rule);                                      \
+            if (gs_prop_spatial(GS_PROP_SHARDING(u)))                                              \
+                changed |=                                                                         \
+                    gs_prop_improve_sub(c, in,                                                     \
+                                        gs_prop_along_dims(c, GS_PROP_SHARDING(u), (par).n,        \
+                                                           (par).output, (par).operand, rank),     \
+                                        i, may, false, GS_PROP_DIR_FORWARD, u, rule);              \
         }                                                                                          \
     } while (0)
     conn par;
@@ -414,43 +421,44 @@ bool gs_prop_scatter_forward(gs_pctx *c, gs_instr *in, bool may) {
             return changed;
         }
         for (int i = 0; i < n; i++)
-            changed |= gs_prop_improve_sub(c, in, r, i, may, false, GS_PDIR_FORWARD, NULL,
+            changed |= gs_prop_improve_sub(c, in, r, i, may, false, GS_PROP_DIR_FORWARD, NULL,
                                            "scatter (non-SPMD)");
         return changed;
     }
     for (int i = 0; i < n; i++) {
         gs_instr *o = gs_prop_operand(in, i);
-        if (gs_prop_spatial(GS_PSH(o)))
-            changed |= gs_prop_improve_sub(c, in, GS_PSH(o), i, may, false, GS_PDIR_FORWARD, o,
-                                           "scatter operand");
+        if (gs_prop_spatial(GS_PROP_SHARDING(o)))
+            changed |= gs_prop_improve_sub(c, in, GS_PROP_SHARDING(o), i, may, false,
+                                           GS_PROP_DIR_FORWARD, o, "scatter operand");
     }
     bool any_update = false;
     for (int i = 0; i < n; i++)
-        any_update = any_update || gs_prop_spatial(GS_PSH(gs_prop_operand(in, n + 1 + i)));
-    if (!gs_prop_spatial(GS_PSH(idx)) && !any_update) return changed;
+        any_update =
+            any_update || gs_prop_spatial(GS_PROP_SHARDING(gs_prop_operand(in, n + 1 + i)));
+    if (!gs_prop_spatial(GS_PROP_SHARDING(idx)) && !any_update) return changed;
     if (implicit_parallel(c, &d, &par)) PARALLEL(par, "scatter parallel dims");
 #undef PARALLEL
     conn pt;
     operand_passthrough(&d, &pt);
     for (int i = 0; i < n; i++) {
         gs_instr *u = gs_prop_operand(in, n + 1 + i);
-        const gs_sharding *us = GS_PSH(u);
+        const gs_sharding *us = GS_PROP_SHARDING(u);
         if (!gs_prop_spatial(us) || us->kind != GS_SHARDING_TILED) continue;
         const gs_sharding *s =
             unless_maximal(gs_prop_along_dims(c, us, pt.n, pt.output, pt.operand, rank));
         if (s)
-            changed |= gs_prop_improve_sub(c, in, s, i, may, false, GS_PDIR_FORWARD, u,
+            changed |= gs_prop_improve_sub(c, in, s, i, may, false, GS_PROP_DIR_FORWARD, u,
                                            "scatter update pass-through");
     }
     return changed;
 }
 
-const gs_sharding *gs_prop_scatter_from_user(gs_pctx *c, const gs_instr *in,
+const gs_sharding *gs_prop_scatter_from_user(gs_prop_ctx *c, const gs_instr *in,
                                              const gs_instr *user) {
     gdims d;
     scatter_dims(user, &d);
     int n = scatter_n(user);
-    const gs_sharding *us = GS_PSH(user);
+    const gs_sharding *us = GS_PROP_SHARDING(user);
     for (int i = 0; i < n; i++)
         if (gs_prop_operand(user, i) == in)
             return us->kind == GS_SHARDING_TUPLE ? gs_prop_sub(c, us, user->shape, i) : us;
@@ -461,7 +469,7 @@ const gs_sharding *gs_prop_scatter_from_user(gs_pctx *c, const gs_instr *in,
         const gs_sharding *v[GS_MAX_RANK];
         int k = 0;
         for (int i = 0; i < n && k < GS_MAX_RANK; i++) {
-            const gs_sharding *s = GS_PSH(gs_prop_operand(user, n + 1 + i));
+            const gs_sharding *s = GS_PROP_SHARDING(gs_prop_operand(user, n + 1 + i));
             if (!gs_prop_spatial(s)) continue;
             if (s->kind == GS_SHARDING_TILED)
                 s = gs_prop_along_dims(c, s, ip.n, ip.output, ip.indices, in->shape->rank);
@@ -475,8 +483,8 @@ const gs_sharding *gs_prop_scatter_from_user(gs_pctx *c, const gs_instr *in,
     if (update < 0) return NULL;
     int urank = in->shape->rank;
     const gs_sharding *from_idx = NULL;
-    if (gs_prop_spatial(GS_PSH(idx))) {
-        from_idx = GS_PSH(idx);
+    if (gs_prop_spatial(GS_PROP_SHARDING(idx))) {
+        from_idx = GS_PROP_SHARDING(idx);
         if (from_idx->kind == GS_SHARDING_TILED)
             from_idx = gs_prop_along_dims(c, from_idx, ip.n, ip.indices, ip.output, urank);
     }

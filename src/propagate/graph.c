@@ -24,7 +24,7 @@
 
 gs_instr *gs_prop_operand(const gs_instr *in, int i) {
     gs_instr *op = in->operands[i];
-    while (op->aux && GS_PN(op)->alias) op = GS_PN(op)->alias;
+    while (op->aux && GS_PROP_NODE(op)->alias) op = GS_PROP_NODE(op)->alias;
     return op;
 }
 
@@ -35,7 +35,7 @@ bool gs_prop_is_cc(const gs_instr *in, const char *target) {
 }
 
 bool gs_prop_is_copy(const gs_instr *in) {
-    return in->op == GS_OP_COPY || (in->aux && GS_PN(in)->copy_like);
+    return in->op == GS_OP_COPY || (in->aux && GS_PROP_NODE(in)->copy_like);
 }
 
 bool gs_prop_is_elementwise(const gs_instr *in) {
@@ -48,7 +48,7 @@ bool gs_prop_is_elementwise(const gs_instr *in) {
 }
 
 int gs_prop_non_root_users(const gs_instr *in) {
-    const gs_pnode *n = GS_PN(in);
+    const gs_prop_node *n = GS_PROP_NODE(in);
     int k = 0;
     for (int i = 0; i < n->n_users; i++)
         if (n->users[i] != in->parent->root) k++;
@@ -93,23 +93,23 @@ int gs_prop_parse_unspec(gs_arena *a, const gs_instr *in, int64_t **out) {
 /* ------------------------------------------------------------------ users and post order */
 
 /* Fills every node's distinct users (aliases looked through), in text order. */
-static gs_status build_users(gs_pctx *c) {
+static gs_status build_users(gs_prop_ctx *c) {
     for (int i = 0; i < c->n_nodes; i++) c->nodes[i].n_users = 0;
     for (int ci = 0; ci < c->m->n_comps; ci++) {
         gs_computation *comp = c->m->comps[ci];
         for (int k = 0; k < comp->n_instrs; k++) {
             gs_instr *in = comp->instrs[k];
-            if (GS_PN(in)->alias) continue;
+            if (GS_PROP_NODE(in)->alias) continue;
             for (int j = 0; j < in->n_operands; j++) {
                 gs_instr *op = gs_prop_operand(in, j);
                 bool seen = false;
                 for (int l = 0; l < j && !seen; l++) seen = gs_prop_operand(in, l) == op;
-                if (!seen) GS_PN(op)->n_users++;
+                if (!seen) GS_PROP_NODE(op)->n_users++;
             }
         }
     }
     for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
+        gs_prop_node *n = &c->nodes[i];
         n->users = n->n_users ? GS_NEW_ARRAY(&c->scratch, gs_instr *, n->n_users) : NULL;
         if (n->n_users && !n->users) return GS_ERR;
         n->n_users = 0;
@@ -118,12 +118,12 @@ static gs_status build_users(gs_pctx *c) {
         gs_computation *comp = c->m->comps[ci];
         for (int k = 0; k < comp->n_instrs; k++) {
             gs_instr *in = comp->instrs[k];
-            if (GS_PN(in)->alias) continue;
+            if (GS_PROP_NODE(in)->alias) continue;
             for (int j = 0; j < in->n_operands; j++) {
                 gs_instr *op = gs_prop_operand(in, j);
                 bool seen = false;
                 for (int l = 0; l < j && !seen; l++) seen = gs_prop_operand(in, l) == op;
-                if (!seen) GS_PN(op)->users[GS_PN(op)->n_users++] = in;
+                if (!seen) GS_PROP_NODE(op)->users[GS_PROP_NODE(op)->n_users++] = in;
             }
         }
     }
@@ -132,7 +132,7 @@ static gs_status build_users(gs_pctx *c) {
 
 /* XLA's MakeInstructionPostOrder: a depth-first post order from every instruction without
  * users, in instruction order, visiting operands first to last. */
-static gs_status build_orders(gs_pctx *c) {
+static gs_status build_orders(gs_prop_ctx *c) {
     int n_comps = c->m->n_comps;
     c->orders = GS_NEW_ARRAY(&c->scratch, gs_instr **, n_comps ? n_comps : 1);
     c->n_order = GS_NEW_ARRAY(&c->scratch, int, n_comps ? n_comps : 1);
@@ -153,15 +153,15 @@ static gs_status build_orders(gs_pctx *c) {
             break;
         }
         int n = 0;
-        for (int k = 0; k < comp->n_instrs; k++) GS_PN(comp->instrs[k])->mark = 0;
+        for (int k = 0; k < comp->n_instrs; k++) GS_PROP_NODE(comp->instrs[k])->mark = 0;
         for (int k = 0; k < comp->n_instrs && st == GS_OK; k++) {
             gs_instr *root = comp->instrs[k];
-            if (GS_PN(root)->alias || GS_PN(root)->n_users > 0) continue;
+            if (GS_PROP_NODE(root)->alias || GS_PROP_NODE(root)->n_users > 0) continue;
             size_t sp = 0;
             stack[sp++] = root;
             while (sp > 0) {
                 gs_instr *cur = stack[sp - 1];
-                gs_pnode *cn = GS_PN(cur);
+                gs_prop_node *cn = GS_PROP_NODE(cur);
                 if (cn->mark) {
                     sp--;
                     if (cn->mark == 1) {
@@ -183,7 +183,7 @@ static gs_status build_orders(gs_pctx *c) {
                 }
                 for (int j = cur->n_operands - 1; j >= 0; j--) {
                     gs_instr *op = gs_prop_operand(cur, j);
-                    if (op->parent == comp && GS_PN(op)->mark != 2) stack[sp++] = op;
+                    if (op->parent == comp && GS_PROP_NODE(op)->mark != 2) stack[sp++] = op;
                 }
             }
         }
@@ -197,7 +197,7 @@ static gs_status build_orders(gs_pctx *c) {
 /* ------------------------------------------------------------------ annotations */
 
 /* Whether annotation s fits instruction in; else a located error. */
-static gs_status check_fit(gs_pctx *c, const gs_instr *in, const gs_sharding *s) {
+static gs_status check_fit(gs_prop_ctx *c, const gs_instr *in, const gs_sharding *s) {
     const gs_shape *sh = in->shape;
     if (in->op == GS_OP_OUTFEED && s->kind == GS_SHARDING_TUPLE && in->n_operands > 0) {
         /* XLA shards an outfeed over its data's leaves and the token. */
@@ -279,18 +279,18 @@ static gs_status check_fit(gs_pctx *c, const gs_instr *in, const gs_sharding *s)
 }
 
 /* The group with that id and kind, created when absent; NULL on allocation failure. */
-static gs_pgroup *group_for(gs_pctx *c, int64_t id, bool as) {
+static gs_prop_group *group_for(gs_prop_ctx *c, int64_t id, bool as) {
     for (int i = 0; i < c->n_groups; i++)
         if (c->groups[i].id == id && c->groups[i].as == as) return &c->groups[i];
     if (c->n_groups == c->cap_groups) {
         int cap = c->cap_groups ? c->cap_groups * 2 : 4;
-        gs_pgroup *v = GS_NEW_ARRAY(&c->scratch, gs_pgroup, cap);
+        gs_prop_group *v = GS_NEW_ARRAY(&c->scratch, gs_prop_group, cap);
         if (!v) return NULL;
         if (c->n_groups) memcpy(v, c->groups, sizeof *v * (size_t)c->n_groups);
         c->groups = v;
         c->cap_groups = cap;
     }
-    gs_pgroup *g = &c->groups[c->n_groups++];
+    gs_prop_group *g = &c->groups[c->n_groups++];
     memset(g, 0, sizeof *g);
     g->id = id;
     g->as = as;
@@ -298,10 +298,10 @@ static gs_pgroup *group_for(gs_pctx *c, int64_t id, bool as) {
 }
 
 /* Adds `in` to the shard group its sharding names and clears the group from the sharding. */
-static gs_status join_group(gs_pctx *c, gs_instr *in) {
-    const gs_sharding *s = GS_PSH(in);
+static gs_status join_group(gs_prop_ctx *c, gs_instr *in) {
+    const gs_sharding *s = GS_PROP_SHARDING(in);
     bool as = s->group == GS_SHARD_GROUP_AS;
-    gs_pgroup *g = group_for(c, s->group_id, as);
+    gs_prop_group *g = group_for(c, s->group_id, as);
     if (!g) return GS_ERR;
     if (g->n > 0 && !gs_shape_same_dims(g->members[0]->shape, in->shape)) {
         char *a = gs_shape_to_string(&c->scratch, in->shape);
@@ -321,19 +321,19 @@ static gs_status join_group(gs_pctx *c, gs_instr *in) {
         g->cap = cap;
     }
     g->members[g->n++] = in;
-    GS_PN(in)->group = (int)(g - c->groups);
+    GS_PROP_NODE(in)->group = (int)(g - c->groups);
     gs_sharding *cleared = gs_sharding_with_group(c->a, s, GS_SHARD_GROUP_NONE, 0);
     if (!cleared) return GS_ERR;
-    GS_PN(in)->sh = cleared;
+    GS_PROP_NODE(in)->sh = cleared;
     return GS_OK;
 }
 
 /* XLA's ProcessShardingInstruction over one computation (reverse post order). */
-static gs_status process_sharding_ccs(gs_pctx *c, int ci, bool replace) {
+static gs_status process_sharding_ccs(gs_prop_ctx *c, int ci, bool replace) {
     gs_instr **order = c->orders[ci];
     for (int k = c->n_order[ci] - 1; k >= 0; k--) {
         gs_instr *in = order[k];
-        gs_pnode *n = GS_PN(in);
+        gs_prop_node *n = GS_PROP_NODE(in);
         if (!gs_prop_is_cc(in, "Sharding")) {
             if (replace && n->sh && n->sh->group != GS_SHARD_GROUP_NONE &&
                 join_group(c, in) != GS_OK)
@@ -360,13 +360,13 @@ static gs_status process_sharding_ccs(gs_pctx *c, int ci, bool replace) {
         if (replace && n->sh->group != GS_SHARD_GROUP_NONE) {
             if (!replaced) {
                 /* Only names a group: its operand joins the group instead. */
-                const gs_sharding *base = GS_PSH(op);
+                const gs_sharding *base = GS_PROP_SHARDING(op);
                 if (!base) base = gs_sharding_unknown(c->a);
                 gs_sharding *g = base ? gs_sharding_with_group(c->a, base, n->sh->group,
                                                                n->sh->group_id)
                                       : NULL;
                 if (!g) return GS_ERR;
-                GS_PN(op)->sh = g;
+                GS_PROP_NODE(op)->sh = g;
                 remove = true;
             } else if (join_group(c, in) != GS_OK) {
                 return c->d->n_errors ? GS_ERR : (c->oom = true, GS_ERR);
@@ -376,8 +376,8 @@ static gs_status process_sharding_ccs(gs_pctx *c, int ci, bool replace) {
             n->unspec = unspec;
             n->n_unspec = nu;
             n->has_unspec = true;
-        } else if (!GS_PSH(op)) {
-            gs_prop_set(c, op, n->sh, GS_PDIR_ANNOTATION, in, "Sharding custom-call");
+        } else if (!GS_PROP_SHARDING(op)) {
+            gs_prop_set(c, op, n->sh, GS_PROP_DIR_ANNOTATION, in, "Sharding custom-call");
         }
         if (remove) n->alias = op;
     }
@@ -386,7 +386,7 @@ static gs_status process_sharding_ccs(gs_pctx *c, int ci, bool replace) {
 
 /* ------------------------------------------------------------------ computation map */
 
-int gs_prop_related(gs_pctx *c, gs_instr *in, gs_instr **out, int max) {
+int gs_prop_related(gs_prop_ctx *c, gs_instr *in, gs_instr **out, int max) {
     (void)c;
     int n = 0;
     gs_computation *called[64];
@@ -413,8 +413,8 @@ int gs_prop_related(gs_pctx *c, gs_instr *in, gs_instr **out, int max) {
         out[n++] = called[0]->root;
         return n;
     }
-    if (in->op == GS_OP_PARAMETER && GS_PN(in)->caller) {
-        gs_instr *caller = GS_PN(in)->caller;
+    if (in->op == GS_OP_PARAMETER && GS_PROP_NODE(in)->caller) {
+        gs_instr *caller = GS_PROP_NODE(in)->caller;
         if (caller->op == GS_OP_CONDITIONAL) {
             int k = gs_instr_called(caller, called, 64);
             for (int i = 0; i < k && i + 1 < caller->n_operands; i++)
@@ -434,7 +434,7 @@ int gs_prop_related(gs_pctx *c, gs_instr *in, gs_instr **out, int max) {
 }
 
 /* The error of an instruction pinned to another device than the loop's channel instruction. */
-static gs_status device_conflict(gs_pctx *c, const gs_instr *in, int64_t dev, int64_t unique,
+static gs_status device_conflict(gs_prop_ctx *c, const gs_instr *in, int64_t dev, int64_t unique,
                                  const gs_instr *channel) {
     return gs_error(c->d, in->span,
                     "instruction '%s' is on device %lld, which conflicts with device %lld of "
@@ -445,7 +445,7 @@ static gs_status device_conflict(gs_pctx *c, const gs_instr *in, int64_t dev, in
 /* XLA CheckAndUpdateDeviceAssignmentsInWhileBody: a while body holding a channel instruction
  * (send/recv that is not a host transfer, all-reduce/reduce-scatter with a channel id) pinned
  * to one device keeps every pinned instruction on that device and pins its root there. */
-static gs_status check_while_devices(gs_pctx *c, gs_instr *w) {
+static gs_status check_while_devices(gs_prop_ctx *c, gs_instr *w) {
     gs_computation *body = gs_instr_comp(w, GS_ATTR_BODY);
     if (!body) return GS_OK;
     int64_t unique = -1;
@@ -457,7 +457,7 @@ static gs_status check_while_devices(gs_pctx *c, gs_instr *w) {
     int n_seen = 0;
     for (int k = 0; k < body->n_instrs; k++) {
         gs_instr *in = body->instrs[k];
-        int64_t dev = gs_prop_unique_device(GS_PSH(in));
+        int64_t dev = gs_prop_unique_device(GS_PROP_SHARDING(in));
         if (dev < 0) continue;
         const gs_attr *host = gs_instr_attr_named(in, "is_host_transfer");
         bool is_host = host && host->u.s && strcmp(host->u.s, "true") == 0;
@@ -487,15 +487,15 @@ static gs_status check_while_devices(gs_pctx *c, gs_instr *w) {
         }
     }
     if (unique < 0) return GS_OK;
-    int64_t wdev = gs_prop_unique_device(GS_PSH(w));
+    int64_t wdev = gs_prop_unique_device(GS_PROP_SHARDING(w));
     if (wdev >= 0 && wdev != unique) return device_conflict(c, w, wdev, unique, channel);
     gs_instr *root = body->root;
-    int64_t rdev = gs_prop_unique_device(GS_PSH(root));
+    int64_t rdev = gs_prop_unique_device(GS_PROP_SHARDING(root));
     if (rdev < 0) {
         gs_sharding *m = gs_sharding_maximal(c->a, unique);
         const gs_sharding *s = m ? gs_prop_single_tuple(c, root->shape, m) : NULL;
         if (!s) return GS_ERR;
-        gs_prop_set(c, root, s, GS_PDIR_FIXUP, channel, "while channel device");
+        gs_prop_set(c, root, s, GS_PROP_DIR_FIXUP, channel, "while channel device");
     } else if (rdev != unique) {
         return device_conflict(c, root, rdev, unique, channel);
     }
@@ -506,7 +506,7 @@ static gs_status check_while_devices(gs_pctx *c, gs_instr *w) {
 
 /* The computation map (each called computation's instructions know their caller) and the
  * shardings a loop, branch or call shares with its computations' parameters and roots. */
-static gs_status share_called_shardings(gs_pctx *c) {
+static gs_status share_called_shardings(gs_prop_ctx *c) {
     gs_module *m = c->m;
     for (int ci = 0; ci < m->n_comps; ci++) {
         gs_computation *comp = m->comps[ci];
@@ -525,19 +525,19 @@ static gs_status share_called_shardings(gs_pctx *c) {
             int nr = gs_prop_related(c, in, rel, 66);
             gs_instr *sharded = NULL;
             for (int r = 0; r < nr && !sharded; r++)
-                if (GS_PSH(rel[r])) sharded = rel[r];
+                if (GS_PROP_SHARDING(rel[r])) sharded = rel[r];
             if (sharded) {
-                const gs_sharding *s = GS_PSH(sharded);
+                const gs_sharding *s = GS_PROP_SHARDING(sharded);
                 for (int r = 0; r < nr; r++) {
                     if (rel[r] == sharded) continue;
-                    const gs_sharding *old = GS_PSH(rel[r]);
+                    const gs_sharding *old = GS_PROP_SHARDING(rel[r]);
                     if (old && !gs_sharding_equal(old, s))
                         gs_warning(c->d, rel[r]->span,
                                    "the sharding of '%s' conflicts with that of '%s', which must "
                                    "be the same; using the latter's (as XLA does)",
                                    rel[r]->name, sharded->name);
                     if (!old || !gs_sharding_equal(old, s))
-                        gs_prop_set(c, rel[r], s, GS_PDIR_CALL, sharded, "shared with caller");
+                        gs_prop_set(c, rel[r], s, GS_PROP_DIR_CALL, sharded, "shared with caller");
                 }
             }
             gs_computation *called[64];
@@ -551,7 +551,7 @@ static gs_status share_called_shardings(gs_pctx *c) {
             }
             for (int j = 0; j < nc; j++)
                 for (int l = 0; l < called[j]->n_instrs; l++)
-                    GS_PN(called[j]->instrs[l])->caller = in;
+                    GS_PROP_NODE(called[j]->instrs[l])->caller = in;
         }
     }
     return GS_OK;
@@ -559,17 +559,17 @@ static gs_status share_called_shardings(gs_pctx *c) {
 
 /* Shardings the user provided: annotations other than the entry's root and parameters, and
  * those too unless propagation to outputs / parameters is allowed. */
-static void mark_provided(gs_pctx *c) {
+static void mark_provided(gs_prop_ctx *c) {
     gs_module *m = c->m;
     for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
+        gs_prop_node *n = &c->nodes[i];
         if (!n->sh || n->alias) continue;
         if (n->in == c->entry_root || n->in->op == GS_OP_PARAMETER) continue;
         if (n->sh->kind == GS_SHARDING_UNKNOWN) continue;
         n->provided = true;
     }
     if (c->entry_root) {
-        gs_pnode *rn = GS_PN(c->entry_root);
+        gs_prop_node *rn = GS_PROP_NODE(c->entry_root);
         if (!c->to_output && (!rn->sh || rn->sh->kind != GS_SHARDING_UNKNOWN)) {
             /* XLA pins the output through a copy when the root is a while, so that shardings
              * still flow into the loop; the while itself stays free. */
@@ -581,16 +581,16 @@ static void mark_provided(gs_pctx *c) {
     }
     if (!c->to_params && m->entry) {
         for (int i = 0; i < m->entry->n_params; i++) {
-            gs_pnode *n = GS_PN(m->entry->params[i]);
+            gs_prop_node *n = GS_PROP_NODE(m->entry->params[i]);
             if (n->sh && n->sh->kind != GS_SHARDING_UNKNOWN) n->provided = true;
         }
     }
 }
 
 /* Unknown shardings take part as replicated. */
-static gs_status unknown_as_replicated(gs_pctx *c) {
+static gs_status unknown_as_replicated(gs_prop_ctx *c) {
     for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
+        gs_prop_node *n = &c->nodes[i];
         if (!n->sh) continue;
         if (n->sh->kind == GS_SHARDING_UNKNOWN) {
             gs_sharding *r = gs_sharding_replicated(c->a);
@@ -617,19 +617,19 @@ static gs_status unknown_as_replicated(gs_pctx *c) {
     return GS_OK;
 }
 
-gs_status gs_prop_setup(gs_pctx *c) {
+gs_status gs_prop_setup(gs_prop_ctx *c) {
     gs_module *m = c->m;
     int total = 0;
     for (int ci = 0; ci < m->n_comps; ci++) total += m->comps[ci]->n_instrs;
     c->n_nodes = total;
-    c->nodes = GS_NEW_ARRAY(&c->scratch, gs_pnode, total ? total : 1);
+    c->nodes = GS_NEW_ARRAY(&c->scratch, gs_prop_node, total ? total : 1);
     if (!c->nodes) return GS_ERR;
     int k = 0;
     for (int ci = 0; ci < m->n_comps; ci++) {
         gs_computation *comp = m->comps[ci];
         for (int i = 0; i < comp->n_instrs; i++) {
             gs_instr *in = comp->instrs[i];
-            gs_pnode *n = &c->nodes[k++];
+            gs_prop_node *n = &c->nodes[k++];
             n->in = in;
             n->group = -1;
             n->comp = ci;
@@ -639,7 +639,7 @@ gs_status gs_prop_setup(gs_pctx *c) {
     c->entry_root = m->entry ? m->entry->root : NULL;
     /* Annotations. */
     for (int i = 0; i < c->n_nodes; i++) {
-        gs_pnode *n = &c->nodes[i];
+        gs_prop_node *n = &c->nodes[i];
         const gs_sharding *s = gs_instr_get_sharding(n->in);
         if (!s) continue;
         if (check_fit(c, n->in, s) != GS_OK) return GS_ERR;
@@ -647,7 +647,7 @@ gs_status gs_prop_setup(gs_pctx *c) {
         n->orig = s;
         if (!c->cse_only && gs_prop_is_cse_marked(s)) continue;
         n->sh = s;
-        if (c->record) gs_prop_set(c, n->in, s, GS_PDIR_ANNOTATION, NULL, "sharding attribute");
+        if (c->record) gs_prop_set(c, n->in, s, GS_PROP_DIR_ANNOTATION, NULL, "sharding attribute");
     }
     if (build_users(c) != GS_OK || build_orders(c) != GS_OK) return GS_ERR;
     /* Sharding custom-calls and shard groups. */

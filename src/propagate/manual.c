@@ -13,8 +13,8 @@
 
 /* The unique user of `in` if it is a manual conversion custom-call with the same unspecified
  * dims; *ok is false when it is one with different dims (XLA then refines nothing). */
-static gs_instr *conversion_user(gs_pctx *c, gs_instr *in, bool *ok) {
-    gs_pnode *n = GS_PN(in);
+static gs_instr *conversion_user(gs_prop_ctx *c, gs_instr *in, bool *ok) {
+    gs_prop_node *n = GS_PROP_NODE(in);
     *ok = true;
     if (n->n_users != 1) return NULL;
     gs_instr *u = n->users[0];
@@ -30,13 +30,13 @@ static gs_instr *conversion_user(gs_pctx *c, gs_instr *in, bool *ok) {
 }
 
 /* Sets a refined sharding when it differs. */
-static void refine(gs_pctx *c, gs_instr *in, const gs_sharding *s, const gs_instr *from) {
-    if (GS_PSH(in) && gs_sharding_equal(GS_PSH(in), s)) return;
-    gs_prop_set(c, in, s, GS_PDIR_REFINE, from, "unspecified dims");
+static void refine(gs_prop_ctx *c, gs_instr *in, const gs_sharding *s, const gs_instr *from) {
+    if (GS_PROP_SHARDING(in) && gs_sharding_equal(GS_PROP_SHARDING(in), s)) return;
+    gs_prop_set(c, in, s, GS_PROP_DIR_REFINE, from, "unspecified dims");
 }
 
 /* XLA RefineManualAutoShardingFromAuto. */
-static bool from_auto(gs_pctx *c, const gs_sharding *to_merge, const gs_pnode *n,
+static bool from_auto(gs_prop_ctx *c, const gs_sharding *to_merge, const gs_prop_node *n,
                       const gs_sharding **autos, const gs_sharding **manual) {
     const gs_sharding *man = *manual;
     if (!gs_prop_manual_subgroup(man) || gs_prop_manual_subgroup(*autos) ||
@@ -79,7 +79,7 @@ static bool from_auto(gs_pctx *c, const gs_sharding *to_merge, const gs_pnode *n
 }
 
 /* XLA RefineManualAutoShardingFromManual. */
-static bool from_manual(gs_pctx *c, const gs_sharding *to_merge, const gs_pnode *n,
+static bool from_manual(gs_prop_ctx *c, const gs_sharding *to_merge, const gs_prop_node *n,
                         const gs_sharding **autos, const gs_sharding **manual) {
     if (!gs_prop_manual_subgroup(to_merge) || !gs_prop_manual_subgroup(*manual) ||
         !gs_prop_partial(*manual) || gs_prop_manual_subgroup(*autos) ||
@@ -107,9 +107,9 @@ static bool from_manual(gs_pctx *c, const gs_sharding *to_merge, const gs_pnode 
 
 /* Refines annotation `in` (and its conversion op `conv`, if any) from sharding `s` coming from
  * `from`; `s_is_auto` says which side `s` describes when there is a conversion op. */
-static bool refine_with(gs_pctx *c, gs_instr *in, gs_instr *conv, const gs_sharding *s,
+static bool refine_with(gs_prop_ctx *c, gs_instr *in, gs_instr *conv, const gs_sharding *s,
                         bool s_is_auto, const gs_instr *from) {
-    gs_pnode *n = GS_PN(in);
+    gs_prop_node *n = GS_PROP_NODE(in);
     if (!conv) {
         const gs_sharding *rep = gs_prop_replicate_except(c, s, n->n_unspec, n->unspec);
         const gs_sharding *m =
@@ -121,7 +121,7 @@ static bool refine_with(gs_pctx *c, gs_instr *in, gs_instr *conv, const gs_shard
     bool to_shard = gs_prop_is_cc(conv, "SPMDFullToShardShape");
     /* Which instruction holds the automatic sharding and which the manual one. */
     gs_instr *auto_in = to_shard ? in : conv, *man_in = to_shard ? conv : in;
-    const gs_sharding *autos = GS_PSH(auto_in), *manual = GS_PSH(man_in);
+    const gs_sharding *autos = GS_PROP_SHARDING(auto_in), *manual = GS_PROP_SHARDING(man_in);
     if (!autos || !manual) return false;
     bool ok = s_is_auto ? from_auto(c, s, n, &autos, &manual)
                         : from_manual(c, s, n, &autos, &manual);
@@ -131,10 +131,10 @@ static bool refine_with(gs_pctx *c, gs_instr *in, gs_instr *conv, const gs_shard
     return true;
 }
 
-bool gs_prop_unspec_from_operand(gs_pctx *c, gs_instr *in, gs_instr **conv_op) {
+bool gs_prop_unspec_from_operand(gs_prop_ctx *c, gs_instr *in, gs_instr **conv_op) {
     *conv_op = NULL;
     gs_instr *op = gs_prop_operand(in, 0);
-    const gs_sharding *os = GS_PSH(op);
+    const gs_sharding *os = GS_PROP_SHARDING(op);
     if (!gs_prop_spatial(os) || os->kind != GS_SHARDING_TILED) return false;
     bool ok;
     gs_instr *conv = conversion_user(c, in, &ok);
@@ -146,18 +146,18 @@ bool gs_prop_unspec_from_operand(gs_pctx *c, gs_instr *in, gs_instr **conv_op) {
     return refine_with(c, in, conv, os, s_is_auto, op);
 }
 
-bool gs_prop_unspec_from_users(gs_pctx *c, gs_instr *in, int level, gs_instr **conv_op) {
+bool gs_prop_unspec_from_users(gs_prop_ctx *c, gs_instr *in, int level, gs_instr **conv_op) {
     *conv_op = NULL;
     bool ok;
     gs_instr *conv = conversion_user(c, in, &ok);
     if (!ok) return false;
     *conv_op = conv;
     gs_instr *base = conv ? conv : in;
-    gs_pnode *bn = GS_PN(base);
+    gs_prop_node *bn = GS_PROP_NODE(base);
     bool changed = false;
     for (int i = 0; i < bn->n_users; i++) {
         gs_instr *user = bn->users[i];
-        const gs_sharding *us = GS_PSH(user);
+        const gs_sharding *us = GS_PROP_SHARDING(user);
         if (!us || us->kind != GS_SHARDING_TILED) continue;
         const gs_sharding *s = gs_prop_from_user(c, base, user, level);
         if (!s || gs_prop_tile_maximal(s)) continue;
@@ -168,13 +168,13 @@ bool gs_prop_unspec_from_users(gs_pctx *c, gs_instr *in, int level, gs_instr **c
     return changed;
 }
 
-bool gs_prop_unspec_from_group(gs_pctx *c, gs_instr *in, const gs_pgroup *g) {
+bool gs_prop_unspec_from_group(gs_prop_ctx *c, gs_instr *in, const gs_prop_group *g) {
     if (gs_prop_is_cc(in, "ShardBarrierTo")) return false;
     bool changed = false;
     for (int i = 0; i < g->n; i++) {
         gs_instr *m = g->members[i];
         if (m == in || gs_prop_is_cc(m, "ShardBarrierFrom")) continue;
-        const gs_sharding *ms = GS_PSH(m);
+        const gs_sharding *ms = GS_PROP_SHARDING(m);
         if (!gs_prop_spatial(ms) || ms->kind != GS_SHARDING_TILED) continue;
         changed |= refine_with(c, in, NULL, ms, true, m);
     }

@@ -7,7 +7,7 @@
  */
 #include "internal.h"
 
-const gs_sharding *gs_prop_rule_map(gs_pctx *c, const gs_instr *in, bool src_is_result,
+const gs_sharding *gs_prop_rule_map(gs_prop_ctx *c, const gs_instr *in, bool src_is_result,
                                     int src_index, const gs_sharding *s, bool dst_is_result,
                                     int dst_index) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;

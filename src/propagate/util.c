@@ -15,7 +15,7 @@
 #include <string.h>
 
 /* Records an allocation failure; returns NULL for convenience. */
-static const gs_sharding *fail(gs_pctx *c) {
+static const gs_sharding *fail(gs_prop_ctx *c) {
     c->oom = true;
     return NULL;
 }
@@ -154,7 +154,7 @@ gs_sharding *gs_prop_persist(gs_arena *a, const gs_sharding *s) {
 
 /* ------------------------------------------------------------------ tuples */
 
-const gs_sharding *gs_prop_sub(gs_pctx *c, const gs_sharding *s, const gs_shape *shape,
+const gs_sharding *gs_prop_sub(gs_prop_ctx *c, const gs_sharding *s, const gs_shape *shape,
                                int index) {
     if (!s || s->kind != GS_SHARDING_TUPLE || shape->type != GS_TUPLE) return s;
     if (index < 0 || index >= shape->n_tuple) return s;
@@ -178,7 +178,7 @@ const gs_sharding *gs_prop_sub(gs_pctx *c, const gs_sharding *s, const gs_shape 
     return t ? t : fail(c);
 }
 
-const gs_sharding *gs_prop_single_tuple(gs_pctx *c, const gs_shape *shape,
+const gs_sharding *gs_prop_single_tuple(gs_prop_ctx *c, const gs_shape *shape,
                                         const gs_sharding *leaf) {
     if (!leaf || shape->type != GS_TUPLE) return leaf;
     if (leaf->kind == GS_SHARDING_TUPLE) return leaf;
@@ -190,7 +190,7 @@ const gs_sharding *gs_prop_single_tuple(gs_pctx *c, const gs_shape *shape,
     return t ? t : fail(c);
 }
 
-const gs_sharding *gs_prop_with_sub(gs_pctx *c, const gs_sharding *cur, const gs_shape *shape,
+const gs_sharding *gs_prop_with_sub(gs_prop_ctx *c, const gs_sharding *cur, const gs_shape *shape,
                                     int index, const gs_sharding *sub) {
     if (shape->type != GS_TUPLE) return sub;
     int n = gs_prop_required_leaves(shape);
@@ -219,7 +219,7 @@ const gs_sharding *gs_prop_with_sub(gs_pctx *c, const gs_sharding *cur, const gs
 
 /* ------------------------------------------------------------------ simple transforms */
 
-const gs_sharding *gs_prop_replicate_dims(gs_pctx *c, const gs_sharding *s, int n,
+const gs_sharding *gs_prop_replicate_dims(gs_prop_ctx *c, const gs_sharding *s, int n,
                                           const int64_t *dims) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;
     gs_sharding *out;
@@ -227,7 +227,7 @@ const gs_sharding *gs_prop_replicate_dims(gs_pctx *c, const gs_sharding *s, int 
     return out;
 }
 
-const gs_sharding *gs_prop_replicate_except(gs_pctx *c, const gs_sharding *s, int n,
+const gs_sharding *gs_prop_replicate_except(gs_prop_ctx *c, const gs_sharding *s, int n,
                                             const int64_t *keep) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;
     gs_sharding *out;
@@ -235,7 +235,7 @@ const gs_sharding *gs_prop_replicate_except(gs_pctx *c, const gs_sharding *s, in
     return out;
 }
 
-const gs_sharding *gs_prop_remove_dims(gs_pctx *c, const gs_sharding *s, int n,
+const gs_sharding *gs_prop_remove_dims(gs_prop_ctx *c, const gs_sharding *s, int n,
                                        const int64_t *dims) {
     if (!s || s->kind != GS_SHARDING_TILED || n == 0) return s;
     gs_sharding *out;
@@ -243,7 +243,8 @@ const gs_sharding *gs_prop_remove_dims(gs_pctx *c, const gs_sharding *s, int n,
     return out;
 }
 
-const gs_sharding *gs_prop_retile(gs_pctx *c, const gs_sharding *s, int n, const int64_t *dims) {
+const gs_sharding *gs_prop_retile(gs_prop_ctx *c, const gs_sharding *s, int n,
+                                  const int64_t *dims) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;
     int64_t nd[GS_MAX_TILE_RANK];
     int k = 0;
@@ -258,7 +259,7 @@ const gs_sharding *gs_prop_retile(gs_pctx *c, const gs_sharding *s, int n, const
     return r;
 }
 
-const gs_sharding *gs_prop_replicate_all(gs_pctx *c, const gs_sharding *s, int data_rank) {
+const gs_sharding *gs_prop_replicate_all(gs_prop_ctx *c, const gs_sharding *s, int data_rank) {
     if (!s) return s;
     if (s->kind == GS_SHARDING_MANUAL) return s;
     if (s->kind != GS_SHARDING_TILED || s->n_subgroups == 0) {
@@ -275,7 +276,7 @@ const gs_sharding *gs_prop_replicate_all(gs_pctx *c, const gs_sharding *s, int d
     return gs_prop_retile(c, r, data_rank, ones);
 }
 
-const gs_sharding *gs_prop_transpose(gs_pctx *c, const gs_sharding *s, int n, const int *perm) {
+const gs_sharding *gs_prop_transpose(gs_prop_ctx *c, const gs_sharding *s, int n, const int *perm) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;
     bool identity = true;
     for (int i = 0; i < n; i++) identity = identity && perm[i] == i;
@@ -285,7 +286,7 @@ const gs_sharding *gs_prop_transpose(gs_pctx *c, const gs_sharding *s, int n, co
     return out;
 }
 
-const gs_sharding *gs_prop_transpose_collapsed(gs_pctx *c, const gs_sharding *s, int n_src,
+const gs_sharding *gs_prop_transpose_collapsed(gs_prop_ctx *c, const gs_sharding *s, int n_src,
                                                const int64_t *src_to_tgt, int n_tgt,
                                                const int64_t *tgt_to_src) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;
@@ -313,7 +314,7 @@ const gs_sharding *gs_prop_transpose_collapsed(gs_pctx *c, const gs_sharding *s,
     return gs_prop_retile(c, t, n_tgt, dims);
 }
 
-const gs_sharding *gs_prop_along_dims(gs_pctx *c, const gs_sharding *s, int n,
+const gs_sharding *gs_prop_along_dims(gs_prop_ctx *c, const gs_sharding *s, int n,
                                       const int64_t *src_dims, const int64_t *tgt_dims,
                                       int tgt_rank) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;
@@ -348,7 +349,8 @@ const gs_sharding *gs_prop_along_dims(gs_pctx *c, const gs_sharding *s, int n,
     return gs_prop_retile(c, t, tgt_rank, dims);
 }
 
-const gs_sharding *gs_prop_reverse(gs_pctx *c, const gs_sharding *s, int n, const int64_t *dims) {
+const gs_sharding *gs_prop_reverse(gs_prop_ctx *c, const gs_sharding *s, int n,
+                                   const int64_t *dims) {
     if (!s || s->kind != GS_SHARDING_TILED || n == 0) return s;
     bool any = false;
     for (int i = 0; i < n; i++) any = any || gs_prop_tiles(s, (int)dims[i]) > 1;
@@ -378,7 +380,7 @@ const gs_sharding *gs_prop_reverse(gs_pctx *c, const gs_sharding *s, int n, cons
     return r;
 }
 
-const gs_sharding *gs_prop_reshape(gs_pctx *c, const gs_shape *from, const gs_shape *to,
+const gs_sharding *gs_prop_reshape(gs_prop_ctx *c, const gs_shape *from, const gs_shape *to,
                                    const gs_sharding *s) {
     if (!s || s->kind != GS_SHARDING_TILED) return s;
     if (s->data_rank != from->rank) return NULL;
@@ -397,7 +399,7 @@ static bool mergeable_leaf(const gs_sharding *s) {
            s->kind == GS_SHARDING_MAXIMAL;
 }
 
-const gs_sharding *gs_prop_merge_compatible(gs_pctx *c, const gs_sharding *to_merge,
+const gs_sharding *gs_prop_merge_compatible(gs_prop_ctx *c, const gs_sharding *to_merge,
                                             int64_t min_tiles, const gs_sharding *dst) {
     if (!to_merge || !dst || !mergeable_leaf(to_merge) || !mergeable_leaf(dst)) return NULL;
     gs_sharding *out;
@@ -407,7 +409,7 @@ const gs_sharding *gs_prop_merge_compatible(gs_pctx *c, const gs_sharding *to_me
 }
 
 /* A tuple of n leaves copied from a non-tuple sharding (to compare with a tuple). */
-static const gs_sharding *as_tuple(gs_pctx *c, const gs_sharding *s, int n) {
+static const gs_sharding *as_tuple(gs_prop_ctx *c, const gs_sharding *s, int n) {
     gs_sharding **v = GS_NEW_ARRAY(c->a, gs_sharding *, n ? n : 1);
     if (!v) return fail(c);
     for (int i = 0; i < n; i++) v[i] = (gs_sharding *)s;
@@ -415,7 +417,7 @@ static const gs_sharding *as_tuple(gs_pctx *c, const gs_sharding *s, int n) {
     return t ? t : fail(c);
 }
 
-bool gs_prop_merge(gs_pctx *c, const gs_sharding *to_merge, const gs_sharding **dst,
+bool gs_prop_merge(gs_prop_ctx *c, const gs_sharding *to_merge, const gs_sharding **dst,
                    bool may_combine) {
     bool mt = to_merge->kind == GS_SHARDING_TUPLE, dt = (*dst)->kind == GS_SHARDING_TUPLE;
     if (mt != dt) {
@@ -439,7 +441,7 @@ bool gs_prop_merge(gs_pctx *c, const gs_sharding *to_merge, const gs_sharding **
     return changed;
 }
 
-const gs_sharding *gs_prop_common(gs_pctx *c, int n, const gs_sharding *const *v,
+const gs_sharding *gs_prop_common(gs_prop_ctx *c, int n, const gs_sharding *const *v,
                                   const gs_sharding *def) {
     const gs_sharding *common = v[0];
     for (int i = 1; i < n; i++) {
@@ -467,7 +469,7 @@ static bool strictly_better(const gs_sharding *lhs, const gs_sharding *rhs) {
     return mask == 1;
 }
 
-const gs_sharding *gs_prop_improved(gs_pctx *c, const gs_sharding *from, const gs_sharding *cur,
+const gs_sharding *gs_prop_improved(gs_prop_ctx *c, const gs_sharding *from, const gs_sharding *cur,
                                     const gs_shape *shape, bool may_combine, bool aggressive) {
     if (!from) return NULL;
     if (cur && strictly_better(from, cur)) return from;
@@ -486,7 +488,7 @@ const gs_sharding *gs_prop_improved(gs_pctx *c, const gs_sharding *from, const g
 /* ------------------------------------------------------------------ sub-tiling */
 
 /* The brute-force check: every tile of `p` lies inside the tile `s` gives the same device. */
-static bool subtiling_slow(gs_pctx *c, const gs_shape *shape, const gs_sharding *p,
+static bool subtiling_slow(gs_prop_ctx *c, const gs_shape *shape, const gs_sharding *p,
                            const gs_sharding *s, const int64_t *pbase, const int64_t *base) {
     int dr = p->data_rank;
     int64_t n = s->tiles.n;
@@ -536,7 +538,7 @@ static bool subtiling_slow(gs_pctx *c, const gs_shape *shape, const gs_sharding 
     return ok;
 }
 
-bool gs_prop_subtiling(gs_pctx *c, const gs_shape *shape, const gs_sharding *potential,
+bool gs_prop_subtiling(gs_prop_ctx *c, const gs_shape *shape, const gs_sharding *potential,
                        const gs_sharding *sharding) {
     if (gs_prop_manual(potential) || gs_prop_manual(sharding)) return false;
     if (gs_prop_tile_maximal(sharding)) return true;

@@ -289,7 +289,7 @@ static void test_explain(void **state) {
 /* XLA's documented example of PropagateShardingAlongDimsAndReplicateOthers. */
 static void test_along_dims(void **state) {
     (void)state;
-    gs_pctx c;
+    gs_prop_ctx c;
     memset(&c, 0, sizeof c);
     gs_arena a;
     gs_arena_init(&a);
