@@ -141,23 +141,8 @@ void gs_sb_free(gs_sb *sb);
 void gs_format_double(char *buf, size_t size, double v);
 void gs_format_float(char *buf, size_t size, float v);
 
-/* ------------------------------------------------------------------ string map */
-
-/* Open-addressing hash map from string keys (not copied: they must outlive the map) to
- * pointers. malloc-backed. Zero-initialise; gs_strmap_free releases. */
-typedef struct gs_strmap {
-    const char **keys;
-    void **vals;
-    size_t cap; /* power of two, or 0 */
-    size_t n;
-} gs_strmap;
-
+/* A 64-bit hash of n bytes (FNV-1a style), chained through seed. */
 uint64_t gs_hash_bytes(const void *p, size_t n, uint64_t seed);
-/* Inserts or replaces. GS_ERR only on allocation failure. */
-gs_status gs_strmap_put(gs_strmap *m, const char *key, void *val);
-/* The value, or NULL when absent. */
-void *gs_strmap_get(const gs_strmap *m, const char *key);
-void gs_strmap_free(gs_strmap *m);
 
 #ifdef __cplusplus
 }

@@ -22,8 +22,8 @@ extern "C" {
 /* The names used in one module, and a counter for fresh ones. Zero-initialise; free with
  * gs_names_free. Keys live in the module's arena. */
 typedef struct gs_names {
-    gs_strmap used; /* every name taken */
-    long next;      /* suffix tried next for a fresh name */
+    struct gs_strmap *used; /* every name taken (allocated on first use; private) */
+    long next;              /* suffix tried next for a fresh name */
 } gs_names;
 
 /* Marks name as used. GS_ERR on allocation failure. */

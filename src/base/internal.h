@@ -1,6 +1,7 @@
 /*
  * base/internal.h — helpers the library's passes share that are not part of the public API:
- * the invariant check and a growable array (include/gspmd/base.h has the public ground).
+ * the invariant check, a growable array and a string map (include/gspmd/base.h has the public
+ * ground).
  */
 #ifndef GSPMD_BASE_INTERNAL_H
 #define GSPMD_BASE_INTERNAL_H
@@ -30,5 +31,22 @@ void gs_vec_init(gs_vec *v, size_t elem_size);
 gs_status gs_vec_push(gs_vec *v, const void *elem);
 void gs_vec_free(gs_vec *v);
 #define GS_VEC_AT(v, type, i) (((type *)(v)->data)[i])
+
+/* ------------------------------------------------------------------ string map */
+
+/* Open-addressing hash map from string keys (not copied: they must outlive the map) to
+ * pointers. malloc-backed. Zero-initialise; gs_strmap_free releases. */
+typedef struct gs_strmap {
+    const char **keys;
+    void **vals;
+    size_t cap; /* power of two, or 0 */
+    size_t n;
+} gs_strmap;
+
+/* Inserts or replaces. GS_ERR only on allocation failure. */
+gs_status gs_strmap_put(gs_strmap *m, const char *key, void *val);
+/* The value, or NULL when absent. */
+void *gs_strmap_get(const gs_strmap *m, const char *key);
+void gs_strmap_free(gs_strmap *m);
 
 #endif /* GSPMD_BASE_INTERNAL_H */

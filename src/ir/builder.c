@@ -10,35 +10,48 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ names */
 
+/* The table's map, allocated on first use; NULL on allocation failure. */
+static gs_strmap *used_map(gs_names *n) {
+    if (!n->used) n->used = calloc(1, sizeof *n->used);
+    return n->used;
+}
+
 gs_status gs_names_reserve(gs_names *n, gs_arena *a, const char *name) {
-    if (gs_strmap_get(&n->used, name)) return GS_OK;
+    gs_strmap *used = used_map(n);
+    if (!used) return GS_ERR;
+    if (gs_strmap_get(used, name)) return GS_OK;
     const char *k = gs_arena_strdup(a, name);
     if (!k) return GS_ERR;
-    return gs_strmap_put(&n->used, k, (void *)1);
+    return gs_strmap_put(used, k, (void *)1);
 }
 
 const char *gs_names_fresh(gs_names *n, gs_arena *a, const char *stem) {
-    if (!gs_strmap_get(&n->used, stem)) {
+    gs_strmap *used = used_map(n);
+    if (!used) return NULL;
+    if (!gs_strmap_get(used, stem)) {
         const char *k = gs_arena_strdup(a, stem);
-        if (!k || gs_strmap_put(&n->used, k, (void *)1) != GS_OK) return NULL;
+        if (!k || gs_strmap_put(used, k, (void *)1) != GS_OK) return NULL;
         return k;
     }
     char buf[256];
     for (;;) {
         snprintf(buf, sizeof buf, "%.200s.%ld", stem, ++n->next);
-        if (!gs_strmap_get(&n->used, buf)) break;
+        if (!gs_strmap_get(used, buf)) break;
     }
     const char *k = gs_arena_strdup(a, buf);
-    if (!k || gs_strmap_put(&n->used, k, (void *)1) != GS_OK) return NULL;
+    if (!k || gs_strmap_put(used, k, (void *)1) != GS_OK) return NULL;
     return k;
 }
 
 void gs_names_free(gs_names *n) {
-    gs_strmap_free(&n->used);
+    if (n->used) gs_strmap_free(n->used);
+    free(n->used);
+    n->used = NULL;
     n->next = 0;
 }
 

@@ -7,6 +7,7 @@
  * would otherwise get one compromise (usually replicated) for all of them. Computations applied
  * per element (reducers, comparators, scatter combiners) stay shared.
  */
+#include "base/internal.h"
 #include "gspmd/builder.h"
 #include "gspmd/ir.h"
 

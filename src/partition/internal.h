@@ -30,6 +30,7 @@
 #ifndef GSPMD_PARTITION_INTERNAL_H
 #define GSPMD_PARTITION_INTERNAL_H
 
+#include "base/internal.h"
 #include "gspmd/partition.h"
 
 /* A value of the partitioned program: the per-device instruction `hlo` holds the part of a

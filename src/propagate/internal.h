@@ -17,6 +17,7 @@
 #ifndef GSPMD_PROPAGATE_INTERNAL_H
 #define GSPMD_PROPAGATE_INTERNAL_H
 
+#include "base/internal.h"
 #include "gspmd/propagate.h"
 #include "gspmd/sharding.h"
 
