@@ -366,6 +366,11 @@ int gs_attr_print_rank(gs_attr_key k);
  * max entries of out. */
 int gs_instr_called(const gs_instr *in, gs_computation **out, int max);
 
+/* Is c a reducer made of one binary op on its two scalar parameters (in either order), of one
+ * element type, that reductions can apply directly: add, multiply, maximum or minimum (not on
+ * complex), and, or, xor (integers and pred)? Sets *op. */
+bool gs_computation_binary_reducer(const gs_computation *c, gs_opcode *op);
+
 /* The computation named name, or NULL. */
 gs_computation *gs_module_find_comp(const gs_module *m, const char *name);
 /* The instruction named name in any computation, or NULL (linear search). */

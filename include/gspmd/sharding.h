@@ -81,6 +81,17 @@ gs_status gs_tile_transpose(gs_arena *a, const gs_tile_assignment *t, const int 
 void gs_tile_materialize(const gs_tile_assignment *t, int64_t *out);
 /* Same dims and same device at every index. O(rank) for two iota assignments. */
 bool gs_tile_equal(const gs_tile_assignment *x, const gs_tile_assignment *y);
+
+/* Scratch capacity for refined factor lists (tile dims plus reshape dims). */
+enum { GS_MAX_FACTORS = GS_MAX_TILE_RANK + GS_MAX_IOTA_RANK };
+
+/* Common refinement of two factorisations x (nx entries) and y (ny entries) of one count, both
+ * major to minor (size-1 entries allowed): writes the refined factors major to minor into f
+ * (GS_MAX_FACTORS entries), with the index of the x entry and of the y entry each lies in.
+ * Returns the number of factors, or -1 when no common refinement exists (e.g. [2,3] against
+ * [3,2]). The engine behind O(rank) iota transposes and arithmetic tile indices. */
+int gs_tile_refine(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *f, int *ix,
+                   int *iy);
 /* A hash consistent with gs_tile_equal. */
 uint64_t gs_tile_hash(const gs_tile_assignment *t);
 /* Appends `[dims]<=[reshape]T(perm)` (iota) or `[dims]d0,d1,...` (explicit). */

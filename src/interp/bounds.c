@@ -466,7 +466,7 @@ static int reducer_op(const gs_instr *in, gs_attr_key key) {
     const gs_computation *c = gs_instr_comp(in, key);
     if (!c) return -1;
     gs_opcode op;
-    if (gs_comp_is_simple_binary(c, &op)) return op;
+    if (gs_computation_binary_reducer(c, &op)) return op;
     if (c->root->op == GS_OP_PARAMETER && c->root->parameter_number == 1) return GS_OP_COPY;
     return -1;
 }

@@ -806,5 +806,5 @@ gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value 
 }
 
 bool gs_comp_simple_binary(const gs_computation *c, gs_opcode *op) {
-    return gs_comp_is_simple_binary(c, op);
+    return gs_computation_binary_reducer(c, op);
 }

@@ -720,33 +720,11 @@ gs_kernel_fn gs_kernel_elementwise(gs_opcode op) {
 
 /* ------------------------------------------------------------------ reducers */
 
-bool gs_comp_is_simple_binary(const gs_computation *c, gs_opcode *op) {
-    const gs_instr *r = c->root;
-    if (c->n_params != 2 || r->n_operands != 2) return false;
-    if (gs_op_info_of(r->op)->family != GS_FAM_BINARY) return false;
-    const gs_instr *a = r->operands[0], *b = r->operands[1];
-    if (a->op != GS_OP_PARAMETER || b->op != GS_OP_PARAMETER) return false;
-    /* All binary reducers we fast-path are commutative, so operand order does not matter. */
-    if (a->parameter_number == b->parameter_number) return false;
-    switch (r->op) {
-    case GS_OP_ADD: case GS_OP_MULTIPLY: case GS_OP_MAXIMUM: case GS_OP_MINIMUM:
-    case GS_OP_AND: case GS_OP_OR: case GS_OP_XOR:
-        break;
-    default:
-        return false;
-    }
-    /* The result type must be the parameters' (no implicit conversion). */
-    if (r->shape->type != a->shape->type || a->shape->type != b->shape->type || r->shape->rank != 0)
-        return false;
-    *op = r->op;
-    return true;
-}
-
 gs_status gs_apply_reducer(gs_eval *ev, const gs_instr *in, const gs_computation *comp,
                            int n_vals, const gs_type *types, void *const *accs, int64_t i_acc,
                            const void *const *xs, int64_t i_x) {
     gs_opcode op;
-    if (n_vals == 1 && gs_comp_is_simple_binary(comp, &op)) {
+    if (n_vals == 1 && gs_computation_binary_reducer(comp, &op)) {
         gs_scalar_binary(op, types[0], accs[0], i_acc, xs[0], i_x, types[0], accs[0], i_acc);
         return GS_OK;
     }

@@ -43,7 +43,7 @@ static void reducer_init(reducer *rd, const gs_computation *comp, int n, const g
     rd->comp = comp;
     rd->n = n;
     rd->types = types;
-    rd->simple = n == 1 && gs_comp_is_simple_binary(comp, &rd->op) &&
+    rd->simple = n == 1 && gs_computation_binary_reducer(comp, &rd->op) &&
                  comp->root->shape->type == types[0];
 }
 
@@ -508,7 +508,7 @@ static gs_status k_select_and_scatter(gs_eval *ev, const gs_instr *in, gs_value 
     fast_cmp fc;
     bool fast_sel = comp_is_fast_compare(sel, &fc) && fc.operand == 0 && sel->n_params == 2;
     gs_opcode sop;
-    bool fast_sca = gs_comp_is_simple_binary(sca, &sop) && sca->root->shape->type == t;
+    bool fast_sca = gs_computation_binary_reducer(sca, &sop) && sca->root->shape->type == t;
     gs_type tt[2] = {t, t};
     scalar_args sa = {0, NULL};
     int64_t *offs = gs_sys_malloc(sizeof *offs * (size_t)(w.n_pos ? w.n_pos : 1));

@@ -173,10 +173,6 @@ bool gs_scalar_compare(gs_type t, const void *a, int64_t ia, const void *b, int6
 /* convert element ia of a (type at) into element io of out (type rt), XLA's convert. */
 void gs_scalar_convert(gs_type at, const void *a, int64_t ia, gs_type rt, void *out, int64_t io);
 
-/* If computation c is `ROOT r = op(param0, param1)` for a BINARY-family op (e.g. a reduction's
- * add/max/min/mul/and/or), returns true and the opcode: kernels use the fast path. */
-bool gs_comp_is_simple_binary(const gs_computation *c, gs_opcode *op);
-
 /* Applies a scalar reduction computation: acc[i_acc] = comp(acc[i_acc], x[i_x]) elementwise over
  * n_vals parallel arrays (variadic reductions). accs/xs hold n_vals arrays (types in types).
  * Uses the fast path when the computation is a simple binary op. */

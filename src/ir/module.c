@@ -132,6 +132,34 @@ int gs_instr_called(const gs_instr *in, gs_computation **out, int max) {
     return n;
 }
 
+bool gs_computation_binary_reducer(const gs_computation *comp, gs_opcode *op) {
+    if (!comp || comp->n_params != 2 || !comp->root) return false;
+    const gs_instr *r = comp->root;
+    if (r->n_operands != 2 || r->shape->rank != 0) return false;
+    const gs_instr *p0 = comp->params[0], *p1 = comp->params[1];
+    if (!p0 || !p1 || p0->shape->rank != 0 || p1->shape->rank != 0) return false;
+    if (!((r->operands[0] == p0 && r->operands[1] == p1) ||
+          (r->operands[0] == p1 && r->operands[1] == p0)))
+        return false;
+    if (r->shape->type != p0->shape->type || p0->shape->type != p1->shape->type) return false;
+    gs_type t = r->shape->type;
+    switch (r->op) {
+    case GS_OP_ADD:
+    case GS_OP_MULTIPLY:
+    case GS_OP_MAXIMUM:
+    case GS_OP_MINIMUM: break;
+    case GS_OP_AND:
+    case GS_OP_OR:
+    case GS_OP_XOR:
+        if (gs_type_is_float(t) || gs_type_is_complex(t)) return false;
+        break;
+    default: return false;
+    }
+    if ((r->op == GS_OP_MAXIMUM || r->op == GS_OP_MINIMUM) && gs_type_is_complex(t)) return false;
+    *op = r->op;
+    return true;
+}
+
 gs_computation *gs_module_find_comp(const gs_module *m, const char *name) {
     for (int i = 0; i < m->n_comps; i++)
         if (strcmp(m->comps[i]->name, name) == 0) return m->comps[i];

@@ -92,7 +92,7 @@ static bool plan(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t, bn_pl
         if (d == f) continue;
         p->rd[p->nr++] = d;
         p->count *= (double)base->dims[d];
-        if (gs_part_tiles(s, d) > 1) p->tiled[p->nt++] = d;
+        if (gs_sharding_tiles_in_dim(s, d) > 1) p->tiled[p->nt++] = d;
     }
     const gs_shape *vec = gs_shape_array(gs_part_arena(c), base->type, 1, &base->dims[f]);
     if (!vec) {

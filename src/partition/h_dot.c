@@ -256,7 +256,7 @@ static const gs_sharding *project(gs_part_ctx *c, const gs_part_space *sp,
     for (int s = 0; s < sp->ns; s++)
         if (!present[s]) {
             absent64[na++] = s;
-            if (gs_part_tiles(f, s) > 1) tiled[nt++] = s;
+            if (gs_sharding_tiles_in_dim(f, s) > 1) tiled[nt++] = s;
         }
     const gs_sharding *r = gs_part_replicate_dims(c, f, nt, tiled);
     gs_sharding *dropped = NULL;
@@ -290,7 +290,7 @@ static const gs_sharding *project_out(gs_part_ctx *c, const gs_part_space *sp,
     /* Contracting dims, and a kernel-windowed space's windowed dims, sum into the result. */
     int nsum = sp->nk + (sp->kernel_windowed ? sp->nh : 0);
     for (int i = 0; i < nsum; i++)
-        if (gs_part_tiles(f, k0 + i) > 1) tiled[nt++] = k0 + i;
+        if (gs_sharding_tiles_in_dim(f, k0 + i) > 1) tiled[nt++] = k0 + i;
     const gs_sharding *p = nt ? gs_part_make_unreduced(c, f, nt, tiled) : f;
     /* What is left is projected like an operand (the contracting dims, now untiled, drop). */
     return project(c, sp, &sp->out, p);
@@ -308,7 +308,7 @@ static void add_candidate(gs_part_ctx *c, const gs_part_space *sp, const gs_shar
             if (!sp->halo_ok[i]) forced[nfo++] = h0 + i;
         f = gs_part_replicate_dims(c, f, nfo, forced);
     }
-    if (sp->groups > 1 && sp->groups % gs_part_tiles(f, 0) != 0) {
+    if (sp->groups > 1 && sp->groups % gs_sharding_tiles_in_dim(f, 0) != 0) {
         int g0 = 0;
         f = gs_part_replicate_dims(c, f, 1, &g0);
     }
@@ -413,7 +413,7 @@ static int64_t halo_bytes(gs_part_ctx *c, const gs_instr *in, const gs_part_spac
     int64_t bytes = 0;
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh; h++) {
-        int64_t k = gs_part_tiles(f, h0 + h);
+        int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         int64_t L, R;
@@ -431,7 +431,7 @@ static gs_instr *read_windows(gs_part_ctx *c, const gs_instr *in, const gs_part_
                               const gs_sharding *f, gs_instr *x, const gs_sharding *s) {
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh && x; h++) {
-        int64_t k = gs_part_tiles(f, h0 + h);
+        int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         gs_instr *zero = gs_build_scalar_i(gs_part_builder(c), x->shape->type, 0);
@@ -453,7 +453,7 @@ static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
     gs_window *w = wa->u.window; /* the output module's own copy */
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh; h++) {
-        int64_t k = gs_part_tiles(f, h0 + h);
+        int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         gs_window_dim *wd = &w->dims[sp->spatial[h]];
@@ -508,7 +508,7 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
                   gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs) +
                   gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t) + hb;
         for (int s = 0; s < sp.ns; s++) {
-            int64_t k = gs_part_tiles(p.f, s);
+            int64_t k = gs_sharding_tiles_in_dim(p.f, s);
             p.flops *= (double)((sp.size[s] + k - 1) / k);
         }
         if (best_i < 0 || p.bytes < best.bytes ||
@@ -549,7 +549,8 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
         const gs_shape *q = in->operands[k]->shape, *sc = in->operands[k + 2]->shape;
         const gs_sharding *os = k == 0 ? best.lhs : best.rhs;
         for (int i = 0; i < q->rank; i++)
-            if (sc->dims[i] != q->dims[i] && sc->dims[i] % gs_part_tiles(os, i) != 0) return false;
+            if (sc->dims[i] != q->dims[i] && sc->dims[i] % gs_sharding_tiles_in_dim(os, i) != 0)
+                return false;
     }
     /* A convolution may also split its kernel window (the filter gradient's case). */
     gs_part_space kw;
@@ -617,9 +618,9 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     }
     out->hlo = gs_part_clone(c, in, gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
     unpad_windows(c, in, out->hlo, &sp, best.f);
-    if (sp.groups > 1 && gs_part_tiles(best.f, 0) > 1)
+    if (sp.groups > 1 && gs_sharding_tiles_in_dim(best.f, 0) > 1)
         gs_build_set_int(gs_part_builder(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
-                         sp.groups / gs_part_tiles(best.f, 0));
+                         sp.groups / gs_sharding_tiles_in_dim(best.f, 0));
     out->base = in->shape;
     out->sharding = best.out;
     out->combiner = GS_OP_ADD;

@@ -224,7 +224,7 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
     for (int j = 0; j < g.start_map.n; j++) {
         int d = (int)g.start_map.v[j];
         /* Only collapsed one-element slices; a whole slice's index is clamped to 0 anyway. */
-        if (d < 0 || d >= ash->rank || gs_part_tiles(a.sharding, d) <= 1 ||
+        if (d < 0 || d >= ash->rank || gs_sharding_tiles_in_dim(a.sharding, d) <= 1 ||
             !member(g.collapsed, d) || g.sizes.v[d] != 1)
             continue;
         gs_instr *ok;
@@ -390,7 +390,7 @@ bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     gs_type ty = in->shape->type;
     bool splittable =
-        comp && gs_part_reducer_op(comp, &rop) && gs_part_identity(c, rop, ty) != NULL;
+        comp && gs_computation_binary_reducer(comp, &rop) && gs_part_identity(c, rop, ty) != NULL;
     gs_part_space sp;
     gs_part_space_map ixmap;
     if (!scatter_space(in, &g, splittable, &sp, &ixmap)) return false;
@@ -410,7 +410,8 @@ bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     for (int j = 0; j < g.to_operand.n; j++) {
         int d = (int)g.to_operand.v[j];
         /* Only inserted one-element windows; a whole window's index must be 0 anyway. */
-        if (d < 0 || d >= ash->rank || gs_part_tiles(a.sharding, d) <= 1 || !member(g.inserted, d))
+        if (d < 0 || d >= ash->rank || gs_sharding_tiles_in_dim(a.sharding, d) <= 1 ||
+            !member(g.inserted, d))
             continue;
         idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], 1, a.hlo->shape->dims[d],
                        false, NULL);

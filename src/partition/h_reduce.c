@@ -37,7 +37,7 @@ static bool variadic_reduce(gs_part_ctx *c, const gs_instr *in, gs_part_value *o
     for (int i = 0; i < rd.n; i++) {
         all[i] = (int)rd.v[i];
         rd64[i] = rd.v[i];
-        if (gs_part_tiles(s, (int)rd.v[i]) > 1) tiled[nt++] = (int)rd.v[i];
+        if (gs_sharding_tiles_in_dim(s, (int)rd.v[i]) > 1) tiled[nt++] = (int)rd.v[i];
     }
     gs_instr *ops[2 * GS_MAX_RANK + 16];
     if (2 * k > (int)(sizeof ops / sizeof ops[0])) return false;
@@ -84,7 +84,7 @@ static bool variadic_reduce(gs_part_ctx *c, const gs_instr *in, gs_part_value *o
         for (int d = 0; d < base->rank; d++) {
             bool red = false;
             for (int i = 0; i < rd.n; i++) red |= rd.v[i] == d;
-            pd[d] = red ? gs_part_tiles(s, d) : base->dims[d];
+            pd[d] = red ? gs_sharding_tiles_in_dim(s, d) : base->dims[d];
             ld[d] = red ? 1 : xl->dims[d];
         }
         gs_instr *g[2 * GS_MAX_RANK + 16];
@@ -113,7 +113,7 @@ bool gs_part_handle_reduce(gs_part_ctx *c, const gs_instr *in, const gs_sharding
     if (in->n_operands > 2 && in->n_operands % 2 == 0) return variadic_reduce(c, in, out);
     if (in->n_operands != 2 || !gs_type_is_array(in->shape->type)) return false;
     gs_opcode op;
-    if (!gs_part_reducer_op(gs_instr_comp(in, GS_ATTR_TO_APPLY), &op)) return false;
+    if (!gs_computation_binary_reducer(gs_instr_comp(in, GS_ATTR_TO_APPLY), &op)) return false;
     const gs_part_value *v = gs_part_operand(c, in, 0);
     const gs_shape *base = v->base;
     gs_type ty = base->type;
@@ -127,7 +127,7 @@ bool gs_part_handle_reduce(gs_part_ctx *c, const gs_instr *in, const gs_sharding
     for (int i = 0; i < rd.n; i++) {
         all[i] = (int)rd.v[i];
         rd64[i] = rd.v[i];
-        if (gs_part_tiles(s, (int)rd.v[i]) > 1) tiled[nt++] = (int)rd.v[i];
+        if (gs_sharding_tiles_in_dim(s, (int)rd.v[i]) > 1) tiled[nt++] = (int)rd.v[i];
     }
     gs_part_value init;
     gs_part_reshard(c, gs_part_operand(c, in, 1), gs_part_replicated(c, in->operands[1]->shape),

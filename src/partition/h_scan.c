@@ -24,7 +24,7 @@ static int owner_dims(const gs_sharding *s, const gs_shape *base, const int64_t 
                       int *tiled) {
     int n = 0;
     for (int i = 0; i < base->rank; i++) {
-        if (window[i] == base->dims[i] || gs_part_tiles(s, i) == 1) continue;
+        if (window[i] == base->dims[i] || gs_sharding_tiles_in_dim(s, i) == 1) continue;
         if (window[i] != 1) return -1;
         tiled[n++] = i;
     }
@@ -51,7 +51,7 @@ static bool local_indices(gs_part_ctx *c, const gs_instr *in, int first, const g
     gs_builder *b = gs_part_builder(c);
     *mine = NULL;
     for (int i = 0; i < base->rank; i++) {
-        int64_t k = gs_part_tiles(s, i);
+        int64_t k = gs_sharding_tiles_in_dim(s, i);
         if (window[i] == base->dims[i]) {
             idx[i] = gs_part_s32(c, 0);
             continue;

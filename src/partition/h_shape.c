@@ -114,7 +114,7 @@ static const gs_sharding *local_reshape(gs_part_ctx *c, const gs_shape *a, const
  * result's sharding; NULL when the pattern does not apply. */
 static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_sharding *from,
                                    gs_instr *x, const gs_shape *b, int d, const gs_sharding **rs) {
-    int64_t k = gs_part_tiles(from, d), na = a->dims[d], ca = (na + k - 1) / k;
+    int64_t k = gs_sharding_tiles_in_dim(from, d), na = a->dims[d], ca = (na + k - 1) / k;
     int64_t lead = 1, ma = 1, blead = 1, mb = 1;
     for (int i = 0; i < d; i++) lead *= a->dims[i];
     for (int i = d + 1; i < a->rank; i++) ma *= a->dims[i];
@@ -137,7 +137,7 @@ static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_s
     av->dims[d] = rows_first ? k * ca : k * (cb * (mb / ma));
     bv->dims[e] = rows_first ? k * ca * (ma / mb) : k * cb;
     const gs_sharding *to = local_reshape(c, av, from, bv);
-    if (!to || gs_part_tiles(to, e) != k) return NULL;
+    if (!to || gs_sharding_tiles_in_dim(to, e) != k) return NULL;
     for (int i = 0; i < b->rank; i++)
         if (i != e && gs_part_uneven(to, i, b->dims[i])) return NULL;
     /* The halo: along e of the reshaped shard, or along d of the operand's. */
@@ -162,7 +162,7 @@ static gs_instr *uneven_reshape(gs_part_ctx *c, const gs_shape *a, const gs_shar
                                 gs_instr *x, const gs_shape *b, const gs_sharding **rs) {
     if (!gs_part_plain(from) || from->kind != GS_SHARDING_TILED || !x) return NULL;
     for (int d = 0; d < a->rank; d++) {
-        if (gs_part_tiles(from, d) < 2) continue;
+        if (gs_sharding_tiles_in_dim(from, d) < 2) continue;
         gs_instr *y = realigned_reshape(c, a, from, x, b, d, rs);
         if (y || c->failed) return y;
     }
@@ -438,7 +438,7 @@ bool gs_part_handle_iota(gs_part_ctx *c, const gs_instr *in, const gs_sharding *
     if (!ls || k < 0 || k >= ls->rank) return false;
     gs_builder *b = gs_part_builder(c);
     gs_instr *x = gs_build_iota(b, ty, ls->rank, ls->dims, k);
-    if (gs_part_tiles(t, k) > 1) {
+    if (gs_sharding_tiles_in_dim(t, k) > 1) {
         gs_instr *off = gs_build_convert(b, gs_part_shard_offset(c, t, k, ls->dims[k]), ty);
         x = gs_build_binary(b, GS_OP_ADD, x, gs_part_bcast_scalar(c, off, ls));
     }
@@ -471,10 +471,10 @@ bool gs_part_handle_sort(gs_part_ctx *c, const gs_instr *in, const gs_sharding *
     /* The sorted dim must be whole on each device. Its tiles move onto a dim no one splits (an
      * all-to-all there and back, as XLA does) -- the one they divide evenly, else the largest
      * with at least as many elements as tiles -- or, when there is none, are gathered. */
-    int64_t a = gs_part_tiles(lead, dim);
+    int64_t a = gs_sharding_tiles_in_dim(lead, dim);
     int free_dim = -1;
     for (int j = 0; j < s0->rank && a > 1; j++) {
-        if (j == dim || gs_part_tiles(lead, j) != 1 || s0->dims[j] < a) continue;
+        if (j == dim || gs_sharding_tiles_in_dim(lead, j) != 1 || s0->dims[j] < a) continue;
         if (free_dim < 0) {
             free_dim = j;
             continue;
@@ -529,8 +529,9 @@ bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_s
      * windowed dims are made whole. */
     gs_opcode rop;
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
-    gs_instr *id =
-        comp && gs_part_reducer_op(comp, &rop) ? gs_part_identity(c, rop, is->type) : NULL;
+    gs_instr *id = comp && gs_computation_binary_reducer(comp, &rop)
+                       ? gs_part_identity(c, rop, is->type)
+                       : NULL;
     int moved[GS_MAX_RANK], n = 0;
     bool halo[GS_MAX_RANK] = {0};
     for (int i = 0; i < is->rank; i++) {
@@ -538,7 +539,7 @@ bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_s
         bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
                        w->lhs_dilate == 1 && w->rhs_dilate == 1;
         if (trivial) continue;
-        int64_t k = gs_part_tiles(t, i), o = in->shape->dims[i], so = (o + k - 1) / k;
+        int64_t k = gs_sharding_tiles_in_dim(t, i), o = in->shape->dims[i], so = (o + k - 1) / k;
         int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0, L, R;
         /* A dilated window reduces its holes too: d times the work over 1/k of the output,
          * so base dilation d only while d <= k. */
@@ -556,7 +557,7 @@ bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_s
     for (int i = 0; i < is->rank && ops[0]; i++) {
         if (!halo[i]) continue;
         const gs_window_dim *w = &wa->u.window->dims[i];
-        int64_t k = gs_part_tiles(s, i), o = in->shape->dims[i], so = (o + k - 1) / k;
+        int64_t k = gs_sharding_tiles_in_dim(s, i), o = in->shape->dims[i], so = (o + k - 1) / k;
         int64_t eff = (w->size - 1) * w->rhs_dilate + 1;
         if (w->lhs_dilate > 1)
             ops[0] = gs_part_dilate_shard(c, ops[0], s, is->dims, i, w->lhs_dilate, id);
@@ -600,14 +601,15 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
     if (!wa || wa->u.window->n != r || ss->rank != r) return false;
     gs_opcode sop;
     const gs_computation *sca = gs_instr_comp(in, GS_ATTR_SCATTER);
-    gs_instr *id = sca && gs_part_reducer_op(sca, &sop) ? gs_part_identity(c, sop, is->type) : NULL;
+    gs_instr *id =
+        sca && gs_computation_binary_reducer(sca, &sop) ? gs_part_identity(c, sop, is->type) : NULL;
     int moved[GS_MAX_RANK], n = 0;
     bool halo[GS_MAX_RANK] = {0};
     for (int i = 0; i < r; i++) {
         const gs_window_dim *w = &wa->u.window->dims[i];
         bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
                        w->lhs_dilate == 1 && w->rhs_dilate == 1;
-        int64_t k = gs_part_tiles(t, i);
+        int64_t k = gs_sharding_tiles_in_dim(t, i);
         if (trivial || k == 1) continue;
         int64_t so = (is->dims[i] + k - 1) / k, live = (is->dims[i] + so - 1) / so, L, R;
         halo[i] = id && w->pad_lo == 0 && w->pad_hi == 0 && w->lhs_dilate == 1 &&

@@ -81,7 +81,7 @@ bool gs_part_handle_topk(gs_part_ctx *c, const gs_instr *in, const gs_sharding *
         gs_part_reshard(c, v, gs_part_replicated(c, xb), &x);
     if (c->failed) return false;
     const gs_sharding *s = x.sharding;
-    int64_t tiles = gs_part_tiles(s, last);
+    int64_t tiles = gs_sharding_tiles_in_dim(s, last);
     const gs_sharding *rs = gs_part_replicate_dims(c, s, 1, &last);
     gs_sharding *pair[2] = {(gs_sharding *)rs, (gs_sharding *)rs};
     const gs_sharding *ts = gs_sharding_tuple(gs_part_arena(c), 2, pair);

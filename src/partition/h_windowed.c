@@ -50,7 +50,7 @@ static bool gathers_dim(gs_part_ctx *c, const gs_part_value *v, const gs_shardin
     const gs_sharding *s = v->sharding;
     if (!v->hlo || !gs_part_plain(s) || s->kind != GS_SHARDING_TILED || gs_part_partial_manual(s))
         return false;
-    int64_t k = gs_part_tiles(s, xd);
+    int64_t k = gs_sharding_tiles_in_dim(s, xd);
     if (k < 2 || gs_part_unreduced_dim(s) != -1) return false;
     return gs_sharding_equal(gs_part_replicate_dims(c, s, 1, &xd), want);
 }
@@ -340,7 +340,7 @@ static bool emit_gather(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     gs_builder *b = gs_part_builder(c);
     gs_arena *ma = &b->m->arena;
     const gs_sharding *sx = gs_part_operand(c, in, xi)->sharding;
-    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = gs_part_tiles(sx, xd)};
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = gs_sharding_tiles_in_dim(sx, xd)};
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
     const gs_shape *ol = gs_part_local_shape(c, in->shape, best->out);
@@ -400,7 +400,7 @@ static bool emit_contract(gs_part_ctx *c, const gs_instr *in, const gs_part_spac
                           const gs_part_space_plan *best, int xi, int xd, int yd,
                           gs_part_value *out) {
     const gs_sharding *sx = gs_part_operand(c, in, xi)->sharding;
-    window_step w = {.in = in, .xi = xi, .xd = xd, .od = yd, .k = gs_part_tiles(sx, xd)};
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = yd, .k = gs_sharding_tiles_in_dim(sx, xd)};
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
     const gs_shape *ol = gs_part_local_shape(c, in->shape, best->out);
@@ -515,7 +515,7 @@ static bool choose(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
             int od = -1;
             for (int i = 0; i < sp->out.rank; i++)
                 if (sp->out.to[i] == s) od = i;
-            if (od < 0 || gs_part_tiles(best->out, od) != 1) continue;
+            if (od < 0 || gs_sharding_tiles_in_dim(best->out, od) != 1) continue;
             *wc = (window_choice){WINDOW_GATHER, xi, xd, od};
             /* X gathered along xd for the dot: loop over its shards instead. */
             const gs_shape *gl = gs_part_local_shape(c, xv->base, want);

@@ -27,7 +27,7 @@ int64_t gs_part_live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
 
 bool gs_part_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int64_t step,
                          int64_t len, int64_t live, int64_t *left, int64_t *right) {
-    int64_t k = gs_part_tiles(s, d);
+    int64_t k = gs_sharding_tiles_in_dim(s, d);
     if (k <= 1) return false;
     int64_t si = (n + k - 1) / k, L = 0, R = 0;
     for (int64_t t = 0; t < k && t < live; t++) {
@@ -44,7 +44,7 @@ bool gs_part_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int
 
 bool gs_part_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
                        int64_t *left, int64_t *right) {
-    int64_t k = gs_part_tiles(s, d);
+    int64_t k = gs_sharding_tiles_in_dim(s, d);
     if (k <= 1) return false;
     int64_t so = (n_out + k - 1) / k;
     return gs_part_halo_extent(s, d, n, start, so, so, gs_part_live_tiles(k, so, n_out), left,
@@ -118,7 +118,7 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
     int64_t L, R;
     if (!x || !gs_part_halo_extent(s, d, n, a0, step, len, live, &L, &R)) return NULL;
     gs_builder *b = gs_part_builder(c);
-    int64_t si = x->shape->dims[d], most = (gs_part_tiles(s, d) - 1) * si;
+    int64_t si = x->shape->dims[d], most = (gs_sharding_tiles_in_dim(s, d) - 1) * si;
     int64_t Lf = L < most ? L : most, Rf = R < most ? R : most; /* what the other tiles hold */
     int64_t hl = (Lf + si - 1) / si, hr = (Rf + si - 1) / si;
     gs_instr **parts = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, hl + hr + 2);
@@ -168,7 +168,7 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
 
 gs_instr *gs_part_halo_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                               int64_t start, int64_t n_out, gs_instr *fill) {
-    int64_t k = gs_part_tiles(s, d);
+    int64_t k = gs_sharding_tiles_in_dim(s, d);
     if (k <= 1) return NULL;
     int64_t so = (n_out + k - 1) / k;
     return gs_part_halo_read(c, x, s, d, n, start, so, so, gs_part_live_tiles(k, so, n_out), fill);

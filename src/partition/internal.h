@@ -182,8 +182,6 @@ const gs_sharding *gs_part_element_sharding(gs_part_ctx *c, const gs_sharding *s
                                             const gs_shape *s, int index);
 /* Index of the unreduced tile dim of s, -1 when none; -2 for {unreduced}. */
 int gs_part_unreduced_dim(const gs_sharding *s);
-/* Tiles of s along data dim i (1 for untiled kinds). */
-int64_t gs_part_tiles(const gs_sharding *s, int i);
 /* Tiled s with its data tile dims `dims` (n entries) turned into an unreduced subgroup (the
  * sharding of partial results when those dims are summed over). */
 const gs_sharding *gs_part_make_unreduced(gs_part_ctx *c, const gs_sharding *s, int n,
@@ -218,9 +216,6 @@ gs_instr *gs_part_mask(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, const 
 bool gs_part_uneven(const gs_sharding *s, int i, int64_t n);
 /* The identity of reduction op `op` for type t as a scalar constant; NULL when op has none. */
 gs_instr *gs_part_identity(gs_part_ctx *c, gs_opcode op, gs_type t);
-/* Does the scalar reduction computation comp compute `op` (add, multiply, maximum, minimum, and,
- * or, xor) of its two parameters? */
-bool gs_part_reducer_op(const gs_computation *comp, gs_opcode *op);
 /* Is instruction x a scalar constant equal to the identity of op? */
 bool gs_part_is_identity(const gs_instr *x, gs_opcode op);
 /* Zeros of shape s (arrays, or tuples of them; NULL for tokens), in the current output

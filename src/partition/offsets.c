@@ -81,40 +81,15 @@ gs_instr *gs_part_pid(gs_part_ctx *c) {
 
 /* ------------------------------------------------------------------ tile index */
 
-/* Common refinement of factorisations x and y (major to minor) of one count: factors f with the
- * entry of x and of y each lies in. -1 when none exists. Size-1 entries are skipped. */
-static int refine(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *f, int *ix,
-                  int *iy) {
-    int i = 0, j = 0, n = 0;
-    int64_t a = 1, b = 1;
-    for (;;) {
-        while (a == 1 && i < nx) a = x[i++];
-        while (b == 1 && j < ny) b = y[j++];
-        if (a == 1 || b == 1) break;
-        int64_t g;
-        if (a % b == 0) g = b;
-        else if (b % a == 0) g = a;
-        else return -1;
-        if (n >= 2 * GS_MAX_IOTA_RANK) return -1;
-        f[n] = g;
-        ix[n] = i - 1;
-        iy[n] = j - 1;
-        n++;
-        a /= g;
-        b /= g;
-    }
-    return a == 1 && b == 1 ? n : -1;
-}
-
 /* Emits the tile index along dim `dim` of an iota assignment. */
 static gs_instr *iota_index(gs_part_ctx *c, const gs_tile_assignment *t, int dim) {
     int nr = t->n_reshape;
-    int64_t td[GS_MAX_IOTA_RANK], tstride[GS_MAX_IOTA_RANK];
+    int64_t td[GS_MAX_IOTA_RANK] = {0}, tstride[GS_MAX_IOTA_RANK];
     for (int k = 0; k < nr; k++) td[k] = t->reshape[t->perm ? t->perm[k] : k];
     for (int k = nr - 1; k >= 0; k--) tstride[k] = k == nr - 1 ? 1 : tstride[k + 1] * td[k + 1];
-    int64_t f[2 * GS_MAX_IOTA_RANK];
-    int ix[2 * GS_MAX_IOTA_RANK], iy[2 * GS_MAX_IOTA_RANK];
-    int nf = refine(td, nr, t->dims, t->rank, f, ix, iy);
+    int64_t f[GS_MAX_FACTORS];
+    int ix[GS_MAX_FACTORS], iy[GS_MAX_FACTORS];
+    int nf = gs_tile_refine(td, nr, t->dims, t->rank, f, ix, iy);
     gs_instr *pid = gs_part_pid(c);
     if (nf >= 0) {
         gs_instr *sum = gs_part_s32(c, 0);
@@ -259,34 +234,6 @@ gs_instr *gs_part_identity(gs_part_ctx *c, gs_opcode op, gs_type t) {
     case GS_OP_AND: return gs_type_is_float(t) ? NULL : gs_build_scalar_i(b, t, -1);
     default: return NULL;
     }
-}
-
-bool gs_part_reducer_op(const gs_computation *comp, gs_opcode *op) {
-    if (!comp || comp->n_params != 2 || !comp->root) return false;
-    const gs_instr *r = comp->root;
-    if (r->n_operands != 2 || r->shape->rank != 0) return false;
-    const gs_instr *p0 = comp->params[0], *p1 = comp->params[1];
-    if (!p0 || !p1 || p0->shape->rank != 0 || p1->shape->rank != 0) return false;
-    if (!((r->operands[0] == p0 && r->operands[1] == p1) ||
-          (r->operands[0] == p1 && r->operands[1] == p0)))
-        return false;
-    if (r->shape->type != p0->shape->type || p0->shape->type != p1->shape->type) return false;
-    gs_type t = r->shape->type;
-    switch (r->op) {
-    case GS_OP_ADD:
-    case GS_OP_MULTIPLY:
-    case GS_OP_MAXIMUM:
-    case GS_OP_MINIMUM: break;
-    case GS_OP_AND:
-    case GS_OP_OR:
-    case GS_OP_XOR:
-        if (gs_type_is_float(t) || gs_type_is_complex(t)) return false;
-        break;
-    default: return false;
-    }
-    if ((r->op == GS_OP_MAXIMUM || r->op == GS_OP_MINIMUM) && gs_type_is_complex(t)) return false;
-    *op = r->op;
-    return true;
 }
 
 bool gs_part_is_identity(const gs_instr *x, gs_opcode op) {

@@ -46,10 +46,6 @@
 
 static gs_arena *groups_arena(gs_part_ctx *c) { return &c->e->m->arena; }
 
-int64_t gs_part_tiles(const gs_sharding *s, int i) {
-    return s->kind == GS_SHARDING_TILED && i < s->data_rank ? s->tiles.dims[i] : 1;
-}
-
 int gs_part_unreduced_dim(const gs_sharding *s) {
     if (s->kind == GS_SHARDING_UNREDUCED) return -2;
     if (s->kind != GS_SHARDING_TILED) return -1;
@@ -246,7 +242,7 @@ static gs_replica_groups *groups_along(gs_part_ctx *c, const gs_sharding *s, int
 
 static void local_dims(const gs_shape *base, const gs_sharding *s, int64_t *out) {
     for (int i = 0; i < base->rank; i++) {
-        int64_t k = gs_part_tiles(s, i);
+        int64_t k = gs_sharding_tiles_in_dim(s, i);
         out[i] = (base->dims[i] + k - 1) / k;
     }
 }
@@ -286,7 +282,8 @@ static bool merge_into(gs_part_ctx *c, const gs_tile_assignment *t, int data_ran
 }
 
 const gs_sharding *gs_part_move_tiles(gs_part_ctx *c, const gs_sharding *s, int from, int to) {
-    if (s->kind != GS_SHARDING_TILED || from == to || gs_part_tiles(s, from) == 1) return s;
+    if (s->kind != GS_SHARDING_TILED || from == to || gs_sharding_tiles_in_dim(s, from) == 1)
+        return s;
     gs_tile_assignment t;
     if (!merge_into(c, &s->tiles, s->data_rank, from, to, &t)) {
         gs_part_oom(c);
@@ -362,8 +359,8 @@ static bool rung_reduce_scatter(gs_part_ctx *c, gs_part_value *v, const gs_shard
     const gs_sharding *best = NULL;
     int best_j = -1;
     for (int j = 0; j < base->rank; j++) {
-        int64_t ks = gs_part_tiles(s, j), n = base->dims[j];
-        if (gs_part_tiles(to, j) != ks * u) continue;
+        int64_t ks = gs_sharding_tiles_in_dim(s, j), n = base->dims[j];
+        if (gs_sharding_tiles_in_dim(to, j) != ks * u) continue;
         if (ks > 1 && (n + ks - 1) / ks != u * ((n + ks * u - 1) / (ks * u))) continue;
         gs_tile_assignment t;
         if (!merge_into(c, &s->tiles, s->data_rank, ud, j, &t)) {
@@ -388,7 +385,7 @@ static bool rung_reduce_scatter(gs_part_ctx *c, gs_part_value *v, const gs_shard
     }
     if (!best) return false;
     int j = best_j;
-    int64_t ks = gs_part_tiles(s, j), n = base->dims[j];
+    int64_t ks = gs_sharding_tiles_in_dim(s, j), n = base->dims[j];
     int64_t shard = (n + ks * u - 1) / (ks * u);
     gs_instr *x = v->hlo;
     if (x) {
@@ -444,7 +441,8 @@ static void rung_from_maximal(gs_part_ctx *c, gs_part_value *v) {
  * shard boundaries line up)? Both plain. */
 static bool refinable(const gs_shape *base, const gs_sharding *from, const gs_sharding *to) {
     for (int i = 0; i < base->rank; i++) {
-        int64_t ks = gs_part_tiles(from, i), kt = gs_part_tiles(to, i), n = base->dims[i];
+        int64_t ks = gs_sharding_tiles_in_dim(from, i), kt = gs_sharding_tiles_in_dim(to, i),
+                n = base->dims[i];
         if (kt % ks != 0) return false;
         if (ks == kt || ks == 1) continue;
         if ((n + ks - 1) / ks != (kt / ks) * ((n + kt - 1) / kt)) return false;
@@ -458,7 +456,8 @@ static bool refinable(const gs_shape *base, const gs_sharding *from, const gs_sh
 static bool halo_refinable(const gs_shape *base, const gs_sharding *from,
                            const gs_sharding *to) {
     for (int i = 0; i < base->rank; i++) {
-        int64_t ks = gs_part_tiles(from, i), kt = gs_part_tiles(to, i), n = base->dims[i];
+        int64_t ks = gs_sharding_tiles_in_dim(from, i), kt = gs_sharding_tiles_in_dim(to, i),
+                n = base->dims[i];
         if (kt % ks != 0) return false;
         if (ks == kt || ks == 1) continue;
         int64_t cs = (n + ks - 1) / ks, w = (kt / ks) * ((n + kt - 1) / kt), L, R;
@@ -477,7 +476,8 @@ static bool halo_refinable(const gs_shape *base, const gs_sharding *from,
 static void rung_align(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
     for (int i = 0; i < v->base->rank && v->hlo; i++) {
-        int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), n = v->base->dims[i];
+        int64_t ks = gs_sharding_tiles_in_dim(s, i), kt = gs_sharding_tiles_in_dim(to, i),
+                n = v->base->dims[i];
         if (ks == kt || ks == 1) continue;
         int64_t w = (kt / ks) * ((n + kt - 1) / kt);
         if ((n + ks - 1) / ks == w) continue;
@@ -561,7 +561,8 @@ static void rung_refine(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to)
     gs_instr *offs[GS_MAX_RANK];
     local_dims(base, s, padded);
     for (int i = 0; i < r; i++) {
-        int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), n = base->dims[i];
+        int64_t ks = gs_sharding_tiles_in_dim(s, i), kt = gs_sharding_tiles_in_dim(to, i),
+                n = base->dims[i];
         int64_t shard = (n + kt - 1) / kt;
         sizes[i] = shard;
         if (ks == kt) {
@@ -651,7 +652,7 @@ static bool rung_all_to_all(gs_part_ctx *c, gs_part_value *v, const gs_sharding 
     int64_t bf = 0;
     const gs_sharding *best = NULL;
     for (int i = 0; i < r && !(best && gs_sharding_equal(best, to)); i++) {
-        int64_t a = gs_part_tiles(s, i), ti = gs_part_tiles(to, i);
+        int64_t a = gs_sharding_tiles_in_dim(s, i), ti = gs_sharding_tiles_in_dim(to, i);
         if (a == 1 || a % ti != 0) continue;
         int64_t f = a / ti; /* the factor that leaves i with the target's count */
         if (f == 1) continue;
@@ -659,10 +660,10 @@ static bool rung_all_to_all(gs_part_ctx *c, gs_part_value *v, const gs_sharding 
         if (f < a && base->dims[i] % a != 0) continue;
         for (int j = 0; j < r; j++) {
             if (j == i) continue;
-            int64_t ks = gs_part_tiles(s, j), n = base->dims[j];
+            int64_t ks = gs_sharding_tiles_in_dim(s, j), n = base->dims[j];
             /* Dim j gets the factor minor to its own: all of the target's count or a step
              * towards it (several moves by steps). */
-            if (gs_part_tiles(to, j) % (ks * f) != 0) continue;
+            if (gs_sharding_tiles_in_dim(to, j) % (ks * f) != 0) continue;
             if (ks > 1 && (n + ks - 1) / ks != f * ((n + ks * f - 1) / (ks * f))) continue;
             const gs_sharding *cand = move_factor(c, s, i, j, f, NULL);
             if (!cand) return false;
@@ -678,7 +679,7 @@ static bool rung_all_to_all(gs_part_ctx *c, gs_part_value *v, const gs_sharding 
     }
     if (!best) return false;
     int i = bi, j = bj;
-    int64_t a = bf, ks = gs_part_tiles(s, j), nj = base->dims[j];
+    int64_t a = bf, ks = gs_sharding_tiles_in_dim(s, j), nj = base->dims[j];
     int64_t t = (nj + ks * a - 1) / (ks * a);
     gs_replica_groups *g = NULL;
     if (!move_factor(c, s, i, j, a, &g) || !g) return false;
@@ -747,7 +748,7 @@ static void reduce_dims(gs_part_ctx *c, gs_part_value *v, int n, const int *dims
         for (int i = 0; i < r; i++) offs[i] = gs_part_s32(c, 0);
         for (int k = 0; k < n; k++) {
             int i = dims[k];
-            full[i] = x->shape->dims[i] * gs_part_tiles(s, i);
+            full[i] = x->shape->dims[i] * gs_sharding_tiles_in_dim(s, i);
             offs[i] = gs_part_shard_offset(c, s, i, x->shape->dims[i]);
         }
         gs_shape fs = {.type = x->shape->type, .rank = r, .dims = full};
@@ -773,7 +774,7 @@ static void gather_dims(gs_part_ctx *c, gs_part_value *v, int n, const int *dims
     for (int k = 0; k < n; k++) {
         int i = dims[k];
         const gs_sharding *s = v->sharding;
-        int64_t kt = gs_part_tiles(s, i);
+        int64_t kt = gs_sharding_tiles_in_dim(s, i);
         if (kt == 1) continue;
         if (kt > v->base->dims[i]) {
             small[ns++] = i;
@@ -835,7 +836,8 @@ static void rung_gather(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to)
     const gs_shape *base = v->base;
     int dims[GS_MAX_RANK], n = 0, tiled = 0;
     for (int i = 0; i < base->rank; i++) {
-        int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), len = base->dims[i];
+        int64_t ks = gs_sharding_tiles_in_dim(s, i), kt = gs_sharding_tiles_in_dim(to, i),
+                len = base->dims[i];
         if (ks == 1) continue;
         tiled++;
         bool keep = ks == kt || (kt % ks == 0 &&
@@ -847,7 +849,8 @@ static void rung_gather(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to)
     if (to->kind == GS_SHARDING_TILED && !is_repl(to))
         for (int k = 0; k < n; k++) {
             int i = dims[k];
-            int64_t ks = gs_part_tiles(s, i), kt = gs_part_tiles(to, i), len = base->dims[i];
+            int64_t ks = gs_sharding_tiles_in_dim(s, i), kt = gs_sharding_tiles_in_dim(to, i),
+                    len = base->dims[i];
             if (kt < 2 || ks % kt != 0 || ks > len) continue;
             int64_t f = ks / kt, ct = (len + kt - 1) / kt, held = f * ((len + ks - 1) / ks);
             if (ct == held) {
@@ -902,7 +905,7 @@ static bool reshard_partial_manual(gs_part_ctx *c, gs_part_value *v, const gs_sh
         return false;
     int r = v->base->rank;
     int64_t dims[GS_MAX_RANK + 1];
-    dims[0] = gs_part_tiles(tv, 0);
+    dims[0] = gs_sharding_tiles_in_dim(tv, 0);
     for (int i = 0; i < r; i++) dims[i + 1] = v->base->dims[i];
     gs_shape *vbase = gs_shape_array(gs_part_arena(c), v->base->type, r + 1, dims);
     if (!vbase) {
@@ -992,7 +995,7 @@ static void reshard_array(gs_part_ctx *c, const gs_part_value *in, const gs_shar
         bool aligned = refinable(v.base, s, to);
         if (aligned || halo_refinable(v.base, s, to)) {
             int64_t ks[GS_MAX_RANK];
-            for (int i = 0; i < v.base->rank; i++) ks[i] = gs_part_tiles(s, i);
+            for (int i = 0; i < v.base->rank; i++) ks[i] = gs_sharding_tiles_in_dim(s, i);
             const gs_sharding *mid = coarsen(c, to, v.base->rank, ks);
             if (!gs_sharding_equal(mid, s)) rung_permute(c, &v, mid);
             if (!aligned) rung_align(c, &v, to);

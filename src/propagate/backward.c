@@ -37,7 +37,7 @@ static const gs_sharding *broadcast_operand(gs_prop_ctx *c, const gs_instr *user
         for (int k = 0; k < dims.n; k++) kept = kept || dims.v[k] == i;
         if (kept) continue;
         rep[n++] = i;
-        if (gs_prop_tiles(us, i) > 1) needs = true;
+        if (gs_sharding_tiles_in_dim(us, i) > 1) needs = true;
     }
     if (!c->is_spmd && needs) return NULL;
     return gs_prop_remove_dims(c, gs_prop_replicate_dims(c, us, n, rep), n, rep);
@@ -198,7 +198,7 @@ const gs_sharding *gs_prop_from_user(gs_prop_ctx *c, const gs_instr *in, const g
         if (gs_prop_replicated(us)) return us;
         gs_ints dims = gs_instr_ints(user, GS_ATTR_DIMENSIONS);
         int cdim = dims.n ? (int)dims.v[0] : 0;
-        if (gs_prop_tiles(us, cdim) == 1 || c->is_spmd || us->kind != GS_SHARDING_TILED)
+        if (gs_sharding_tiles_in_dim(us, cdim) == 1 || c->is_spmd || us->kind != GS_SHARDING_TILED)
             return us;
         return concat_operand(c, in, user);
     }

@@ -287,8 +287,8 @@ bool gs_prop_conv_forward(gs_prop_ctx *c, gs_instr *in, bool may) {
     const gs_sharding *ls = GS_PROP_SHARDING(gs_prop_operand(in, 0)),
                       *rs = GS_PROP_SHARDING(gs_prop_operand(in, 1));
     for (int i = 0; i < d.n_conv; i++) {
-        if (ls) lparts *= gs_prop_tiles(ls, (int)d.conv[i].lhs);
-        if (rs) rparts *= gs_prop_tiles(rs, (int)d.conv[i].rhs);
+        if (ls) lparts *= gs_sharding_tiles_in_dim(ls, (int)d.conv[i].lhs);
+        if (rs) rparts *= gs_sharding_tiles_in_dim(rs, (int)d.conv[i].rhs);
     }
     if (d.n_conv == 0 ||
         (lparts == 1 && rparts == 1 && gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1) == 1 &&
@@ -300,7 +300,7 @@ bool gs_prop_conv_forward(gs_prop_ctx *c, gs_instr *in, bool may) {
         return gs_prop_improve(c, in, ls, may, false, GS_PROP_DIR_FORWARD, lhs, "convolution");
     const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
     if (kernel_small(in)) {
-        if (gs_prop_tiles(ls, (int)cd->in_feature) > 1) return false;
+        if (gs_sharding_tiles_in_dim(ls, (int)cd->in_feature) > 1) return false;
         int perm[GS_MAX_RANK];
         perm[cd->out_batch] = (int)cd->in_batch;
         perm[cd->out_feature] = (int)cd->in_feature;

@@ -163,10 +163,11 @@ static gs_instr *representative(const gs_instr *in) {
 /* Whether the tiles of a sort operand on its sort dim can later move to another dim. */
 static bool sort_movable(const gs_shape *shape, const gs_sharding *s, int64_t sort_dim) {
     if (shape->rank < 2 || shape->dims[sort_dim] == 1) return false;
-    if (s->kind != GS_SHARDING_TILED || gs_prop_tiles(s, (int)sort_dim) == 1) return false;
+    if (s->kind != GS_SHARDING_TILED || gs_sharding_tiles_in_dim(s, (int)sort_dim) == 1)
+        return false;
     for (int d = 0; d < shape->rank; d++) {
         if (d == sort_dim) continue;
-        int64_t t = gs_prop_tiles(s, (int)sort_dim) * gs_prop_tiles(s, d);
+        int64_t t = gs_sharding_tiles_in_dim(s, (int)sort_dim) * gs_sharding_tiles_in_dim(s, d);
         if (shape->dims[d] % t == 0) return true;
     }
     return false;
@@ -199,7 +200,7 @@ static bool reduce_forward(gs_prop_ctx *c, gs_instr *in, bool may) {
         }
         bool reduces_tiled = false;
         for (int k = 0; k < dims.n; k++)
-            reduces_tiled = reduces_tiled || gs_prop_tiles(s, (int)dims.v[k]) > 1;
+            reduces_tiled = reduces_tiled || gs_sharding_tiles_in_dim(s, (int)dims.v[k]) > 1;
         if (gs_prop_replicated(s) || (!c->is_spmd && reduces_tiled)) {
             const gs_sharding *r = gs_prop_replicate_all(c, s, -1);
             changed |= gs_prop_improve(c, in, gs_prop_single_tuple(c, in->shape, r), may, aggr,
@@ -231,7 +232,7 @@ static bool broadcast_forward(gs_prop_ctx *c, gs_instr *in, int level, bool may)
         t[i] = 1;
         for (int k = 0; k < dims.n; k++)
             if (dims.v[k] == i) {
-                t[i] = gs_prop_tiles(s, k);
+                t[i] = gs_sharding_tiles_in_dim(s, k);
                 break;
             }
     }
@@ -258,7 +259,7 @@ static bool concat_forward(gs_prop_ctx *c, gs_instr *in, int level, bool may) {
             gs_instr *o = gs_prop_operand(in, i);
             if (!concat_operand_passes(o)) return false;
             for (int k = 0; k < dims.n; k++)
-                if (gs_prop_tiles(GS_PROP_SHARDING(o), (int)dims.v[k]) > 1) return false;
+                if (gs_sharding_tiles_in_dim(GS_PROP_SHARDING(o), (int)dims.v[k]) > 1) return false;
         }
     }
     return gs_prop_improve(c, in, GS_PROP_SHARDING(op), may, gs_prop_non_root_users(in) == 1,
@@ -590,7 +591,7 @@ bool gs_prop_forward(gs_prop_ctx *c, gs_instr *in, int level) {
                                ? gs_instr_ints(in, GS_ATTR_DIMENSIONS).v[0]
                                : 0;
         const gs_sharding *s = GS_PROP_SHARDING(op);
-        if (s->kind == GS_SHARDING_TILED && gs_prop_tiles(s, (int)sort_dim) != 1 &&
+        if (s->kind == GS_SHARDING_TILED && gs_sharding_tiles_in_dim(s, (int)sort_dim) != 1 &&
             !sort_movable(op->shape, s, sort_dim))
             return false;
         return gs_prop_improve(c, in, gs_prop_single_tuple(c, in->shape, s), may, aggr,

@@ -156,7 +156,6 @@ bool gs_prop_replicated(const gs_sharding *s);   /* IsReplicated (tuples: every 
 bool gs_prop_manual_subgroup(const gs_sharding *s); /* has a manual subgroup dim */
 bool gs_prop_partial(const gs_sharding *s);      /* has a replicated subgroup dim */
 int64_t gs_prop_num_tiles(const gs_sharding *s); /* NumTiles (1 unless tiled) */
-int64_t gs_prop_tiles(const gs_sharding *s, int dim); /* tiles along data dim (1 unless tiled) */
 /* The device of a maximal sharding (tuples: when every leaf is the same one), or -1. */
 int64_t gs_prop_unique_device(const gs_sharding *s);
 /* XLA's IsShardingMoreSpecific (tuples leaf by leaf). */

@@ -80,11 +80,6 @@ int64_t gs_prop_num_tiles(const gs_sharding *s) {
     return s->kind == GS_SHARDING_TILED ? gs_sharding_num_tiles(s) : 1;
 }
 
-int64_t gs_prop_tiles(const gs_sharding *s, int dim) {
-    if (s->kind != GS_SHARDING_TILED || dim < 0 || dim >= s->data_rank) return 1;
-    return s->tiles.dims[dim];
-}
-
 int64_t gs_prop_unique_device(const gs_sharding *s) {
     if (!s) return -1;
     if (s->kind == GS_SHARDING_MAXIMAL) return s->device;
@@ -345,7 +340,7 @@ const gs_sharding *gs_prop_along_dims(gs_prop_ctx *c, const gs_sharding *s, int 
     for (int i = 0; i < tgt_rank; i++) dims[i] = 1;
     for (int i = 0; i < n; i++)
         if (tgt_dims[i] >= 0 && tgt_dims[i] < tgt_rank)
-            dims[tgt_dims[i]] = gs_prop_tiles(s, (int)src_dims[i]);
+            dims[tgt_dims[i]] = gs_sharding_tiles_in_dim(s, (int)src_dims[i]);
     return gs_prop_retile(c, t, tgt_rank, dims);
 }
 
@@ -353,7 +348,7 @@ const gs_sharding *gs_prop_reverse(gs_prop_ctx *c, const gs_sharding *s, int n,
                                    const int64_t *dims) {
     if (!s || s->kind != GS_SHARDING_TILED || n == 0) return s;
     bool any = false;
-    for (int i = 0; i < n; i++) any = any || gs_prop_tiles(s, (int)dims[i]) > 1;
+    for (int i = 0; i < n; i++) any = any || gs_sharding_tiles_in_dim(s, (int)dims[i]) > 1;
     if (!any) return s;
     const gs_tile_assignment *t = &s->tiles;
     int64_t *v = malloc(sizeof *v * (size_t)t->n);

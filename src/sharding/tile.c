@@ -288,7 +288,8 @@ gs_status gs_tile_reshape(gs_arena *a, const gs_tile_assignment *t, int rank, co
     return GS_OK;
 }
 
-int gs_refine(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *f, int *ix, int *iy) {
+int gs_tile_refine(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *f, int *ix,
+                   int *iy) {
     int k = 0, i = nx, j = ny;
     int64_t cx = 1, cy = 1;
     for (;;) {
@@ -328,7 +329,7 @@ static int refine_iota(const gs_tile_assignment *t, int64_t *f, int *ix, int *ne
     int64_t s[GS_MAX_FACTORS];
     int iy[GS_MAX_FACTORS];
     for (int k = 0; k < t->n_reshape; k++) s[k] = t->reshape[t->perm[k]];
-    int nf = gs_refine(t->dims, t->rank, s, t->n_reshape, f, ix, iy);
+    int nf = gs_tile_refine(t->dims, t->rank, s, t->n_reshape, f, ix, iy);
     if (nf < 0) return -1;
     int m = 0;
     for (int j = 0; j < t->n_reshape; j++)
