@@ -223,6 +223,23 @@ gs_sharding *gs_sharding_with_metadata(gs_arena *a, const gs_sharding *s, const 
 gs_sharding *gs_sharding_with_group(gs_arena *a, const gs_sharding *s, gs_shard_group_kind g,
                                     int64_t id);
 
+/* XLA's iota device list as written after a list of tile or group dims, `[R,...]` (reshape dims)
+ * then an optional transpose `T(P,...)`: in `devices=[2,2]<=[4]T(1,0)` and in
+ * `replica_groups=[2,2]<=[2,2]T(1,0)`, what follows `<=`. */
+typedef struct gs_iota_list {
+    int n_reshape;                     /* reshape dims (>= 1) */
+    int64_t reshape[GS_MAX_IOTA_RANK]; /* each >= 1 */
+    int perm[GS_MAX_IOTA_RANK];        /* the transpose (identity when none is written) */
+    bool transposed;                   /* T(...) was written */
+} gs_iota_list;
+
+/* Reads one gs_iota_list from the len bytes at text (spaces allowed between tokens): the reshape
+ * dims must be positive with a product (*total) of at most 2^40 devices, and P a permutation of
+ * as many entries. *used is the count of bytes read. Errors are located from span, the location
+ * of text[0], on one line. */
+gs_status gs_iota_list_parse(const char *text, size_t len, gs_span span, gs_iota_list *out,
+                             int64_t *total, size_t *used, gs_diags *d);
+
 /* Parses XLA's sharding text (text[0..len), e.g. "{devices=[2,1]<=[2]}", a tuple, or a named
  * `{mesh['x'=2] [{'x'}]}`) into a canonical sharding in arena a. On bad input returns GS_ERR
  * with an error at span (its column advanced by the offset of the problem within text, which

@@ -275,6 +275,41 @@ static bool checked_prod(cursor *c, size_t at, const int64_t *v, int n, const ch
     return true;
 }
 
+/* The iota list `[R,...]` with an optional transpose `T(P,...)` at the cursor (see
+ * gs_iota_list_parse); *total is the product of R. */
+static bool iota_list(cursor *c, gs_iota_list *il, int64_t *total) {
+    int64_t p[GS_MAX_IOTA_RANK];
+    int np = 0;
+    size_t rat = c->i;
+    if (!parse_ints(c, '[', ']', il->reshape, GS_MAX_IOTA_RANK, &il->n_reshape,
+                    "iota reshape dims"))
+        return false;
+    if (!checked_prod(c, rat, il->reshape, il->n_reshape, "iota reshape dims", total)) return false;
+    if (il->n_reshape == 0) return fail_at(c, rat, "iota reshape dims are empty");
+    size_t tat = c->i;
+    il->transposed = peek(c) == 'T';
+    if (il->transposed) {
+        c->i++;
+        if (!parse_ints(c, '(', ')', p, GS_MAX_IOTA_RANK, &np, "the transpose T(...)"))
+            return false;
+        if (np != il->n_reshape)
+            return fail_at(c, tat, "T(...) has %d entries but the iota has %d reshape dims", np,
+                           il->n_reshape);
+        if (!check_perm(c, tat, p, np, "T(...)")) return false;
+    }
+    for (int i = 0; i < il->n_reshape; i++) il->perm[i] = np ? (int)p[i] : i;
+    return true;
+}
+
+gs_status gs_iota_list_parse(const char *text, size_t len, gs_span span, gs_iota_list *out,
+                             int64_t *total, size_t *used, gs_diags *d) {
+    cursor c = {text, len, 0, NULL, d, span, false};
+    bool ok = memchr(text, 0, len) == NULL || fail_at(&c, 0, "unexpected NUL byte");
+    ok = ok && iota_list(&c, out, total);
+    *used = c.i;
+    return ok ? GS_OK : GS_ERR;
+}
+
 /* A device order over `dims` (rank entries, n devices): `<=[R]T(P)` or `[R]T(P)` iota, or an
  * explicit list (dense: a permutation of 0..n-1). what/unit name the owner in messages
  * ("devices=[2,2]", "tiles"). */
@@ -290,29 +325,13 @@ static bool parse_order(cursor *c, int rank, const int64_t *dims, int64_t n, boo
         iota = true;
     }
     if (iota) {
-        int64_t r[GS_MAX_IOTA_RANK], p[GS_MAX_IOTA_RANK];
-        int nr, np = 0;
-        size_t rat = c->i;
-        if (!parse_ints(c, '[', ']', r, GS_MAX_IOTA_RANK, &nr, "iota reshape dims")) return false;
+        gs_iota_list il;
         int64_t total;
-        if (!checked_prod(c, rat, r, nr, "iota reshape dims", &total)) return false;
-        if (nr == 0) return fail_at(c, rat, "iota reshape dims are empty");
-        size_t tat = c->i;
-        if (peek(c) == 'T') {
-            c->i++;
-            if (!parse_ints(c, '(', ')', p, GS_MAX_IOTA_RANK, &np, "the transpose T(...)"))
-                return false;
-            if (np != nr)
-                return fail_at(c, tat, "T(...) has %d entries but the iota has %d reshape dims", np,
-                               nr);
-            if (!check_perm(c, tat, p, np, "T(...)")) return false;
-        }
+        if (!iota_list(c, &il, &total)) return false;
         if (total != n)
             return fail_at(c, at, "%s has %lld %s but the iota lists %lld devices", what,
                            (long long)n, unit, (long long)total);
-        int pi[GS_MAX_IOTA_RANK];
-        for (int i = 0; i < nr; i++) pi[i] = np ? (int)p[i] : i;
-        if (gs_tile_iota(c->a, rank, dims, nr, r, pi, out) != GS_OK)
+        if (gs_tile_iota(c->a, rank, dims, il.n_reshape, il.reshape, il.perm, out) != GS_OK)
             return fail_at(c, at, "out of memory");
         return true;
     }

@@ -886,41 +886,39 @@ static bool parse_groups(parser *p, gs_attr *at) {
     gs_span sp = here(p);
     if (cur(p) == '[') {
         /* Iota form: [G,S]<=[dims](T(perm))? */
-        gs_ints shape, dims;
+        gs_ints shape;
         if (!parse_int_list(p, &shape, '[', ']', "to start replica_groups")) return false;
         skip_ws(p);
         if (!(cur(p) == '<' && ahead(p, 1) == '=')) return FAIL(p, "expected '<=' in replica_groups");
         advn(p, 2);
-        if (!parse_int_list(p, &dims, '[', ']', "after '<='")) return false;
-        if (shape.n != 2) return fail_at(p, sp, "iota replica_groups need [groups,group_size]");
-        int64_t total = 1;
-        for (int i = 0; i < dims.n; i++) {
-            if (dims.v[i] <= 0) return fail_at(p, sp, "iota replica_groups dims must be positive");
-            total *= dims.v[i];
+        gs_iota_list il;
+        int64_t total;
+        size_t used;
+        gs_status st =
+            gs_iota_list_parse(p->s + p->pos, p->len - p->pos, here(p), &il, &total, &used, p->d);
+        if (st != GS_OK) {
+            p->failed = true;
+            return false;
         }
-        if (shape.v[0] < 0 || shape.v[1] < 0 || shape.v[0] * shape.v[1] != total)
+        advn(p, used);
+        if (shape.n != 2) return fail_at(p, sp, "iota replica_groups need [groups,group_size]");
+        bool holds = shape.v[0] >= 0 && shape.v[1] > 0 && shape.v[0] <= total / shape.v[1] &&
+                     shape.v[0] * shape.v[1] == total;
+        if (holds && total > INT32_MAX)
+            return fail_at(p, sp, "replica_groups list %lld devices; at most %d are supported",
+                           (long long)total, INT32_MAX);
+        if (!holds)
             return fail_at(p, sp, "replica_groups [%lld,%lld] do not hold the %lld devices of the iota",
                            (long long)shape.v[0], (long long)shape.v[1], (long long)total);
         g->is_iota = true;
         g->n_groups = (int)shape.v[0];
         g->group_size = (int)shape.v[1];
-        g->n_iota_dims = dims.n;
-        g->iota_dims = (int64_t *)dims.v;
-        if (cur(p) == 'T') {
-            adv(p);
-            gs_ints perm;
-            if (!parse_int_list(p, &perm, '(', ')', "after 'T'")) return false;
-            if (perm.n != dims.n) return fail_at(p, sp, "transpose has %d entries for %d dims", perm.n, dims.n);
-            g->perm = GS_NEW_ARRAY(p->a, int, perm.n ? perm.n : 1);
-            if (!g->perm) return oom(p);
-            bool seen[GS_MAX_RANK] = {0};
-            for (int i = 0; i < perm.n; i++) {
-                if (perm.v[i] < 0 || perm.v[i] >= perm.n || perm.n > GS_MAX_RANK || seen[perm.v[i]])
-                    return fail_at(p, sp, "transpose T(...) is not a permutation");
-                seen[perm.v[i]] = true;
-                g->perm[i] = (int)perm.v[i];
-            }
-        }
+        g->n_iota_dims = il.n_reshape;
+        g->iota_dims = gs_arena_memdup(p->a, il.reshape, sizeof *il.reshape * (size_t)il.n_reshape);
+        g->perm = il.transposed
+                      ? gs_arena_memdup(p->a, il.perm, sizeof *il.perm * (size_t)il.n_reshape)
+                      : NULL;
+        if (!g->iota_dims || (il.transposed && !g->perm)) return oom(p);
         return true;
     }
     if (!expect(p, '{', "to start replica_groups")) return false;
