@@ -94,7 +94,11 @@ gs_status gs_per_device(gs_eval *ev, const gs_instr *in, int n_dev, gs_value *co
     if (bops) bres = gs_sys_calloc((size_t)n_dev, sizeof *bres);
     gs_status st = p && res && (bres || !bops) ? GS_OK : gs_eval_oom(ev, in);
     const gs_interp_env *saved = ev->env;
+    /* Every device draws from its own stream of random numbers, in step with the others (the
+     * runtime seeds each device's alike): each starts where the reference's stream stands. */
+    uint64_t rng_start = ev->rng_state;
     for (int d = 0; st == GS_OK && d < n_dev; d++) {
+        ev->rng_state = rng_start;
         for (int k = 0; k < n && st == GS_OK; k++) {
             const gs_value *vs[2] = {ops[k], bops ? bops[k] : NULL};
             for (int j = 0; j < 2 && vs[j]; j++) {

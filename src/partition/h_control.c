@@ -266,18 +266,33 @@ bool gs_part_single_device(gs_part_ctx *c, const gs_instr *in, const gs_sharding
 
 bool gs_part_handle_rng(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                         gs_part_value *out) {
-    /* Drawn by one device (its own when maximal, else device 0) and broadcast from it (the
-     * driver's reshard of the maximal value: an all-reduce of it and the others' zeros, then
-     * each device's shard cut), so every device holds the same bits even where devices draw
-     * different ones (XLA draws a replicated rng this way), and the bits do not depend on N:
-     * all draws happen on one device in program order, as the reference makes them. */
-    if (c->manual || t->kind == GS_SHARDING_MANUAL || !gs_type_is_array(in->shape->type))
+    /* Every device draws the whole value from replicated operands, and the value is one
+     * device's (its own when maximal, else device 0's): the driver's reshard of that maximal
+     * value broadcasts it (an all-reduce of it and the others' zeros, then each device's shard
+     * cut). So every device holds the same bits even where devices draw different ones (XLA
+     * draws a replicated rng on one device), and the bits do not depend on N. Drawing on every
+     * device, rather than on the chosen one only, keeps each device's stream of draws the
+     * reference's: a later rng that every device draws itself (manual, tuple-shaped) then
+     * draws what the reference does on every device (fuzz_pipeline found the divergence). */
+    if (c->manual || t->kind == GS_SHARDING_MANUAL || !gs_type_is_array(in->shape->type) ||
+        in->n_operands > 64)
         return false;
-    if (t->kind == GS_SHARDING_MAXIMAL) return gs_part_single_device(c, in, t, out);
-    const gs_sharding *one = gs_sharding_maximal(gs_part_arena(c), 0);
-    if (!one) {
+    const gs_sharding *rep = gs_sharding_replicated(gs_part_arena(c));
+    const gs_sharding *one =
+        gs_sharding_maximal(gs_part_arena(c), t->kind == GS_SHARDING_MAXIMAL ? t->device : 0);
+    if (!rep || !one) {
         gs_part_oom(c);
         return false;
     }
-    return gs_part_single_device(c, in, one, out);
+    gs_instr *ops[64];
+    for (int i = 0; i < in->n_operands; i++) {
+        gs_part_value v;
+        gs_part_reshard(c, gs_part_operand(c, in, i), rep, &v);
+        ops[i] = v.hlo;
+    }
+    out->hlo = c->e->dry ? NULL : gs_part_clone(c, in, in->shape, in->n_operands, ops);
+    out->base = in->shape;
+    out->sharding = one;
+    out->combiner = GS_OP_ADD;
+    return true;
 }

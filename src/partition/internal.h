@@ -413,7 +413,7 @@ bool gs_part_handle_conditional(gs_part_ctx *c, const gs_instr *in, const gs_sha
 bool gs_part_handle_rng(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                         gs_part_value *out);
 /* An instruction with a maximal sharding whose work or effects must happen on that device only
- * (custom-calls, rng): a conditional on partition-id runs it there, the others hold zeros. */
+ * (custom-calls): a conditional on partition-id runs it there, the others hold zeros. */
 bool gs_part_single_device(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                            gs_part_value *out);
 
