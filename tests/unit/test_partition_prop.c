@@ -291,7 +291,7 @@ static void op(graph *g) {
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
-    switch (g->dots && rnd(2) ? 6 : rnd(24)) {
+    switch (g->dots && rnd(2) ? 6 : rnd(25)) {
     case 0: { /* unary */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
@@ -824,6 +824,20 @@ static void op(graph *g) {
                  list_c, list_m, ivd, comb[rnd(3)]);
             finish(g, v);
         }
+        break;
+    }
+    case 24: { /* rng of a's shape (uniform, or normal for f32), added to a: every device's
+                * draws must stay the reference's, whatever the rng's sharding */
+        val *r = new_val(g, k, a->dims);
+        shape_text(g, r, so, sizeof so);
+        emit(g, "  %%%s.lo = %s[] constant(0)\n  %%%s.hi = %s[] constant(%d)\n", r->name, g->ty,
+             r->name, g->ty, f32 ? 1 : 5);
+        emit(g, "  %%%s = %s rng(%%%s.lo, %%%s.hi), distribution=%s", r->name, so, r->name,
+             r->name, f32 && rnd(2) ? "rng_normal" : "rng_uniform");
+        finish(g, r);
+        val *v = new_val(g, k, a->dims);
+        emit(g, "  %%%s = %s add(%%%s, %%%s)", v->name, so, a->name, r->name);
+        finish(g, v);
         break;
     }
     case 10: { /* concatenate */
