@@ -497,6 +497,71 @@ static gs_status candidates(gs_arena *a, merge_side *m, int merged_rank, int64_t
     return GS_OK;
 }
 
+/* Method 2 of XLA's MergeShardingIfCompatible: fills the merged tile array (nmd dims `merged`)
+ * device by device with the smallest device common to the two groups (of to_merge and of dst)
+ * its position belongs to. *found stays false when a position has none. */
+static gs_status fill_by_groups(gs_arena *a, const gs_sharding *to_merge, const gs_sharding *dst,
+                                int64_t n_merge_groups, int64_t n_dst_groups, int nmd,
+                                const int64_t *merged, gs_tile_assignment *compatible,
+                                bool *found) {
+    int64_t n_devices = to_merge->tiles.n;
+    int dr = dst->data_rank;
+    int64_t *mv = malloc(sizeof *mv * (size_t)n_devices);
+    int64_t *dv = malloc(sizeof *dv * (size_t)n_devices);
+    int64_t *res = malloc(sizeof *res * (size_t)n_devices);
+    int64_t *mtaken = calloc((size_t)n_devices, sizeof *mtaken);
+    int64_t *dtaken = calloc((size_t)n_devices, sizeof *dtaken);
+    bool ok = mv && dv && res && mtaken && dtaken;
+    gs_status st = ok ? GS_OK : GS_ERR;
+    bool compatible_ok = ok;
+    if (ok) {
+        gs_tile_materialize(&to_merge->tiles, mv);
+        gs_tile_materialize(&dst->tiles, dv);
+        int64_t mgs = n_devices / n_merge_groups, dgs = n_devices / n_dst_groups;
+        int64_t idx[GS_MAX_TILE_RANK] = {0};
+        for (int64_t pos = 0; pos < n_devices && compatible_ok; pos++) {
+            int64_t gm = group_id(to_merge, idx, dr, idx);
+            int64_t gd = group_id(dst, idx, dr, idx);
+            /* Smallest device in both groups not yet placed. */
+            int64_t best = -1;
+            for (int64_t i = 0; i < mgs; i++) {
+                int64_t dev = mv[gm * mgs + i];
+                if (mtaken[gm * mgs + i] || (best >= 0 && dev >= best)) continue;
+                for (int64_t j = 0; j < dgs; j++)
+                    if (!dtaken[gd * dgs + j] && dv[gd * dgs + j] == dev) {
+                        best = dev;
+                        break;
+                    }
+            }
+            if (best < 0) {
+                compatible_ok = false;
+                break;
+            }
+            for (int64_t i = 0; i < mgs; i++)
+                if (mv[gm * mgs + i] == best) mtaken[gm * mgs + i] = 1;
+            for (int64_t j = 0; j < dgs; j++)
+                if (dv[gd * dgs + j] == best) dtaken[gd * dgs + j] = 1;
+            res[pos] = best;
+            for (int i = nmd - 1; i >= 0; i--) {
+                if (++idx[i] < merged[i]) break;
+                idx[i] = 0;
+            }
+        }
+        if (compatible_ok) {
+            if (gs_tile_explicit(a, nmd, merged, res, compatible) != GS_OK)
+                st = GS_ERR;
+            else
+                *found = true;
+        }
+    }
+    free(mv);
+    free(dv);
+    free(res);
+    free(mtaken);
+    free(dtaken);
+    return st;
+}
+
 gs_status gs_sharding_merge_compatible(gs_arena *a, const gs_sharding *to_merge,
                                        int64_t minimum_tiles, const gs_sharding *dst,
                                        gs_sharding **out) {
@@ -576,62 +641,10 @@ gs_status gs_sharding_merge_compatible(gs_arena *a, const gs_sharding *to_merge,
                     found = true;
                 }
     }
-    /* Method 2: fill the merged array device by device with the smallest device common to the
-     * two groups the position belongs to. */
+    /* Method 2: fill the merged array device by device. */
     if (!found) {
-        int64_t *mv = malloc(sizeof *mv * (size_t)n_devices);
-        int64_t *dv = malloc(sizeof *dv * (size_t)n_devices);
-        int64_t *res = malloc(sizeof *res * (size_t)n_devices);
-        int64_t *mtaken = calloc((size_t)n_devices, sizeof *mtaken);
-        int64_t *dtaken = calloc((size_t)n_devices, sizeof *dtaken);
-        bool ok = mv && dv && res && mtaken && dtaken;
-        gs_status st = ok ? GS_OK : GS_ERR;
-        bool compatible_ok = ok;
-        if (ok) {
-            gs_tile_materialize(&to_merge->tiles, mv);
-            gs_tile_materialize(&dst->tiles, dv);
-            int64_t mgs = n_devices / n_merge_groups, dgs = n_devices / n_dst_groups;
-            int64_t idx[GS_MAX_TILE_RANK] = {0};
-            for (int64_t pos = 0; pos < n_devices && compatible_ok; pos++) {
-                int64_t gm = group_id(to_merge, idx, dr, idx);
-                int64_t gd = group_id(dst, idx, dr, idx);
-                /* Smallest device in both groups not yet placed. */
-                int64_t best = -1;
-                for (int64_t i = 0; i < mgs; i++) {
-                    int64_t dev = mv[gm * mgs + i];
-                    if (mtaken[gm * mgs + i] || (best >= 0 && dev >= best)) continue;
-                    for (int64_t j = 0; j < dgs; j++)
-                        if (!dtaken[gd * dgs + j] && dv[gd * dgs + j] == dev) {
-                            best = dev;
-                            break;
-                        }
-                }
-                if (best < 0) {
-                    compatible_ok = false;
-                    break;
-                }
-                for (int64_t i = 0; i < mgs; i++)
-                    if (mv[gm * mgs + i] == best) mtaken[gm * mgs + i] = 1;
-                for (int64_t j = 0; j < dgs; j++)
-                    if (dv[gd * dgs + j] == best) dtaken[gd * dgs + j] = 1;
-                res[pos] = best;
-                for (int i = nmd - 1; i >= 0; i--) {
-                    if (++idx[i] < merged[i]) break;
-                    idx[i] = 0;
-                }
-            }
-            if (compatible_ok) {
-                if (gs_tile_explicit(a, nmd, merged, res, &compatible) != GS_OK)
-                    st = GS_ERR;
-                else
-                    found = true;
-            }
-        }
-        free(mv);
-        free(dv);
-        free(res);
-        free(mtaken);
-        free(dtaken);
+        gs_status st = fill_by_groups(a, to_merge, dst, n_merge_groups, n_dst_groups, nmd, merged,
+                                      &compatible, &found);
         if (st != GS_OK) return st;
         if (!found) return GS_OK;
     }

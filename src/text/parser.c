@@ -1081,40 +1081,19 @@ static bool parse_attr_value(parser *p, gs_attr *at) {
 
 /* ------------------------------------------------------------------ instructions */
 
-static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_instr,
-                              gs_strmap *names) {
-    gs_instr *in = GS_NEW(p->a, gs_instr);
-    if (!in) return oom(p);
-    bool is_root = accept_word(p, "ROOT");
-    gs_span name_span;
-    if (!parse_name(p, &in->name, &name_span, "an instruction name")) return false;
-    in->span = name_span;
-    if (gs_strmap_get(names, in->name))
-        return fail_at(p, name_span, "instruction '%s' is defined twice in computation '%s'",
-                       in->name, c->name);
-    if (gs_strmap_put(names, in->name, in) != GS_OK) return oom(p);
-    if (!expect(p, '=', "after the instruction name")) return false;
-    /* The shape may be omitted (`t = tuple(a, b)`): it is then inferred once operands are
-     * resolved. */
-    if (at_shape(p)) {
-        if (!parse_shape(p, &in->shape)) return false;
-    } else {
-        /* `f31[2]` is a shape with an unknown type, not a shape-less instruction. */
-        size_t k = 0;
-        while (isalnum((unsigned char)ahead(p, k))) k++;
-        if (k > 0 && ahead(p, k) == '[') return FAIL(p, "unknown element type %s", found(p));
-    }
+/* The opcode at the cursor (XLA's generic async spelling `<op>-start` / `-update` / `-done`
+ * included: it sets in->op_text); its span in *op_span. */
+static bool parse_opcode(parser *p, gs_instr *in, gs_span *op_span) {
     const char *opname;
-    gs_span op_span;
     skip_ws(p);
-    op_span = here(p);
+    *op_span = here(p);
     if (!parse_word(p, &opname, "an opcode")) return false;
     int op = gs_op_from_name(opname, strlen(opname));
     if (op < 0) {
-        /* XLA's generic async spelling: <op>-start / -update / -done wrap <op>. */
         size_t n = strlen(opname);
         static const char *const suffix[3] = {"-start", "-update", "-done"};
-        static const gs_opcode async_ops[3] = {GS_OP_ASYNC_START, GS_OP_ASYNC_UPDATE, GS_OP_ASYNC_DONE};
+        static const gs_opcode async_ops[3] = {GS_OP_ASYNC_START, GS_OP_ASYNC_UPDATE,
+                                               GS_OP_ASYNC_DONE};
         for (int k = 0; k < 3 && op < 0; k++) {
             size_t sl = strlen(suffix[k]);
             if (n > sl && strcmp(opname + n - sl, suffix[k]) == 0 &&
@@ -1123,12 +1102,16 @@ static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_ins
                 in->op_text = opname;
             }
         }
-        if (op < 0) return fail_at(p, op_span, "unknown opcode '%s'", opname);
+        if (op < 0) return fail_at(p, *op_span, "unknown opcode '%s'", opname);
     }
     in->op = (gs_opcode)op;
-    if (!expect(p, '(', "after the opcode")) return false;
-    gs_vec refs;
-    gs_vec_init(&refs, sizeof(operand_ref));
+    return true;
+}
+
+/* What stands between the opcode's parentheses (after the '('): a constant's literal, a
+ * parameter's number, or operand names (each optionally after its shape) pushed to refs. */
+static bool parse_operands(parser *p, gs_instr *in, gs_span name_span, gs_span op_span,
+                           gs_vec *refs) {
     bool ok = true;
     if (in->op == GS_OP_CONSTANT && !in->shape) {
         ok = fail_at(p, op_span,
@@ -1149,16 +1132,19 @@ static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_ins
             }
             operand_ref r;
             if (!(ok = parse_name(p, &r.name, &r.span, "an operand name"))) break;
-            if (gs_vec_push(&refs, &r) != GS_OK) {
+            if (gs_vec_push(refs, &r) != GS_OK) {
                 ok = oom(p);
                 break;
             }
         } while (accept(p, ','));
         if (ok) ok = expect(p, ')', "to close the operand list");
     }
-    /* Attributes. */
-    gs_vec attrs;
-    gs_vec_init(&attrs, sizeof(gs_attr));
+    return ok;
+}
+
+/* The `, name=value` attributes after the operands, pushed to attrs in written order. */
+static bool parse_attrs(parser *p, gs_vec *attrs) {
+    bool ok = true;
     while (ok && peek(p) == ',') {
         /* A ',' followed by something that is not `name=` ends the instruction (a computation's
          * `}, execution_thread=` is handled by the caller; here it cannot occur). */
@@ -1183,47 +1169,89 @@ static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_ins
         if (!(ok = expect(p, '=', "after the attribute name"))) break;
         at.key = gs_attr_from_name(an, strlen(an));
         at.name = at.key == GS_ATTR_UNKNOWN ? an : gs_attr_name(at.key);
-        for (size_t i = 0; i < attrs.n; i++)
-            if (strcmp(GS_VEC_AT(&attrs, gs_attr, i).name, an) == 0) {
+        for (size_t i = 0; i < attrs->n; i++)
+            if (strcmp(GS_VEC_AT(attrs, gs_attr, i).name, an) == 0) {
                 ok = fail_at(p, asp, "attribute '%s' given twice", an);
                 break;
             }
         if (!ok) break;
-        p->attr_index = (int)attrs.n;
+        p->attr_index = (int)attrs->n;
         if (!(ok = parse_attr_value(p, &at))) break;
-        if (gs_vec_push(&attrs, &at) != GS_OK) ok = oom(p);
+        if (gs_vec_push(attrs, &at) != GS_OK) ok = oom(p);
+    }
+    return ok;
+}
+
+/* Stores attrs in in->attrs in canonical order and points the instruction's pending
+ * computation references (which index into attrs) at their final attributes. */
+static bool place_attrs(parser *p, gs_instr *in, const gs_vec *attrs) {
+    bool ok = true;
+    /* Stable insertion sort into canonical order; comp fixups point into the vector, so
+     * sort first and copy into the arena, then re-point the fixups. */
+    gs_attr *v = attrs->data;
+    int n = (int)attrs->n;
+    int order[256];
+    int *ord = n <= 256 ? order : malloc(sizeof(int) * (size_t)n);
+    if (!ord) ok = oom(p);
+    for (int i = 0; ok && i < n; i++) {
+        int j = i;
+        while (j > 0 && gs_attr_print_rank(v[ord[j - 1]].key) > gs_attr_print_rank(v[i].key)) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = i;
     }
     if (ok) {
-        /* Stable insertion sort into canonical order; comp fixups point into the vector, so
-         * sort first and copy into the arena, then re-point the fixups. */
-        gs_attr *v = attrs.data;
-        int n = (int)attrs.n;
-        int order[256];
-        int *ord = n <= 256 ? order : malloc(sizeof(int) * (size_t)n);
-        if (!ord) ok = oom(p);
-        for (int i = 0; ok && i < n; i++) {
-            int j = i;
-            while (j > 0 && gs_attr_print_rank(v[ord[j - 1]].key) > gs_attr_print_rank(v[i].key)) {
-                ord[j] = ord[j - 1];
-                j--;
-            }
-            ord[j] = i;
+        in->n_attrs = n;
+        in->attrs = GS_NEW_ARRAY(p->a, gs_attr, n ? n : 1);
+        if (!in->attrs) ok = oom(p);
+        for (int i = 0; ok && i < n; i++) in->attrs[i] = v[ord[i]];
+        /* Point this instruction's computation references at their final attributes. */
+        for (size_t f = 0; ok && f < p->pending.n; f++) {
+            comp_fixup fx = GS_VEC_AT(&p->pending, comp_fixup, f);
+            for (int i = 0; i < n; i++)
+                if (ord[i] == fx.attr_index) fx.attr = &in->attrs[i];
+            if (gs_vec_push(&p->fixups, &fx) != GS_OK) ok = oom(p);
         }
-        if (ok) {
-            in->n_attrs = n;
-            in->attrs = GS_NEW_ARRAY(p->a, gs_attr, n ? n : 1);
-            if (!in->attrs) ok = oom(p);
-            for (int i = 0; ok && i < n; i++) in->attrs[i] = v[ord[i]];
-            /* Point this instruction's computation references at their final attributes. */
-            for (size_t f = 0; ok && f < p->pending.n; f++) {
-                comp_fixup fx = GS_VEC_AT(&p->pending, comp_fixup, f);
-                for (int i = 0; i < n; i++)
-                    if (ord[i] == fx.attr_index) fx.attr = &in->attrs[i];
-                if (gs_vec_push(&p->fixups, &fx) != GS_OK) ok = oom(p);
-            }
-        }
-        if (ord != order) free(ord);
     }
+    if (ord != order) free(ord);
+    return ok;
+}
+
+static bool parse_instruction(parser *p, gs_computation *c, gs_vec *refs_per_instr,
+                              gs_strmap *names) {
+    gs_instr *in = GS_NEW(p->a, gs_instr);
+    if (!in) return oom(p);
+    bool is_root = accept_word(p, "ROOT");
+    gs_span name_span;
+    if (!parse_name(p, &in->name, &name_span, "an instruction name")) return false;
+    in->span = name_span;
+    if (gs_strmap_get(names, in->name))
+        return fail_at(p, name_span, "instruction '%s' is defined twice in computation '%s'",
+                       in->name, c->name);
+    if (gs_strmap_put(names, in->name, in) != GS_OK) return oom(p);
+    if (!expect(p, '=', "after the instruction name")) return false;
+    /* The shape may be omitted (`t = tuple(a, b)`): it is then inferred once operands are
+     * resolved. */
+    if (at_shape(p)) {
+        if (!parse_shape(p, &in->shape)) return false;
+    } else {
+        /* `f31[2]` is a shape with an unknown type, not a shape-less instruction. */
+        size_t k = 0;
+        while (isalnum((unsigned char)ahead(p, k))) k++;
+        if (k > 0 && ahead(p, k) == '[') return FAIL(p, "unknown element type %s", found(p));
+    }
+    gs_span op_span;
+    if (!parse_opcode(p, in, &op_span)) return false;
+    if (!expect(p, '(', "after the opcode")) return false;
+    gs_vec refs;
+    gs_vec_init(&refs, sizeof(operand_ref));
+    bool ok = parse_operands(p, in, name_span, op_span, &refs);
+    /* Attributes, stored in canonical order. */
+    gs_vec attrs;
+    gs_vec_init(&attrs, sizeof(gs_attr));
+    ok = ok && parse_attrs(p, &attrs);
+    ok = ok && place_attrs(p, in, &attrs);
     gs_vec_free(&attrs);
     p->pending.n = 0;
     if (ok) {
