@@ -517,6 +517,8 @@ typedef struct conv_plan {
     int64_t ost[GS_MAX_RANK];         /* output strides */
     int64_t in_sz[GS_MAX_RANK];       /* lhs spatial sizes */
     int64_t n_out, cg, og, kw;        /* output batch, features per group (in, out), window size */
+    int64_t G, BG;                    /* feature and batch group counts */
+    int64_t npos;                     /* output spatial positions per batch */
 } conv_plan;
 
 /* Fills rows [p0, p0+rows) of the patch matrix A[rows, kw*cg] for group (fg, bg) from the
@@ -657,11 +659,68 @@ enum { CONV_BLOCK_ELEMS = 1 << 22 };
 
 /* convolution: per group, im2col patch blocks times the reshaped kernel, scattered back into a
  * compute-type result that is converted (saturating integers) at the end. */
+/* Checks a convolution's dim_labels, window and group counts against its operands and result
+ * (XLA's output size rule included) and fills its plan. */
+static gs_status conv_plan_make(gs_eval *ev, const gs_instr *in, const gs_value *lhs,
+                                const gs_value *rhs, const gs_value *res, conv_plan *pl) {
+    const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
+    memset(pl, 0, sizeof *pl);
+    pl->cd = cd;
+    pl->ns = cd->n_spatial;
+    const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
+    const gs_window *win = wa ? wa->u.window : NULL;
+    int64_t G = gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1);
+    int64_t BG = gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1);
+    pl->G = G;
+    pl->BG = BG;
+    if (!labels_valid(cd, lhs->rank, rhs->rank, res->rank) || (pl->ns > 0 && !win) ||
+        (win && win->n != pl->ns))
+        return gs_eval_error(ev, in, "dim_labels or window do not match the operands");
+    int64_t n_in = lhs->dims[cd->in_batch], C = lhs->dims[cd->in_feature];
+    int64_t O_f = rhs->dims[cd->k_out_feature];
+    pl->cg = rhs->dims[cd->k_in_feature];
+    if (G < 1 || BG < 1 || (G > 1 && BG > 1) || C != pl->cg * G || O_f % (G * BG) || n_in % BG ||
+        res->dims[cd->out_batch] != n_in / BG || res->dims[cd->out_feature] != O_f)
+        return gs_eval_error(ev, in, "feature/batch group counts do not match the operands");
+    pl->og = O_f / (G * BG);
+    pl->n_out = n_in / BG;
+    pl->kw = 1;
+    int64_t npos = 1;
+    for (int i = 0; i < pl->ns; i++) {
+        const gs_window_dim *wd = &win->dims[i];
+        pl->ws[i] = rhs->dims[cd->k_spatial[i]];
+        pl->os[i] = res->dims[cd->out_spatial[i]];
+        pl->in_sz[i] = lhs->dims[cd->in_spatial[i]];
+        pl->stride[i] = wd->stride;
+        pl->pad_lo[i] = wd->pad_lo;
+        pl->ldil[i] = wd->lhs_dilate;
+        pl->rdil[i] = wd->rhs_dilate;
+        pl->rev[i] = wd->reversal;
+        if (wd->size != pl->ws[i] || wd->stride < 1 || wd->lhs_dilate < 1 || wd->rhs_dilate < 1)
+            return gs_eval_error(ev, in, "window does not match the kernel");
+        /* XLA's output size: (padded dilated input - dilated window) / stride + 1. */
+        int64_t din = pl->in_sz[i] ? (pl->in_sz[i] - 1) * wd->lhs_dilate + 1 : 0;
+        int64_t padded = din + wd->pad_lo + wd->pad_hi;
+        int64_t dw = pl->ws[i] ? (pl->ws[i] - 1) * wd->rhs_dilate + 1 : 0;
+        int64_t want = padded < dw ? 0 : (padded - dw) / wd->stride + 1;
+        if (padded < 0) want = 0;
+        if (want != pl->os[i])
+            return gs_eval_error(ev, in, "output spatial size %lld differs from the window's %lld",
+                                 (long long)pl->os[i], (long long)want);
+        pl->kw *= pl->ws[i];
+        npos *= pl->os[i];
+    }
+    gs_strides(lhs->rank, lhs->dims, pl->lst);
+    gs_strides(rhs->rank, rhs->dims, pl->kst);
+    gs_strides(res->rank, res->dims, pl->ost);
+    pl->npos = npos;
+    return GS_OK;
+}
+
 static gs_status k_convolution(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                                gs_value **out) {
     const gs_attr *la = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
     if (!la || !la->u.conv) return gs_eval_error(ev, in, "convolution needs dim_labels=");
-    const gs_conv_dims *cd = la->u.conv;
     const gs_value *lhs = ops[0], *rhs = ops[1];
     gs_value *dense = NULL;
     sparsity sp;
@@ -681,67 +740,13 @@ static gs_status k_convolution(gs_eval *ev, const gs_instr *in, gs_value *const 
     gs_value *res = NULL;
     void *L = NULL, *R = NULL, *O = NULL, *A = NULL, *W = NULL, *P = NULL;
     conv_plan pl;
-    memset(&pl, 0, sizeof pl);
-    pl.cd = cd;
-    pl.ns = cd->n_spatial;
-    const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
-    const gs_window *win = wa ? wa->u.window : NULL;
-    int64_t G = gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1);
-    int64_t BG = gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1);
     res = gs_eval_new_result(ev, in);
     if (!res) {
         st = GS_ERR;
         goto done;
     }
-    if (!labels_valid(cd, lhs->rank, rhs->rank, res->rank) || (pl.ns > 0 && !win) ||
-        (win && win->n != pl.ns)) {
-        st = gs_eval_error(ev, in, "dim_labels or window do not match the operands");
-        goto done;
-    }
-    int64_t n_in = lhs->dims[cd->in_batch], C = lhs->dims[cd->in_feature];
-    int64_t O_f = rhs->dims[cd->k_out_feature];
-    pl.cg = rhs->dims[cd->k_in_feature];
-    if (G < 1 || BG < 1 || (G > 1 && BG > 1) || C != pl.cg * G || O_f % (G * BG) ||
-        n_in % BG || res->dims[cd->out_batch] != n_in / BG || res->dims[cd->out_feature] != O_f) {
-        st = gs_eval_error(ev, in, "feature/batch group counts do not match the operands");
-        goto done;
-    }
-    int64_t ngroups = G * BG;
-    pl.og = O_f / ngroups;
-    pl.n_out = n_in / BG;
-    pl.kw = 1;
-    int64_t npos = 1;
-    for (int i = 0; i < pl.ns; i++) {
-        const gs_window_dim *wd = &win->dims[i];
-        pl.ws[i] = rhs->dims[cd->k_spatial[i]];
-        pl.os[i] = res->dims[cd->out_spatial[i]];
-        pl.in_sz[i] = lhs->dims[cd->in_spatial[i]];
-        pl.stride[i] = wd->stride;
-        pl.pad_lo[i] = wd->pad_lo;
-        pl.ldil[i] = wd->lhs_dilate;
-        pl.rdil[i] = wd->rhs_dilate;
-        pl.rev[i] = wd->reversal;
-        if (wd->size != pl.ws[i] || wd->stride < 1 || wd->lhs_dilate < 1 || wd->rhs_dilate < 1) {
-            st = gs_eval_error(ev, in, "window does not match the kernel");
-            goto done;
-        }
-        /* XLA's output size: (padded dilated input - dilated window) / stride + 1. */
-        int64_t din = pl.in_sz[i] ? (pl.in_sz[i] - 1) * wd->lhs_dilate + 1 : 0;
-        int64_t padded = din + wd->pad_lo + wd->pad_hi;
-        int64_t dw = pl.ws[i] ? (pl.ws[i] - 1) * wd->rhs_dilate + 1 : 0;
-        int64_t want = padded < dw ? 0 : (padded - dw) / wd->stride + 1;
-        if (padded < 0) want = 0;
-        if (want != pl.os[i]) {
-            st = gs_eval_error(ev, in, "output spatial size %lld differs from the window's %lld",
-                               (long long)pl.os[i], (long long)want);
-            goto done;
-        }
-        pl.kw *= pl.ws[i];
-        npos *= pl.os[i];
-    }
-    gs_strides(lhs->rank, lhs->dims, pl.lst);
-    gs_strides(rhs->rank, rhs->dims, pl.kst);
-    gs_strides(res->rank, res->dims, pl.ost);
+    if ((st = conv_plan_make(ev, in, lhs, rhs, res, &pl)) != GS_OK) goto done;
+    int64_t G = pl.G, BG = pl.BG, ngroups = G * BG, npos = pl.npos;
     if (res->n == 0) goto done;
     ctype ct = ctype_of(res->type);
     size_t es = ctype_size(ct);
