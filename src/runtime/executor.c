@@ -138,6 +138,73 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
     return GS_OK;
 }
 
+/* Gathers output leaf l (of n_leaves; tmpl: its root-shape template) of the k local devices
+ * (their leaves in mine) to device 0, into leaf l of each of the n results there. ins, dins and
+ * pad are k-entry scratch arrays. */
+static gs_status gather_leaf(gs_comm *comm, int l, int n_leaves, const gs_value *tmpl,
+                             gs_value **const *mine, gs_value **results, const void **ins,
+                             const void **dins, char **pad, gs_diags *d) {
+    int n = comm->n_devices, k = comm->local_devices;
+    bool root = comm->first_device == 0;
+    gs_status st = GS_OK;
+    size_t bytes = gs_value_bytes(tmpl), db = sizeof(int64_t) * GS_MAX_RANK;
+    for (int i = 0; st == GS_OK && i < k; i++) {
+        const gs_value *v = mine[i][l];
+        if (v->type != tmpl->type || v->rank != tmpl->rank || gs_value_bytes(v) > bytes) {
+            st = gs_error(d, gs_span_none(),
+                          "output leaf %d of device %d is not of its "
+                          "shape",
+                          l, comm->first_device + i);
+            break;
+        }
+        ins[i] = v->data;
+        dins[i] = v->dims;
+        if (gs_value_bytes(v) < bytes) {
+            if (!(pad[i] = gs_sys_calloc(1, bytes + 1))) {
+                st = gs_error(d, gs_span_none(), "out of memory");
+                break;
+            }
+            memcpy(pad[i], v->data, gs_value_bytes(v));
+            ins[i] = pad[i];
+        }
+    }
+    char *buf = root && st == GS_OK ? gs_sys_malloc(bytes * (size_t)n + 1) : NULL;
+    int64_t *dbuf = root && st == GS_OK ? gs_sys_malloc(db * (size_t)n) : NULL;
+    if (st == GS_OK && root && (!buf || !dbuf)) st = gs_error(d, gs_span_none(), "out of memory");
+    if (st == GS_OK) st = comm->ops->gather_root(comm, ins, (int64_t)bytes, buf, d);
+    if (st == GS_OK) st = comm->ops->gather_root(comm, dins, (int64_t)db, (char *)dbuf, d);
+    for (int i = 0; st == GS_OK && root && i < n; i++) {
+        gs_value **leaves = NULL;
+        int nl = 0;
+        if (gs_value_leaves(results[i], &leaves, &nl) != GS_OK || nl != n_leaves) {
+            st = gs_error(d, gs_span_none(), "internal: result leaves differ");
+        } else {
+            gs_value *lv = leaves[l];
+            const int64_t *dims = dbuf + (size_t)i * GS_MAX_RANK;
+            int64_t ne = 1;
+            for (int j = 0; j < lv->rank; j++) ne *= dims[j];
+            if (ne < 0 || ne > lv->n) {
+                st = gs_error(d, gs_span_none(),
+                              "output leaf %d of device %d is not of its "
+                              "shape",
+                              l, i);
+            } else { /* the leaf's buffer holds the bound: keep it, with the actual dims */
+                memcpy(lv->dims, dims, sizeof(int64_t) * (size_t)lv->rank);
+                lv->n = ne;
+                memcpy(lv->data, buf + (size_t)i * bytes, gs_value_bytes(lv));
+            }
+        }
+        free(leaves);
+    }
+    free(buf);
+    free(dbuf);
+    for (int i = 0; pad && i < k; i++) {
+        free(pad[i]);
+        pad[i] = NULL;
+    }
+    return st;
+}
+
 gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *local,
                             gs_value ***all, gs_diags *d) {
     int n = comm->n_devices;
@@ -177,59 +244,8 @@ gs_status gs_gather_results(gs_comm *comm, const gs_module *m, gs_value *const *
     const void **dins = gs_sys_calloc((size_t)k, sizeof *dins);
     char **pad = gs_sys_calloc((size_t)k, sizeof *pad);
     if (st == GS_OK && (!ins || !dins || !pad)) st = gs_error(d, gs_span_none(), "out of memory");
-    for (int l = 0; st == GS_OK && l < n_leaves; l++) {
-        size_t bytes = gs_value_bytes(tl[l]), db = sizeof(int64_t) * GS_MAX_RANK;
-        for (int i = 0; st == GS_OK && i < k; i++) {
-            const gs_value *v = mine[i][l];
-            if (v->type != tl[l]->type || v->rank != tl[l]->rank || gs_value_bytes(v) > bytes) {
-                st = gs_error(d, gs_span_none(), "output leaf %d of device %d is not of its "
-                              "shape", l, comm->first_device + i);
-                break;
-            }
-            ins[i] = v->data;
-            dins[i] = v->dims;
-            if (gs_value_bytes(v) < bytes) {
-                if (!(pad[i] = gs_sys_calloc(1, bytes + 1))) {
-                    st = gs_error(d, gs_span_none(), "out of memory");
-                    break;
-                }
-                memcpy(pad[i], v->data, gs_value_bytes(v));
-                ins[i] = pad[i];
-            }
-        }
-        char *buf = root && st == GS_OK ? gs_sys_malloc(bytes * (size_t)n + 1) : NULL;
-        int64_t *dbuf = root && st == GS_OK ? gs_sys_malloc(db * (size_t)n) : NULL;
-        if (st == GS_OK && root && (!buf || !dbuf)) st = gs_error(d, gs_span_none(), "out of memory");
-        if (st == GS_OK) st = comm->ops->gather_root(comm, ins, (int64_t)bytes, buf, d);
-        if (st == GS_OK) st = comm->ops->gather_root(comm, dins, (int64_t)db, (char *)dbuf, d);
-        for (int i = 0; st == GS_OK && root && i < n; i++) {
-            gs_value **leaves = NULL;
-            int nl = 0;
-            if (gs_value_leaves(results[i], &leaves, &nl) != GS_OK || nl != n_leaves) {
-                st = gs_error(d, gs_span_none(), "internal: result leaves differ");
-            } else {
-                gs_value *lv = leaves[l];
-                const int64_t *dims = dbuf + (size_t)i * GS_MAX_RANK;
-                int64_t ne = 1;
-                for (int j = 0; j < lv->rank; j++) ne *= dims[j];
-                if (ne < 0 || ne > lv->n) {
-                    st = gs_error(d, gs_span_none(), "output leaf %d of device %d is not of its "
-                                  "shape", l, i);
-                } else { /* the leaf's buffer holds the bound: keep it, with the actual dims */
-                    memcpy(lv->dims, dims, sizeof(int64_t) * (size_t)lv->rank);
-                    lv->n = ne;
-                    memcpy(lv->data, buf + (size_t)i * bytes, gs_value_bytes(lv));
-                }
-            }
-            free(leaves);
-        }
-        free(buf);
-        free(dbuf);
-        for (int i = 0; pad && i < k; i++) {
-            free(pad[i]);
-            pad[i] = NULL;
-        }
-    }
+    for (int l = 0; st == GS_OK && l < n_leaves; l++)
+        st = gather_leaf(comm, l, n_leaves, tl[l], mine, results, ins, dins, pad, d);
     free(ins);
     free(dins);
     free(pad);
