@@ -200,23 +200,22 @@ static int64_t top(const stack *s) { return s->v[s->n - 1]; }
 static int64_t pop(stack *s) { return s->v[--s->n]; }
 static int64_t stack_prod(const stack *s) { return gs_prod(s->v, s->n); }
 
-gs_status gs_sharding_reshape(gs_arena *a, const gs_sharding *s, int src_rank,
-                              const int64_t *src_dims, int dst_rank, const int64_t *dst_dims,
-                              gs_sharding **out) {
-    if (passes_through(s)) return keep(s, out);
-    GS_ASSERT(s->data_rank == src_rank);
-    *out = NULL;
+/* XLA's ReshapeSharding walk: matches the source dims (with their tile counts) against the
+ * destination dims from the major end, splitting and merging, and writes the destination's tile
+ * counts to target (returns how many, or -1 when the tiles cannot follow the reshape). Source
+ * dims whose tiles must be replicated first go to to_replicate (*n_rep of them). */
+static int reshape_target(const gs_sharding *s, int src_rank, const int64_t *src_dims, int dst_rank,
+                          const int64_t *dst_dims, int64_t *target, int64_t *to_replicate,
+                          int *n_rep) {
     stack src = {.n = 0}, dst = {.n = 0}, tiles = {.n = 0};
     for (int i = src_rank - 1; i >= 0; i--) {
         push(&src, src_dims[i]);
         push(&tiles, s->tiles.dims[i]);
     }
     for (int i = dst_rank - 1; i >= 0; i--) push(&dst, dst_dims[i]);
-    int64_t target[GS_MAX_TILE_RANK + 4];
     int nt = 0;
     int src_index = -1;
-    int64_t to_replicate[GS_MAX_TILE_RANK];
-    int n_rep = 0;
+    *n_rep = 0;
     bool inplace = false;
 #define APPEND(x)                                                                                  \
     do {                                                                                           \
@@ -263,14 +262,14 @@ gs_status gs_sharding_reshape(gs_arena *a, const gs_sharding *s, int src_rank,
             SRC_PUSH(s_size, s_parts);
         } else if (s_size == 1) {
             push(&dst, t_size);
-            if (s_parts > 1) to_replicate[n_rep++] = src_index;
+            if (s_parts > 1) to_replicate[(*n_rep)++] = src_index;
         } else if (s_parts == 1) {
             if (src.n > 0 && top(&tiles) == 1)
                 src.v[src.n - 1] *= s_size;
             else
                 break;
         } else if (s_size % s_parts != 0) {
-            return GS_OK;
+            return -1;
         } else {
             int64_t g = gcd64(s_parts, t_size);
             if (g == 1) break;
@@ -279,11 +278,25 @@ gs_status gs_sharding_reshape(gs_arena *a, const gs_sharding *s, int src_rank,
             APPEND(g);
             inplace = true;
         }
-        if (nt > GS_MAX_TILE_RANK) return GS_OK;
+        if (nt > GS_MAX_TILE_RANK) return -1;
     }
 #undef APPEND
 #undef SRC_PUSH
 #undef SRC_POP
+    return nt;
+}
+
+gs_status gs_sharding_reshape(gs_arena *a, const gs_sharding *s, int src_rank,
+                              const int64_t *src_dims, int dst_rank, const int64_t *dst_dims,
+                              gs_sharding **out) {
+    if (passes_through(s)) return keep(s, out);
+    GS_ASSERT(s->data_rank == src_rank);
+    *out = NULL;
+    int64_t target[GS_MAX_TILE_RANK + 4], to_replicate[GS_MAX_TILE_RANK];
+    int n_rep;
+    int nt =
+        reshape_target(s, src_rank, src_dims, dst_rank, dst_dims, target, to_replicate, &n_rep);
+    if (nt < 0) return GS_OK;
     if (gs_prod(target, nt) == 1) return GS_OK;
     while (nt < dst_rank) target[nt++] = 1;
     const gs_sharding *sh = s;
