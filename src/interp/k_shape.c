@@ -576,6 +576,40 @@ static const char *const OPB_NAME[2] = {"operand_batching_dims", "input_batching
 static const char *const IDB_NAME[2] = {"start_indices_batching_dims",
                                         "scatter_indices_batching_dims"};
 
+/* The position dims of p: the indices' dims other than index_vector_dim, in order, and the
+ * other array's (o_rank dims) not in the window list `win` (marked in in_win), in order; is and
+ * os are the two arrays' strides. */
+static gs_status plan_positions(gs_eval *ev, const gs_instr *in, int g, gplan *p,
+                                const gs_value *idx, int64_t ivd, const int64_t *is, gs_ints win,
+                                bool *in_win, int o_rank, const int64_t *o_dims,
+                                const int64_t *os) {
+    int i_rank = idx->rank;
+    if (!mark_dims(win, o_rank, in_win))
+        return gs_eval_error(ev, in, "%s lists a dim twice or out of range", WIN_NAME[g]);
+    int n_pos = i_rank - (ivd < i_rank ? 1 : 0);
+    if (o_rank - win.n != n_pos)
+        return gs_eval_error(ev, in, "%d dims outside %s, but the indices have %d batch dims",
+                             o_rank - win.n, WIN_NAME[g], n_pos);
+    p->pos.rank = n_pos;
+    int j = 0;
+    for (int d = 0; d < i_rank; d++) {
+        if (d == ivd) continue;
+        p->pos.dims[j] = idx->dims[d];
+        p->pos.src[j] = is[d];
+        j++;
+    }
+    j = 0;
+    for (int d = 0; d < o_rank; d++) {
+        if (in_win[d]) continue;
+        if (o_dims[d] != p->pos.dims[j])
+            return gs_eval_error(ev, in, "dim %d has size %lld, the indices' batch dim %d has %lld",
+                                 d, (long long)o_dims[d], j, (long long)p->pos.dims[j]);
+        p->pos.dst[j] = os[d];
+        j++;
+    }
+    return GS_OK;
+}
+
 /* Builds p from the operand's dims, the indices, the other array's dims and the dimension
  * numbers; checks them against each other (so that no index computed later leaves an array). */
 static gs_status plan_build(gs_eval *ev, const gs_instr *in, bool scatter, gplan *p, int rank,
@@ -629,32 +663,10 @@ static gs_status plan_build(gs_eval *ev, const gs_instr *in, bool scatter, gplan
             return gs_eval_error(ev, in, "operand dim %d is a batching dim and also in %s or %s",
                                  d, SKIP_NAME[g], MAP_NAME[g]);
 
-    /* Position dims: the indices' dims other than index_vector_dim, in order, and the other
-     * array's dims not in the window list, in order. */
+    /* Position dims. */
     bool in_win[GS_MAX_RANK] = {false};
-    if (!mark_dims(win, o_rank, in_win))
-        return gs_eval_error(ev, in, "%s lists a dim twice or out of range", WIN_NAME[g]);
-    int n_pos = i_rank - (ivd < i_rank ? 1 : 0);
-    if (o_rank - win.n != n_pos)
-        return gs_eval_error(ev, in, "%d dims outside %s, but the indices have %d batch dims",
-                             o_rank - win.n, WIN_NAME[g], n_pos);
-    p->pos.rank = n_pos;
-    int j = 0;
-    for (int d = 0; d < i_rank; d++) {
-        if (d == ivd) continue;
-        p->pos.dims[j] = idx->dims[d];
-        p->pos.src[j] = is[d];
-        j++;
-    }
-    j = 0;
-    for (int d = 0; d < o_rank; d++) {
-        if (in_win[d]) continue;
-        if (o_dims[d] != p->pos.dims[j])
-            return gs_eval_error(ev, in, "dim %d has size %lld, the indices' batch dim %d has %lld",
-                                 d, (long long)o_dims[d], j, (long long)p->pos.dims[j]);
-        p->pos.dst[j] = os[d];
-        j++;
-    }
+    if (plan_positions(ev, in, g, p, idx, ivd, is, win, in_win, o_rank, o_dims, os) != GS_OK)
+        return GS_ERR;
 
     /* Batching dims pair an operand dim with a position dim. */
     if (idb.n != opb.n)
