@@ -668,6 +668,43 @@ static void release_operands(gs_eval *ev, const gs_computation *c, const gs_inst
     }
 }
 
+/* Evaluates instruction in of c (not a parameter or constant) on its operands' values (and
+ * bounds, when bounded), letting an elementwise kernel write into an operand that dies here. */
+static gs_status eval_operation(gs_eval *ev, const gs_computation *c, const gs_instr *in,
+                                gs_value *const *vals, gs_value *const *bvals, const int *uses,
+                                bool bounded, gs_value **r, gs_value **br) {
+    bool big = in->n_operands > 16;
+    gs_value *opbuf[16], *bopbuf[16];
+    gs_value **ops = big ? gs_sys_malloc(sizeof *ops * (size_t)in->n_operands) : opbuf;
+    gs_value **bops = !bounded ? NULL
+                      : big    ? gs_sys_malloc(sizeof *bops * (size_t)in->n_operands)
+                               : bopbuf;
+    if (!ops || (bounded && !bops)) {
+        if (ops != opbuf) free(ops);
+        if (bops != bopbuf) free(bops);
+        return gs_eval_oom(ev, in);
+    }
+    for (int k = 0; k < in->n_operands; k++) {
+        ops[k] = vals[in->operands[k]->id];
+        if (bounded) bops[k] = bvals[in->operands[k]->id];
+    }
+    /* An array operand used for the last time here and held by nothing else (not an
+     * argument, not the root) can take the result of an elementwise kernel. */
+    ev->donor = NULL;
+    for (int k = 0; !bounded && k < in->n_operands && !ev->donor; k++) {
+        const gs_instr *o = in->operands[k];
+        gs_value *v = ops[k];
+        if (uses[o->id] == 1 && o != c->root && v && v->refs == 1 && v->type != GS_TUPLE && v->data)
+            ev->donor = v;
+    }
+    gs_status st =
+        bounded ? gs_bound_instr(ev, in, ops, bops, r, br) : gs_eval_instr(ev, in, ops, r);
+    ev->donor = NULL;
+    if (ops != opbuf) free(ops);
+    if (bops != bopbuf) free(bops);
+    return st;
+}
+
 /* Evaluates c on args; in bound mode (bargs non-NULL) also every value's rounding-error bound
  * (bounds.c), with the results' bound in *bout. */
 static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const *args,
@@ -697,7 +734,6 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
     signed char *plan = NULL;
     if (st == GS_OK && !bounded && gs_fusion_plan(c, order, n, uses, &plan) != GS_OK)
         st = gs_eval_oom(ev, c->root);
-    gs_value *opbuf[16], *bopbuf[16];
     for (int i = 0; st == GS_OK && i < n; i++) {
         const gs_instr *in = order[i];
         gs_value *r = NULL, *br = NULL;
@@ -721,35 +757,7 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
                 st = gs_eval_oom(ev, in);
             }
         } else {
-            bool big = in->n_operands > 16;
-            gs_value **ops = big ? gs_sys_malloc(sizeof *ops * (size_t)in->n_operands) : opbuf;
-            gs_value **bops = !bounded ? NULL
-                              : big    ? gs_sys_malloc(sizeof *bops * (size_t)in->n_operands)
-                                       : bopbuf;
-            if (!ops || (bounded && !bops)) {
-                if (ops != opbuf) free(ops);
-                if (bops != bopbuf) free(bops);
-                st = gs_eval_oom(ev, in);
-                break;
-            }
-            for (int k = 0; k < in->n_operands; k++) {
-                ops[k] = vals[in->operands[k]->id];
-                if (bounded) bops[k] = bvals[in->operands[k]->id];
-            }
-            /* An array operand used for the last time here and held by nothing else (not an
-             * argument, not the root) can take the result of an elementwise kernel. */
-            ev->donor = NULL;
-            for (int k = 0; !bounded && k < in->n_operands && !ev->donor; k++) {
-                const gs_instr *o = in->operands[k];
-                gs_value *v = ops[k];
-                if (uses[o->id] == 1 && o != c->root && v && v->refs == 1 &&
-                    v->type != GS_TUPLE && v->data)
-                    ev->donor = v;
-            }
-            st = bounded ? gs_bound_instr(ev, in, ops, bops, &r, &br) : gs_eval_instr(ev, in, ops, &r);
-            ev->donor = NULL;
-            if (ops != opbuf) free(ops);
-            if (bops != bopbuf) free(bops);
+            st = eval_operation(ev, c, in, vals, bvals, uses, bounded, &r, &br);
         }
         if (st != GS_OK) break;
         vals[in->id] = r;
