@@ -181,6 +181,24 @@ static void gemm(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, const
     }
 }
 
+/* A batch of small matrix products runs on one BLAS thread: OpenBLAS's threads cost more to
+ * wake and join than a 128x64x128 product takes (attention's batched dots ran up to 20 times
+ * slower on two threads than on one). OpenBLAS 0.3.21 has no per-call thread count, so the
+ * process-wide one is lowered around the batch and restored (the multi-device runtime already
+ * runs every device on one). Returns what to restore (0: nothing). */
+enum { SMALL_GEMM_FLOPS = 1 << 24 };
+static int small_batch_begin(int64_t B, int64_t M, int64_t N, int64_t K) {
+    if (B < 2 || 2.0 * (double)M * (double)N * (double)K >= SMALL_GEMM_FLOPS) return 0;
+    int threads = openblas_get_num_threads();
+    if (threads <= 1) return 0;
+    openblas_set_num_threads(1);
+    return threads;
+}
+
+static void small_batch_end(int threads) {
+    if (threads > 1) openblas_set_num_threads(threads);
+}
+
 /* True when a gemm dimension fits OpenBLAS's integer type. */
 static bool blas_fits(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -302,6 +320,7 @@ static bool direct_gemm(const gs_value *l, const gs_value *r, gs_ints lb, gs_int
     size_t es = f32 ? 4 : 8;
     int64_t idx[GS_MAX_RANK] = {0}, bdims[GS_MAX_RANK];
     for (int i = 0; i < lb.n; i++) bdims[i] = l->dims[lb.v[i]];
+    int threads = small_batch_begin(B, M, N, K);
     for (int64_t b = 0; b < B; b++) {
         int64_t lo = 0, ro = 0;
         for (int i = 0; i < lb.n; i++) {
@@ -319,6 +338,7 @@ static bool direct_gemm(const gs_value *l, const gs_value *r, gs_ints lb, gs_int
                         (const double *)Bm, (blasint)rld, 0.0, (double *)C, n);
         gs_index_next(lb.n, bdims, idx);
     }
+    small_batch_end(threads);
     return true;
 }
 
@@ -386,10 +406,12 @@ static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
     operand_strides(r, rb, rc, false, N, K, rs);
     permute_into(ct, l, res->type, ls, A);
     permute_into(ct, r, res->type, rs, Bm);
+    int threads = small_batch_begin(B, M, N, K);
     for (int64_t b = 0; b < B; b++) {
         gemm(ct, M, N, K, (const char *)A + (size_t)(b * M * K) * es,
              (const char *)Bm + (size_t)(b * K * N) * es, (char *)C + (size_t)(b * M * N) * es);
     }
+    small_batch_end(threads);
     if (ct == CT_F32 && res->type == GS_F32)
         memcpy(res->data, C, (size_t)res->n * 4);
     else if (ct == CT_F64 && res->type == GS_F64)
