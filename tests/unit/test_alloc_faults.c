@@ -209,12 +209,15 @@ static long walk(const subject *s, long *n_allocs) {
 
 /* ------------------------------------------------------------------ the walks */
 
-/* The device count of a tests/partition file whose PARTITION line asks only for a device count
- * (and maybe --propagate): 0 when it needs more of the command line. */
+/* The device count of a verified tests/partition file (`// STAGE: partition`, tests/check_hlo.py)
+ * whose one ARGS line asks only for a device count (and maybe --propagate): 0 when it needs more
+ * of the command line. */
 static int plain_partition_line(const char *text, bool *propagate) {
-    const char *p = strstr(text, "// PARTITION:");
-    if (!p || strstr(text, "// ERROR") || !strstr(text, "// VERIFY")) return 0;
-    p += strlen("// PARTITION:");
+    const char *p = strstr(text, "// ARGS:");
+    if (!strstr(text, "// STAGE: partition\n") || !p || strstr(p + 1, "// ARGS:") ||
+        strstr(text, "// ERROR") || !strstr(text, "// VERIFY"))
+        return 0;
+    p += strlen("// ARGS:");
     int n = 0;
     *propagate = false;
     while (*p && *p != '\n') {
@@ -234,7 +237,7 @@ static int plain_partition_line(const char *text, bool *propagate) {
 }
 
 /* Makes the subject of file `name` (its text): the module, and when `partitioned` its program
- * for the PARTITION line's device count. False when the file is not one to walk. */
+ * for the ARGS line's device count. False when the file is not one to walk. */
 static bool make_subject(const char *name, const char *text, bool partitioned, gs_source **src,
                          subject *s, gs_diags *d) {
     bool propagate = false;
