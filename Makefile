@@ -2,7 +2,8 @@
 #   make demo   build, then run the example pipeline
 #   make test   build, then run the test suite (plain build, ASan+UBSan build, and the threads
 #               runtime under TSan)
-# Both first make sure the Debian packages gspmd needs are installed (apt-get, as root).
+# Both (and a bare `make`) first make sure the Debian packages gspmd needs are installed
+# (apt-get, as root; otherwise it prints the missing ones and the install line).
 
 PACKAGES := cmake make gcc g++ pkg-config python3 libopenblas-dev libcjson-dev libcmocka-dev \
             libopenmpi-dev openmpi-bin
@@ -14,10 +15,11 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build test test-fast demo soak soak-mpi fuzz fuzz-deps clean install embed-check
 
-all: build
+all: deps build
 
 deps:
-	@missing=""; for p in $(PACKAGES); do \
+	@command -v dpkg-query >/dev/null || exit 0; \
+	missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
