@@ -194,6 +194,10 @@ static bool parse_balanced(cursor *c, const char **out) {
                 quote = false;
         } else if (ch == '"') {
             quote = true;
+        } else if (ch == '/' && c->i + 1 < c->n && (c->s[c->i + 1] == '/' || c->s[c->i + 1] == '*')) {
+            /* HLO text would read it as a comment (found by tests/fuzz/fuzz_front). */
+            return fail_at(c, c->i, "'%c%c' in metadata outside a string (a module could not read "
+                           "it back: it starts a comment)", ch, c->s[c->i + 1]);
         } else if (ch == '{') {
             depth++;
         } else if (ch == '}' && --depth == 0) {

@@ -119,6 +119,16 @@ static void test_bad_sharding_text(void **state) {
         {"{replicated metadata={a] b}}", "unbalanced brackets in metadata (a module could not read it back)", 22},
         /* fuzz_front: a vertical tab in metadata printed into text that read back otherwise. */
         {"{replicated metadata={name\v=\"a\"}}", "a control character (0x0b) in metadata", 27},
+        /* fuzz_front: two slashes, or a slash and a star, outside a string would start a comment
+         * in HLO text. */
+        {"{replicated metadata={/p//_name=\"a\"}}",
+         "'//' in metadata outside a string (a module could not read it back: it starts a "
+         "comment)",
+         25},
+        {"{replicated metadata={a/*b}}",
+         "'/*' in metadata outside a string (a module could not read it back: it starts a "
+         "comment)",
+         24},
         /* Tuples. */
         {"{{replicated}, {{manual}}}", "tuple shardings cannot nest", 16},
         {"{{replicated} {manual}}", "expected '}' to close the tuple sharding, found '{'", 15},
