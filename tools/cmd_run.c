@@ -242,6 +242,11 @@ static gs_status check_supported(const gs_module *p, gs_diags *d) {
 static gs_comm *make_comm(const run_args *a, bool mpi, gs_diags *d) {
     if (mpi) {
         gs_comm *comm = gs_comm_mpi_new((int)a->per_rank, a->timeout, d);
+        if (!comm && gs_mpi_world_size() > 1) {
+            /* The other ranks would wait for this one: end the job. */
+            gs_diags_render(d, stderr);
+            gs_mpi_abort_job();
+        }
         if (comm && comm->n_devices != a->n_devices) {
             long k = a->per_rank;
             gs_error(d, gs_span_none(),

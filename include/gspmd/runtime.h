@@ -111,6 +111,10 @@ void gs_mpi_finalize(void);
 bool gs_mpi_agree(gs_comm *c, bool ok, bool *all_ok);
 /* Exits with status 1 without finalizing MPI (after gs_mpi_agree returned false). */
 void gs_mpi_exit_now(void);
+/* Ends the whole MPI job with status 1 (MPI_Abort), for a rank that cannot take part in a run
+ * (its communicator could not be made): the other ranks would otherwise wait for it. Without
+ * MPI, or before MPI_Init, it exits this process. */
+void gs_mpi_abort_job(void);
 
 /* ------------------------------------------------------------------ running */
 

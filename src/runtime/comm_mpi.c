@@ -653,6 +653,16 @@ void gs_mpi_finalize(void) {
     if (inited && !finalized && g_we_initialised) MPI_Finalize();
 }
 
+void gs_mpi_abort_job(void) {
+    fflush(stdout);
+    fflush(stderr);
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1);
+}
+
 bool gs_mpi_agree(gs_comm *c, bool ok, bool *all_ok) {
     *all_ok = ok;
     if (!c || (c->ops != &MPI_OPS && c->ops != &HYBRID_OPS)) return true;
@@ -712,6 +722,7 @@ void gs_mpi_exit_now(void) {
     fflush(stderr);
     _exit(1);
 }
+void gs_mpi_abort_job(void) { gs_mpi_exit_now(); }
 
 #endif
 
