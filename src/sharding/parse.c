@@ -216,8 +216,28 @@ static bool parse_balanced(cursor *c, const char **out) {
     while (a < b && isspace((unsigned char)c->s[a])) a++;
     while (b > a && isspace((unsigned char)c->s[b - 1])) b--;
     c->i++;
-    *out = gs_arena_strndup(c->a, c->s + a, b - a);
-    return *out ? true : fail_at(c, start, "out of memory");
+    /* Canonical text: each run of spaces outside strings becomes one space, as HLO text reads
+     * it back (found by tests/fuzz/fuzz_front: a run of spaces printed, then read as one). */
+    char *t = gs_arena_alloc(c->a, b - a + 1);
+    if (!t) return fail_at(c, start, "out of memory");
+    size_t n = 0;
+    bool in_string = false;
+    for (size_t i = a; i < b; i++) {
+        char ch = c->s[i];
+        if (in_string) {
+            t[n++] = ch;
+            if (ch == '\\' && i + 1 < b) t[n++] = c->s[++i];
+            else if (ch == '"') in_string = false;
+        } else if (isspace((unsigned char)ch)) {
+            if (n == 0 || t[n - 1] != ' ') t[n++] = ' ';
+        } else {
+            t[n++] = ch;
+            in_string = ch == '"';
+        }
+    }
+    t[n] = 0;
+    *out = t;
+    return true;
 }
 
 static bool check_perm(cursor *c, size_t at, const int64_t *p, int n, const char *what) {

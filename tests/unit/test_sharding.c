@@ -128,6 +128,10 @@ static void test_print_canonical(void **state) {
                 "{replicated metadata={op_name=\"rhs_sharding\"}}");
     check_print("{manual metadata={{op_name=\"a\"}, {op_name=\"b\"}}}",
                 "{manual metadata={{op_name=\"a\"}, {op_name=\"b\"}}}");
+    /* Runs of spaces outside strings print as one, as HLO text reads them (fuzz_front); strings
+     * keep theirs. */
+    check_print("{replicated metadata={  op_name=\"a   b\"   \t source_file=x  }}",
+                "{replicated metadata={op_name=\"a   b\" source_file=x}}");
     check_print("{unknown shard_as 0}", "{unknown shard_as 0}");
     check_print("{manual shard_as 1}", "{manual shard_as 1}");
     /* Tuples (comments between elements are skipped). */
