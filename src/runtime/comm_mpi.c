@@ -207,6 +207,41 @@ static gs_status wait_req(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d) {
     }
 }
 
+/* The buffers a nonblocking MPI call reads and writes are MPI's until the call completes. When
+ * a wait fails (another device stopped, a timeout), the call may still be in flight, and MPI
+ * would read or write them at its next progress, after the caller freed them
+ * (tests/runtime/mpi_alloc_faults.py found a permute's receive writing into a freed result).
+ * So each call works on staging copies of its own: freed once it completes, left to MPI when it
+ * does not (the run is ending then). */
+typedef struct staged {
+    void *in, *out;
+} staged;
+
+static gs_status stage(staged *s, int dev, const void *in, size_t in_bytes, size_t out_bytes,
+                       gs_diags *d) {
+    s->in = gs_sys_malloc(in_bytes + 1);
+    s->out = gs_sys_malloc(out_bytes + 1);
+    if (!s->in || !s->out) {
+        free(s->in);
+        free(s->out);
+        return gs_error(d, gs_span_none(), "device %d: out of memory", dev);
+    }
+    if (in_bytes) memcpy(s->in, in, in_bytes);
+    return GS_OK;
+}
+
+/* Waits for the staged call's requests; on success copies its result out and frees the
+ * staging. */
+static gs_status finish_staged(mpi_comm *m, int dev, MPI_Request *reqs, int n_reqs, staged *s,
+                               void *out, size_t out_bytes, gs_diags *d) {
+    for (int i = 0; i < n_reqs; i++)
+        if (wait_req(m, dev, &reqs[i], d) != GS_OK) return GS_ERR; /* s stays MPI's */
+    if (out_bytes) memcpy(out, s->out, out_bytes);
+    free(s->in);
+    free(s->out);
+    return GS_OK;
+}
+
 static gs_status group_comm(mpi_comm *m, int dev, const gs_group *g, MPI_Comm *out, gs_diags *d) {
     for (int i = 0; i < m->n_cache; i++)
         if (m->cache[i].key == g->key) {
@@ -284,9 +319,16 @@ static gs_status mpi_all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type 
     if (n > 0 && mpi_reduction(t, op, &dt, &mop) && n <= 0x7fffffff) {
         MPI_Comm gc;
         if (group_comm(m, dev, g, &gc, d) != GS_OK) return GS_ERR;
+        size_t bytes = (size_t)(n * gs_type_size(t));
+        staged s;
+        if (stage(&s, dev, buf, bytes, 0, d) != GS_OK) return GS_ERR;
         MPI_Request req;
-        MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, dt, mop, gc, &req);
-        return wait_req(m, dev, &req, d);
+        MPI_Iallreduce(MPI_IN_PLACE, s.in, (int)n, dt, mop, gc, &req);
+        if (wait_req(m, dev, &req, d) != GS_OK) return GS_ERR; /* s stays MPI's */
+        memcpy(buf, s.in, bytes);
+        free(s.in);
+        free(s.out);
+        return GS_OK;
     }
     /* Gather and fold in group order. */
     int esz = gs_type_size(t);
@@ -307,9 +349,12 @@ static gs_status mpi_all_gather(gs_comm *c, int dev, const gs_group *g, const vo
     if (bytes > 0x7fffffff) return gs_error(d, gs_span_none(), "device %d: all-gather block over 2 GiB", dev);
     MPI_Comm gc;
     if (group_comm(m, dev, g, &gc, d) != GS_OK) return GS_ERR;
+    staged s;
+    size_t out_bytes = (size_t)bytes * (size_t)g->size;
+    if (stage(&s, dev, in, (size_t)bytes, out_bytes, d) != GS_OK) return GS_ERR;
     MPI_Request req;
-    MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, gc, &req);
-    return wait_req(m, dev, &req, d);
+    MPI_Iallgather(s.in, (int)bytes, MPI_BYTE, s.out, (int)bytes, MPI_BYTE, gc, &req);
+    return finish_staged(m, dev, &req, 1, &s, out, out_bytes, d);
 }
 
 static gs_status mpi_all_to_all(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
@@ -318,9 +363,12 @@ static gs_status mpi_all_to_all(gs_comm *c, int dev, const gs_group *g, const vo
     if (bytes > 0x7fffffff) return gs_error(d, gs_span_none(), "device %d: all-to-all block over 2 GiB", dev);
     MPI_Comm gc;
     if (group_comm(m, dev, g, &gc, d) != GS_OK) return GS_ERR;
+    staged s;
+    size_t all = (size_t)bytes * (size_t)g->size;
+    if (stage(&s, dev, in, all, all, d) != GS_OK) return GS_ERR;
     MPI_Request req;
-    MPI_Ialltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, gc, &req);
-    return wait_req(m, dev, &req, d);
+    MPI_Ialltoall(s.in, (int)bytes, MPI_BYTE, s.out, (int)bytes, MPI_BYTE, gc, &req);
+    return finish_staged(m, dev, &req, 1, &s, out, all, d);
 }
 
 static gs_status mpi_reduce_scatter(gs_comm *c, int dev, const gs_group *g, gs_type t, gs_reduce_op op,
@@ -331,9 +379,12 @@ static gs_status mpi_reduce_scatter(gs_comm *c, int dev, const gs_group *g, gs_t
     if (n > 0 && mpi_reduction(t, op, &dt, &mop) && n <= 0x7fffffff) {
         MPI_Comm gc;
         if (group_comm(m, dev, g, &gc, d) != GS_OK) return GS_ERR;
+        size_t esz = (size_t)gs_type_size(t), out_bytes = (size_t)n * esz;
+        staged s;
+        if (stage(&s, dev, in, out_bytes * (size_t)g->size, out_bytes, d) != GS_OK) return GS_ERR;
         MPI_Request req;
-        MPI_Ireduce_scatter_block(in, out, (int)n, dt, mop, gc, &req);
-        return wait_req(m, dev, &req, d);
+        MPI_Ireduce_scatter_block(s.in, s.out, (int)n, dt, mop, gc, &req);
+        return finish_staged(m, dev, &req, 1, &s, out, out_bytes, d);
     }
     int esz = gs_type_size(t);
     int64_t total = n * g->size;
@@ -352,10 +403,14 @@ static gs_status mpi_permute(gs_comm *c, int dev, int to, int from, const void *
     if (bytes > 0x7fffffff) return gs_error(d, gs_span_none(), "device %d: permute over 2 GiB", dev);
     MPI_Request reqs[2];
     int nreq = 0;
-    if (from >= 0) MPI_Irecv(out, (int)bytes, MPI_BYTE, from, TAG_PERMUTE, m->world, &reqs[nreq++]);
-    if (to >= 0) MPI_Isend(in, (int)bytes, MPI_BYTE, to, TAG_PERMUTE, m->world, &reqs[nreq++]);
-    for (int i = 0; i < nreq; i++)
-        if (wait_req(m, dev, &reqs[i], d) != GS_OK) return GS_ERR;
+    staged s;
+    if (stage(&s, dev, in, to >= 0 ? (size_t)bytes : 0, (size_t)bytes, d) != GS_OK) return GS_ERR;
+    if (from >= 0)
+        MPI_Irecv(s.out, (int)bytes, MPI_BYTE, from, TAG_PERMUTE, m->world, &reqs[nreq++]);
+    if (to >= 0) MPI_Isend(s.in, (int)bytes, MPI_BYTE, to, TAG_PERMUTE, m->world, &reqs[nreq++]);
+    /* No sender: the result stays as the caller made it (zeros). */
+    if (finish_staged(m, dev, reqs, nreq, &s, out, from >= 0 ? (size_t)bytes : 0, d) != GS_OK)
+        return GS_ERR;
     /* Keep permutes of consecutive collectives apart. */
     MPI_Request b;
     MPI_Ibarrier(m->world, &b);
@@ -371,11 +426,23 @@ static gs_status mpi_gather_root(gs_comm *c, const void *const *local, int64_t b
     if (!mine) return gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; i < k; i++)
         if (bytes) memcpy(mine + (size_t)i * (size_t)bytes, local[i], (size_t)bytes);
+    int size = 1;
+    MPI_Comm_size(m->world, &size);
+    size_t all = m->rank == 0 ? (size_t)(bytes * k) * (size_t)size : 0;
+    char *gathered = gs_sys_malloc(all + 1);
+    if (!gathered) {
+        free(mine);
+        return gs_error(d, gs_span_none(), "out of memory");
+    }
     MPI_Request req;
-    MPI_Igather(mine, (int)(bytes * k), MPI_BYTE, out, (int)(bytes * k), MPI_BYTE, 0, m->world, &req);
-    gs_status st = wait_req(m, c->first_device, &req, d);
+    MPI_Igather(mine, (int)(bytes * k), MPI_BYTE, gathered, (int)(bytes * k), MPI_BYTE, 0, m->world,
+                &req);
+    /* As with staged calls: on a failed wait both buffers stay MPI's. */
+    if (wait_req(m, c->first_device, &req, d) != GS_OK) return GS_ERR;
+    if (all) memcpy(out, gathered, all);
     free(mine);
-    return st;
+    free(gathered);
+    return GS_OK;
 }
 
 static gs_status mpi_barrier(gs_comm *c, int dev, gs_diags *d) {
@@ -403,11 +470,12 @@ static void mpi_abort(gs_comm *c, int dev) {
 static void mpi_free(gs_comm *c) {
     mpi_comm *m = mc(c);
     if (!m) return;
-    if (!m->aborted) { /* an aborted run may still have requests pending on these */
-        for (int i = 0; i < m->n_cache; i++) MPI_Comm_free(&m->cache[i].comm);
-        MPI_Comm_free(&m->world);
-        MPI_Comm_free(&m->fail);
-    }
+    /* An aborted run may still have requests pending on its communicators and on the abort
+     * notice's payload in m: they stay MPI's (the process is ending). */
+    if (m->aborted) return;
+    for (int i = 0; i < m->n_cache; i++) MPI_Comm_free(&m->cache[i].comm);
+    MPI_Comm_free(&m->world);
+    MPI_Comm_free(&m->fail);
     free(m->cache);
     free(m->ins);
     free(m);
@@ -618,7 +686,7 @@ static void h_abort(gs_comm *c, int dev) {
 
 static void h_free(gs_comm *c) {
     mpi_comm *m = mc(c);
-    if (!m) return;
+    if (!m || m->aborted) return; /* its exchange buffers may still be MPI's (see mpi_free) */
     free(m->sendbuf);
     free(m->gathered);
     pthread_mutex_destroy(&m->mu);
