@@ -321,14 +321,10 @@ static gs_status mpi_all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type 
         if (group_comm(m, dev, g, &gc, d) != GS_OK) return GS_ERR;
         size_t bytes = (size_t)(n * gs_type_size(t));
         staged s;
-        if (stage(&s, dev, buf, bytes, 0, d) != GS_OK) return GS_ERR;
+        if (stage(&s, dev, buf, bytes, bytes, d) != GS_OK) return GS_ERR;
         MPI_Request req;
-        MPI_Iallreduce(MPI_IN_PLACE, s.in, (int)n, dt, mop, gc, &req);
-        if (wait_req(m, dev, &req, d) != GS_OK) return GS_ERR; /* s stays MPI's */
-        memcpy(buf, s.in, bytes);
-        free(s.in);
-        free(s.out);
-        return GS_OK;
+        MPI_Iallreduce(s.in, s.out, (int)n, dt, mop, gc, &req);
+        return finish_staged(m, dev, &req, 1, &s, buf, bytes, d);
     }
     /* Gather and fold in group order. */
     int esz = gs_type_size(t);
