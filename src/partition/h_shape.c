@@ -383,12 +383,61 @@ bool gs_part_handle_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     return out->hlo != NULL;
 }
 
+/* A concatenate along a tiled dim whose operands each reach their part of the device's result
+ * window in a few neighbour hops (the pipeline's shifting buffer: [new slot, stages 0..S-2]):
+ * every operand is read as a halo window at its offset (gs_part_halo_window), and the windows
+ * are merged by the result position (iota + shard offset) against the operands' starts. The
+ * hop count does not grow with the device count; wider reaches make the dim whole instead. */
+#define CONCAT_MAX_HOPS 2
+static bool concat_by_halos(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t, int d,
+                            gs_part_value *out) {
+    int64_t n_out = in->shape->dims[d], at = 0;
+    for (int j = 0; j < in->n_operands; j++) {
+        int64_t n = in->operands[j]->shape->dims[d];
+        int64_t h = n > 0 ? gs_part_halo_hops(t, d, n, -at, n_out) : 0;
+        if (h < 0 || h > CONCAT_MAX_HOPS) return false;
+        at += n;
+    }
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
+    if (!ls) return false;
+    gs_builder *b = gs_part_builder(c);
+    gs_instr *acc = NULL, *pos = NULL;
+    at = 0;
+    for (int j = 0; j < in->n_operands; j++) {
+        int64_t n = in->operands[j]->shape->dims[d];
+        if (n == 0) continue;
+        gs_instr *w = gs_part_halo_window(c, resharded(c, in, j, t), t, d, n, -at, n_out, NULL);
+        if (!w) return false;
+        if (acc) {
+            if (!pos) {
+                int64_t so = ls->dims[d];
+                gs_instr *iota = gs_build_iota(b, GS_S32, ls->rank, ls->dims, d);
+                pos = gs_build_binary(
+                    b, GS_OP_ADD, iota,
+                    gs_part_bcast_scalar(c, gs_part_shard_offset(c, t, d, so), iota->shape));
+            }
+            gs_instr *start = gs_part_bcast_scalar(c, gs_part_s32(c, at), pos->shape);
+            /* acc before w: the interpreter runs operands in order (rng draws stay in order) */
+            acc = gs_build_select(b, gs_build_compare(b, pos, start, "LT"), acc, w);
+        } else {
+            acc = w;
+        }
+        at += n;
+    }
+    if (!acc) return false;
+    result(out, acc, in->shape, t);
+    return out->hlo != NULL;
+}
+
 bool gs_part_handle_concatenate(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                 gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
     if (d.n != 1) return false;
     int dim = (int)d.v[0];
+    if (dim < 0 || dim >= in->shape->rank) return false;
+    if (concat_by_halos(c, in, t, dim, out)) return true;
+    if (c->failed) return false;
     return with_whole_dims(c, in, t, 1, &dim, in->n_operands, out);
 }
 

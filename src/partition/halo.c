@@ -113,13 +113,64 @@ static gs_instr *halo(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, 
     return r;
 }
 
+/* Does any live tile t (whose window is input [a0 + t*step, a0 + t*step + len)) read the halo
+ * part at input [t*si + rel, t*si + rel + amount) that a neighbour sends it? A hop no window
+ * reads (a far slice's tiles other than the one that holds it) is not exchanged. */
+static bool hop_read(int64_t k, int64_t si, int64_t a0, int64_t step, int64_t len, int64_t live,
+                     int64_t dist, int64_t rel, int64_t amount) {
+    for (int64_t t = 0; t < k && t < live; t++) {
+        if (t + dist < 0 || t + dist >= k) continue; /* no tile there sends */
+        int64_t lo = t * si + rel, hi = lo + amount, wlo = a0 + t * step, whi = wlo + len;
+        if (lo < whi && wlo < hi) return true;
+    }
+    return false;
+}
+
+/* Zeros in place of x's first `amount` positions along d (a hop nobody reads). */
+static gs_instr *zeros(gs_part_ctx *c, gs_instr *x, int d, int64_t amount) {
+    int64_t dims[GS_MAX_RANK];
+    memcpy(dims, x->shape->dims, sizeof *dims * (size_t)x->shape->rank);
+    dims[d] = amount;
+    gs_shape *sh = gs_shape_array(gs_part_arena(c), x->shape->type, x->shape->rank, dims);
+    if (!sh) {
+        gs_part_oom(c);
+        return NULL;
+    }
+    return gs_part_bcast_scalar(c, gs_part_identity(c, GS_OP_ADD, x->shape->type), sh);
+}
+
+/* The reach left (*ld) and right (*rd) beyond a tile's own shard (si per tile) of the windows'
+ * positions inside the input [0, n): what the neighbours must send. Positions outside it are
+ * padding or fill, never exchanged. */
+static void data_reach(int64_t k, int64_t si, int64_t n, int64_t a0, int64_t step, int64_t len,
+                       int64_t live, int64_t *ld, int64_t *rd) {
+    *ld = *rd = 0;
+    for (int64_t t = 0; t < k && t < live; t++) {
+        int64_t lo = a0 + t * step, hi = lo + len;
+        if (lo < 0) lo = 0;
+        if (hi > n) hi = n;
+        if (lo >= hi) continue;
+        if (t * si - lo > *ld) *ld = t * si - lo;
+        if (hi - (t + 1) * si > *rd) *rd = hi - (t + 1) * si;
+    }
+}
+
+int64_t gs_part_halo_hops(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out) {
+    int64_t k = gs_sharding_tiles_in_dim(s, d);
+    if (k <= 1 || n <= 0) return -1;
+    int64_t si = (n + k - 1) / k, so = (n_out + k - 1) / k, ld, rd;
+    data_reach(k, si, n, start, so, so, gs_part_live_tiles(k, so, n_out), &ld, &rd);
+    int64_t hl = (ld + si - 1) / si, hr = (rd + si - 1) / si;
+    return hl > hr ? hl : hr;
+}
+
 gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                             int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill) {
     int64_t L, R;
     if (!x || !gs_part_halo_extent(s, d, n, a0, step, len, live, &L, &R)) return NULL;
     gs_builder *b = gs_part_builder(c);
-    int64_t si = x->shape->dims[d], most = (gs_sharding_tiles_in_dim(s, d) - 1) * si;
-    int64_t Lf = L < most ? L : most, Rf = R < most ? R : most; /* what the other tiles hold */
+    int64_t si = x->shape->dims[d], Lf, Rf; /* what the other tiles hold that windows read */
+    data_reach(gs_sharding_tiles_in_dim(s, d), si, n, a0, step, len, live, &Lf, &Rf);
     int64_t hl = (Lf + si - 1) / si, hr = (Rf + si - 1) / si;
     gs_instr **parts = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, hl + hr + 2);
     if (!parts) {
@@ -127,17 +178,22 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
         return NULL;
     }
     int np = 0;
+    int64_t k = gs_sharding_tiles_in_dim(s, d);
     for (int64_t h = hl; h >= 1; h--) { /* farthest first */
         int64_t amount = Lf - (h - 1) * si < si ? Lf - (h - 1) * si : si;
-        parts[np++] = halo(c, x, s, d, amount, h, +1);
+        parts[np++] = hop_read(k, si, a0, step, len, live, -h, (-h + 1) * si - amount, amount)
+                          ? halo(c, x, s, d, amount, h, +1)
+                          : zeros(c, x, d, amount);
     }
     parts[np++] = x;
     for (int64_t h = 1; h <= hr; h++) {
         int64_t amount = Rf - (h - 1) * si < si ? Rf - (h - 1) * si : si;
-        parts[np++] = halo(c, x, s, d, amount, h, -1);
+        parts[np++] = hop_read(k, si, a0, step, len, live, h, h * si, amount)
+                          ? halo(c, x, s, d, amount, h, -1)
+                          : zeros(c, x, d, amount);
     }
     gs_instr *win = np == 1 ? x : gs_build_concatenate(b, np, parts, d);
-    if (win && (L > Lf || R > Rf)) { /* beyond the dim's first or last tile: no data */
+    if (win && (L > Lf || R > Rf)) { /* positions outside the input: no data */
         int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, inr[GS_MAX_RANK] = {0};
         lo[d] = L - Lf;
         hi[d] = R - Rf;

@@ -253,6 +253,9 @@ int64_t (*gs_part_ring_pairs(const gs_tile_assignment *t, int d, int64_t dist, i
  * dim d tiled as s tiles it? *left and *right get the halo sizes. */
 bool gs_part_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out,
                        int64_t *left, int64_t *right);
+/* The most neighbour hops on either side that the read of gs_part_halo_window below exchanges
+ * (positions outside the input are not exchanged); -1 when d is not tiled or n is 0. */
+int64_t gs_part_halo_hops(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out);
 /* x turned into the device's shard of that output along d (gs_part_halo_read with the output's
  * shard as both step and length). */
 gs_instr *gs_part_halo_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
