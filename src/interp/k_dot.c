@@ -118,6 +118,33 @@ static void permute_into(ctype ct, const gs_value *v, gs_type rt, const int64_t 
     int64_t idx[GS_MAX_RANK] = {0};
     int64_t off = 0;
     bool fast = v->type == rt && ((ct == CT_F32 && rt == GS_F32) || (ct == CT_F64 && rt == GS_F64));
+    if (fast && v->rank > 0) {
+        /* Row by row: each run along the innermost dim is one copy (a memcpy when it stays
+         * contiguous in dst), then the outer index advances. */
+        int r = v->rank - 1;
+        int64_t run = v->dims[r], ds = dstride[r];
+        size_t es = ct == CT_F32 ? 4 : 8;
+        for (int64_t i = 0; i < v->n; i += run) {
+            const char *src = (const char *)v->data + (size_t)i * es;
+            char *to = (char *)dst + (size_t)off * es;
+            if (ds == 1) {
+                memcpy(to, src, (size_t)run * es);
+            } else if (es == 4) {
+                for (int64_t j = 0; j < run; j++)
+                    ((float *)dst)[off + j * ds] = ((const float *)src)[j];
+            } else {
+                for (int64_t j = 0; j < run; j++)
+                    ((double *)dst)[off + j * ds] = ((const double *)src)[j];
+            }
+            for (int d = r - 1; d >= 0; d--) {
+                off += dstride[d];
+                if (++idx[d] < v->dims[d]) break;
+                off -= dstride[d] * v->dims[d];
+                idx[d] = 0;
+            }
+        }
+        return;
+    }
     for (int64_t i = 0; i < v->n; i++) {
         if (fast && ct == CT_F32)
             ((float *)dst)[off] = ((const float *)v->data)[i];

@@ -437,12 +437,8 @@ bool gs_binary_f32(gs_opcode op, const float *x, const float *y, float *z, int64
     case GS_OP_SUBTRACT: SIMD_LOOP(x[i] - y[i]);
     case GS_OP_MULTIPLY: SIMD_LOOP(x[i] * y[i]);
     case GS_OP_DIVIDE: SIMD_LOOP(x[i] / y[i]);
-    case GS_OP_MAXIMUM:
-        for (int64_t i = 0; i < n; i++) z[i] = gs_max_f32(x[i], y[i]);
-        return true;
-    case GS_OP_MINIMUM:
-        for (int64_t i = 0; i < n; i++) z[i] = gs_min_f32(x[i], y[i]);
-        return true;
+    case GS_OP_MAXIMUM: SIMD_LOOP(gs_max_f32(x[i], y[i]));
+    case GS_OP_MINIMUM: SIMD_LOOP(gs_min_f32(x[i], y[i]));
     default: return false;
     }
 }
@@ -536,7 +532,11 @@ static gs_status k_select(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     if (size == 4 && !scalar_pred) { /* f32, s32, u32: one loop */
         const uint32_t *tv = t->data, *fv = f->data;
         uint32_t *rv = r->data;
-        for (int64_t i = 0; i < r->n; i++) rv[i] = pv[i] ? tv[i] : fv[i];
+        /* by masks, so that the loop vectorises */
+        _Pragma("omp simd") for (int64_t i = 0; i < r->n; i++) {
+            uint32_t m = (uint32_t)0 - (uint32_t)(pv[i] != 0);
+            rv[i] = (tv[i] & m) | (fv[i] & ~m);
+        }
         *out = r;
         return GS_OK;
     }

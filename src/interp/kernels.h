@@ -16,6 +16,7 @@
 
 #include <complex.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* The complex number re + im*i, exactly (an inf or NaN part stays in its place, unlike
@@ -115,12 +116,28 @@ gs_value *gs_eval_new_result(gs_eval *ev, const gs_instr *in);
 /* ---- k_elementwise.c: f32 elementwise loops, one per op (shared with fusion.c, so that a fused
  * chain computes bit for bit what the kernels compute one op at a time) */
 
-/* XLA's maximum and minimum of two floats: NaN if either is, and -0 below +0. */
+/* XLA's maximum and minimum of two floats: NaN if either is, and -0 below +0. Branch-free so
+ * that loops over them vectorise: equal values are the same bits except +-0, where the AND of
+ * the bits is +0 (the maximum) and the OR is -0 (the minimum). */
 static inline float gs_max_f32(float u, float v) {
-    return isnan(u) || isnan(v) ? NAN : u > v ? u : (v > u ? v : (signbit(u) ? v : u));
+    uint32_t a, b, t;
+    memcpy(&a, &u, 4);
+    memcpy(&b, &v, 4);
+    t = a & b;
+    float tie, r = u > v ? u : v;
+    memcpy(&tie, &t, 4);
+    r = u == v ? tie : r;
+    return u != u || v != v ? NAN : r;
 }
 static inline float gs_min_f32(float u, float v) {
-    return isnan(u) || isnan(v) ? NAN : u < v ? u : (v < u ? v : (signbit(u) ? u : v));
+    uint32_t a, b, t;
+    memcpy(&a, &u, 4);
+    memcpy(&b, &v, 4);
+    t = a | b;
+    float tie, r = u < v ? u : v;
+    memcpy(&tie, &t, 4);
+    r = u == v ? tie : r;
+    return u != u || v != v ? NAN : r;
 }
 
 /* y[i] = op(x[i]) for the f32 unary ops (negate, abs, tanh, exp, expm1, log, log1p, sqrt, rsqrt,
