@@ -14,11 +14,77 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Steps with a direct form (the common ones of comparators: 4-byte integer arithmetic, compares
+ * of 4-byte and pred values, bf16 to f32), else FAST_NONE and the scalar functions. */
+enum {
+    FAST_NONE,
+    FAST_ADD32,
+    FAST_SUB32,
+    FAST_MUL32,
+    FAST_CMP_S32,
+    FAST_CMP_U32,
+    FAST_CMP_F32,
+    FAST_CMP_U8,
+    FAST_BF16_F32
+};
+enum { DIR_EQ, DIR_NE, DIR_LT, DIR_LE, DIR_GT, DIR_GE };
+
 /* One instruction of a compiled scalar computation. */
 typedef struct step {
-    const gs_instr *in; /* the instruction (opcode, types, attributes) */
-    int a, b, c;        /* operand slots (-1: none) */
+    const gs_instr *in;    /* the instruction (opcode, types, attributes) */
+    int a, b, c;           /* operand slots (-1: none) */
+    int fast, dir;         /* FAST_*, DIR_* */
+    gs_op_family family;   /* the opcode's, looked up once */
+    gs_type ot, rt;        /* operand 0's and the result's types */
+    const char *direction; /* compare's attributes, looked up once */
+    const char *cmp_type;
 } step;
+
+static int direction_of(const char *d) {
+    static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    for (int i = 0; d && i < 6; i++)
+        if (strcmp(d, names[i]) == 0) return i;
+    return -1;
+}
+
+/* Fills s's looked-up fields and picks its direct form. */
+static void resolve(step *s) {
+    const gs_instr *in = s->in;
+    s->family = gs_op_info_of(in->op)->family;
+    s->rt = in->shape->type;
+    s->ot = in->n_operands > 0 ? in->operands[0]->shape->type : s->rt;
+    s->fast = FAST_NONE;
+    bool w32 = s->ot == GS_S32 || s->ot == GS_U32;
+    if (s->family == GS_FAM_BINARY && w32 && s->rt == s->ot &&
+        in->operands[1]->shape->type == s->ot) {
+        s->fast = in->op == GS_OP_ADD        ? FAST_ADD32
+                  : in->op == GS_OP_SUBTRACT ? FAST_SUB32
+                  : in->op == GS_OP_MULTIPLY ? FAST_MUL32
+                                             : FAST_NONE;
+    } else if (s->family == GS_FAM_COMPARE) {
+        s->direction = gs_instr_str(in, GS_ATTR_DIRECTION);
+        s->cmp_type = gs_instr_str(in, GS_ATTR_TYPE);
+        s->dir = direction_of(s->direction);
+        bool total = s->cmp_type && strcmp(s->cmp_type, "TOTALORDER") == 0;
+        if (s->dir >= 0 && !total && in->operands[1]->shape->type == s->ot)
+            s->fast = s->ot == GS_S32                      ? FAST_CMP_S32
+                      : s->ot == GS_U32                    ? FAST_CMP_U32
+                      : s->ot == GS_F32                    ? FAST_CMP_F32
+                      : s->ot == GS_PRED || s->ot == GS_U8 ? FAST_CMP_U8
+                                                           : FAST_NONE;
+    } else if (in->op == GS_OP_CONVERT && s->ot == GS_BF16 && s->rt == GS_F32) {
+        s->fast = FAST_BF16_F32;
+    }
+}
+
+/* x dir y with C's comparisons (false on NaN except NE, as gs_scalar_compare). */
+#define CMP_DIR(dir, x, y)                                                                         \
+    ((dir) == DIR_EQ   ? (x) == (y)                                                                \
+     : (dir) == DIR_NE ? (x) != (y)                                                                \
+     : (dir) == DIR_LT ? (x) < (y)                                                                 \
+     : (dir) == DIR_LE ? (x) <= (y)                                                                \
+     : (dir) == DIR_GT ? (x) > (y)                                                                 \
+                       : (x) >= (y))
 
 /* A compiled scalar computation: slot i holds instruction i's value. */
 struct gs_scalar_prog {
@@ -110,6 +176,7 @@ static gs_scalar_prog *compile(const gs_computation *c) {
             s->a = in->n_operands > 0 ? in->operands[0]->id : -1;
             s->b = in->n_operands > 1 ? in->operands[1]->id : -1;
             s->c = in->n_operands > 2 ? in->operands[2]->id : -1;
+            resolve(s);
             done[i] = 1;
             placed++;
             progress = true;
@@ -160,20 +227,59 @@ static void run_steps(const gs_scalar_prog *p, uint64_t *slot) {
     for (int i = 0; i < p->n_steps; i++) {
         const step *s = &p->steps[i];
         const gs_instr *in = s->in;
-        gs_type rt = in->shape->type;
+        gs_type rt = s->rt;
         void *out = &slot[in->id];
-        switch (gs_op_info_of(in->op)->family) {
-        case GS_FAM_UNARY:
-            gs_scalar_unary(in->op, in->operands[0]->shape->type, &slot[s->a], 0, rt, out, 0);
-            break;
+        if (s->fast == FAST_BF16_F32) {
+            /* exact; a signalling NaN comes out quiet, as through the double the general
+             * conversion takes */
+            uint16_t h;
+            memcpy(&h, &slot[s->a], 2);
+            uint32_t z = (uint32_t)h << 16;
+            if ((z & 0x7f800000u) == 0x7f800000u && (z & 0x007fffffu)) z |= 0x00400000u;
+            slot[in->id] = 0;
+            memcpy(out, &z, 4);
+            continue;
+        }
+        if (s->fast != FAST_NONE) {
+            uint32_t x = 0, y = 0;
+            if (s->fast == FAST_CMP_U8) {
+                x = *(const unsigned char *)&slot[s->a];
+                y = *(const unsigned char *)&slot[s->b];
+            } else {
+                memcpy(&x, &slot[s->a], 4);
+                memcpy(&y, &slot[s->b], 4);
+            }
+            uint32_t z = 0;
+            bool r = false;
+            switch (s->fast) {
+            case FAST_ADD32: z = x + y; break;
+            case FAST_SUB32: z = x - y; break;
+            case FAST_MUL32: z = x * y; break;
+            case FAST_CMP_S32: r = CMP_DIR(s->dir, (int32_t)x, (int32_t)y); break;
+            case FAST_CMP_U32:
+            case FAST_CMP_U8: r = CMP_DIR(s->dir, x, y); break;
+            default: {
+                float u, v;
+                memcpy(&u, &x, 4);
+                memcpy(&v, &y, 4);
+                r = CMP_DIR(s->dir, u, v);
+            }
+            }
+            slot[in->id] = 0;
+            if (s->family == GS_FAM_COMPARE)
+                *(unsigned char *)out = r;
+            else
+                memcpy(out, &z, 4);
+            continue;
+        }
+        switch (s->family) {
+        case GS_FAM_UNARY: gs_scalar_unary(in->op, s->ot, &slot[s->a], 0, rt, out, 0); break;
         case GS_FAM_BINARY:
-            gs_scalar_binary(in->op, in->operands[0]->shape->type, &slot[s->a], 0, &slot[s->b], 0,
-                             rt, out, 0);
+            gs_scalar_binary(in->op, s->ot, &slot[s->a], 0, &slot[s->b], 0, rt, out, 0);
             break;
         case GS_FAM_COMPARE: {
-            bool r = gs_scalar_compare(in->operands[0]->shape->type, &slot[s->a], 0, &slot[s->b], 0,
-                                       gs_instr_str(in, GS_ATTR_DIRECTION),
-                                       gs_instr_str(in, GS_ATTR_TYPE));
+            bool r =
+                gs_scalar_compare(s->ot, &slot[s->a], 0, &slot[s->b], 0, s->direction, s->cmp_type);
             slot[in->id] = 0;
             *(unsigned char *)out = r;
             break;
@@ -190,7 +296,7 @@ static void run_steps(const gs_scalar_prog *p, uint64_t *slot) {
             if (in->op == GS_OP_BITCAST_CONVERT)
                 slot[in->id] = slot[s->a];
             else
-                gs_scalar_convert(in->operands[0]->shape->type, &slot[s->a], 0, rt, out, 0);
+                gs_scalar_convert(s->ot, &slot[s->a], 0, rt, out, 0);
             break;
         default: /* copy */ slot[in->id] = slot[s->a]; break;
         }
