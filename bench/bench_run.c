@@ -422,9 +422,11 @@ static int mpi_main(int argc, char **argv) {
 }
 
 /* bench_run --model FILE N: any module (e.g. from tools/gen.py) propagated, partitioned and run
- * on N device threads from seeded inputs (best of 3; eval when N is 1), against the cost
- * model's step time on this machine's calibrated profile. */
+ * on N device threads from seeded inputs (best of 3; eval on one BLAS thread when N is 1: one
+ * device is one core, as the profile measures it), against the cost model's step time on this
+ * machine's calibrated profile. */
 static int model_main(const char *path, int n) {
+    if (n == 1) openblas_set_num_threads(1);
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     char err[256];
