@@ -35,6 +35,7 @@ folder; TMP is a scratch folder):
   OUT<i>: SPEC               eval       output i (out<i>.npy); no output beyond the last OUT
   DEVICES: N                 run        number of devices (required)
   DEV<d>.OUT<i>: SPEC        run        output i of device d (DEV*: of every device)
+  STDERR-HAS: TEXT           run        stderr contains TEXT (repeatable; threads backend only)
   TOL: X                     eval, run  relative+absolute tolerance for floats (default exact)
   SHARDING: NAME S           propagate  instruction NAME prints sharding S (metadata ignored);
                                         S = `none`: NAME has no sharding
@@ -76,7 +77,7 @@ STAGE_KEYS = {
     "eval": {"INPUT", "OUT", "TOL"},
     "propagate": {"SHARDING", "EXPLAIN", "EXPLAIN-HAS"},
     "partition": {"WARNING-HAS", "ROOT-SHAPE", "COLLECTIVES", "VERIFY", "RUN-ERROR-HAS"},
-    "run": {"DEVICES", "DEV.OUT", "TOL", "ERROR-HAS-THREADS", "ERROR-HAS-MPI"},
+    "run": {"DEVICES", "DEV.OUT", "TOL", "ERROR-HAS-THREADS", "ERROR-HAS-MPI", "STDERR-HAS"},
 }
 KEYS = set(COMMON).union(*STAGE_KEYS.values())
 TIMEOUT = {"parse": 20, "verify": 20, "eval": 120, "propagate": 60, "partition": 300, "run": 120}
@@ -183,7 +184,7 @@ def read_header(path):
     """The directives of path as a dict (see the docstring)."""
     d = {"ARGS": [], "ERROR-HAS": [], "ERROR-HAS-THREADS": [], "ERROR-HAS-MPI": [],
          "WARNING-HAS": [], "INPUT": {}, "OUT": {}, "DEV.OUT": {}, "SHARDING": [],
-         "EXPLAIN-HAS": [], "COLLECTIVES": [], "RUN-ERROR-HAS": []}
+         "EXPLAIN-HAS": [], "COLLECTIVES": [], "RUN-ERROR-HAS": [], "STDERR-HAS": []}
     seen = []
     for line in open(path).read().splitlines():
         if not line.startswith("//"):
@@ -220,7 +221,7 @@ def read_header(path):
         if key in ("ARGS",):
             d["ARGS"] += val.split()
         elif key in ("ERROR-HAS", "ERROR-HAS-THREADS", "ERROR-HAS-MPI", "WARNING-HAS",
-                     "EXPLAIN-HAS"):
+                     "EXPLAIN-HAS", "STDERR-HAS"):
             d[key].append(val)
         elif key == "SHARDING":
             name, _, s = val.partition(" ")
@@ -554,6 +555,9 @@ def stage_run(ctx, d, tmp):
         return check_error(ctx, d, rc, err, errors)
     if rc != 0:
         return ["run exit %d: %s" % (rc, err.strip()[:600])]
+    for text in ([] if ctx.mpirun else d["STDERR-HAS"]):
+        if text not in err:
+            return ["stderr lacks %r: %s" % (text, err.strip()[:600])]
     for (dev, i), spec in sorted(d["DEV.OUT"].items()):
         for dd in (range(n) if dev == "*" else [int(dev)]):
             errs = check_npy(os.path.join(tmp, "dev%d" % dd, "out%d.npy" % i),

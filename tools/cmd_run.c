@@ -33,16 +33,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
 static const char *RUN_USAGE =
     "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
     "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
     "          [--no-windowed-einsum] [--max-memory BYTES]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
+    "          [--share-work | --no-share-work]\n"
     "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
-    "          [--max-memory BYTES]\n"
+    "          [--max-memory BYTES] [--share-work | --no-share-work] [--stats]\n"
     "          --output-dir DIR";
 
 static const char *RUN_HELP =
@@ -71,7 +71,12 @@ static const char *RUN_HELP =
     "  --output-dir DIR     where the outputs go\n"
     "  --save-program FILE  also write the partitioned program (HLO text) to FILE\n"
     "  --stats              print what the partitioned program costs a device (as partition\n"
-    "                       --stats does) to stderr\n"
+    "                       --stats does) to stderr, and the work its devices shared\n"
+    "  --share-work         the device threads of this process compute a dot or convolution\n"
+    "                       once for all of them whose operands are equal bit for bit (the\n"
+    "                       replicas of a sharding), the others taking a copy of the result;\n"
+    "                       the default when there are more device threads than cores\n"
+    "  --no-share-work      every device computes everything itself\n"
     "  --strict             an instruction computed on more than its sharding gives a device is\n"
     "                       an error, not a warning\n"
     "  --windowed-einsum-threshold-mib M  dots that all-gather an operand of at least M MiB\n"
@@ -112,6 +117,7 @@ typedef struct run_args {
     bool stats;               /* --stats */
     bool fill_elided;         /* --fill-elided */
     bool strict;              /* --strict */
+    int share_work;           /* --share-work 1, --no-share-work 0, else -1 (the default) */
     long n_devices;           /* --num-partitions */
     long per_rank;            /* --devices-per-rank (MPI) */
     uint64_t seed;            /* --seed */
@@ -247,6 +253,7 @@ static gs_comm *make_comm(const run_args *a, bool mpi, gs_diags *d) {
             gs_diags_render(d, stderr);
             gs_mpi_abort_job();
         }
+        if (comm && a->share_work >= 0) comm->share_work = a->share_work;
         if (comm && comm->n_devices != a->n_devices) {
             long k = a->per_rank;
             gs_error(d, gs_span_none(),
@@ -259,7 +266,18 @@ static gs_comm *make_comm(const run_args *a, bool mpi, gs_diags *d) {
     }
     gs_comm *comm = gs_comm_threads_new((int)a->n_devices, a->timeout);
     if (!comm) gs_error(d, gs_span_none(), "out of memory");
+    if (comm && a->share_work >= 0) comm->share_work = a->share_work;
     return comm;
+}
+
+/* --stats: what this process's device threads shared (src/runtime/share.c). */
+static void print_shared(const run_args *a, const gs_comm *comm) {
+    if (!a->stats || !comm) return;
+    fprintf(stderr,
+            "shared work: %lld dot/convolution result%s taken from another device of "
+            "this process instead of computed%s\n",
+            (long long)comm->work_reused, comm->work_reused == 1 ? "" : "s",
+            comm->share_work ? "" : " (--no-share-work)");
 }
 
 /* Ends an MPI run the same way on every rank; returns the final exit code. */
@@ -347,6 +365,7 @@ static int run_spmd(const run_args *a, bool mpi) {
     }
     if (gs_run_spmd(m, comm, (gs_value **const *)dev_args, &results, a->seed, &d) != GS_OK)
         goto finish;
+    print_shared(a, comm);
     if (gs_gather_results(comm, m, results, &all, &d) != GS_OK) goto finish;
     rc = 0;
 finish:
@@ -431,6 +450,7 @@ static int run_sharded(const run_args *a, bool mpi) {
     if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, n, &args, &n_args, &d) != GS_OK)
         goto finish;
     if (gs_run_sharded(m, p, comm, args, n_args, a->seed, &global, &d) != GS_OK) goto finish;
+    if (!mpi || gs_mpi_rank() == 0) print_shared(a, comm);
     rc = 0;
     if (global && a->verify) {
         gs_leaf_check *checks = NULL;
@@ -478,6 +498,7 @@ int gs_cli_run(int argc, char **argv) {
     a.propagate = true;
     a.timeout = 60;
     a.per_rank = 1;
+    a.share_work = -1;
     a.max_memory = gs_cli_machine_memory();
     int rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -500,6 +521,10 @@ int gs_cli_run(int argc, char **argv) {
             a.fill_elided = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
             a.strict = true;
+        } else if (strcmp(argv[i], "--share-work") == 0) {
+            a.share_work = 1;
+        } else if (strcmp(argv[i], "--no-share-work") == 0) {
+            a.share_work = 0;
         } else if ((k = gs_cli_memory_option(argc, argv, &i, "run", &a.max_memory)) != 0) {
             if (k < 0) goto done;
         } else if ((k = gs_cli_windowed_option(argc, argv, &i, "run", &a.win)) != 0) {
@@ -564,8 +589,8 @@ int gs_cli_run(int argc, char **argv) {
         rc = run_usage("missing --output-dir DIR%s", "");
         goto done;
     }
-    if (a.spmd && (a.verify || a.sh.n > 0 || a.save || a.stats || a.strict || a.fill_elided)) {
-        rc = run_usage("%s", "--verify, --shard, --save-program, --stats, --strict and "
+    if (a.spmd && (a.verify || a.sh.n > 0 || a.save || a.strict || a.fill_elided)) {
+        rc = run_usage("%s", "--verify, --shard, --save-program, --strict and "
                              "--fill-elided need a module to partition (drop --spmd)");
         goto done;
     }

@@ -85,6 +85,18 @@ typedef struct gs_collectives {
                                 int n_operands, int n_devices, gs_value **out, gs_diags *d);
 } gs_collectives;
 
+/* Work that device threads of one process share (the runtime's src/runtime/share.c): before
+ * a dot or convolution the interpreter calls begin, which returns the result another device
+ * computed from operands equal bit for bit (a new value), or NULL: then this device computes
+ * it, and if *claim was set calls end with its result (NULL when it failed), which the devices
+ * waiting for it take (or compute themselves). */
+typedef struct gs_work_sharing {
+    gs_value *(*begin)(void *ctx, const gs_instr *in, gs_value *const *operands, int n_operands,
+                       void **claim);
+    void (*end)(void *ctx, void *claim, const gs_value *result);
+    void *ctx;
+} gs_work_sharing;
+
 struct gs_interp_env {
     int64_t partition_id;             /* partition-id() */
     int64_t replica_id;               /* replica-id() */
@@ -92,6 +104,7 @@ struct gs_interp_env {
     const gs_collectives *collectives; /* NULL: single-device collective semantics */
     uint64_t rng_seed;                /* seed of rng / rng-get-and-update-state */
     const char *device_label;         /* prefix for error messages ("device 3"), or NULL */
+    const gs_work_sharing *sharing;   /* NULL: this device computes everything itself */
 };
 
 /* ------------------------------------------------------------------ running */

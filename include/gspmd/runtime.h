@@ -85,6 +85,11 @@ struct gs_comm {
     int first_device;       /* first device number this process runs (MPI: rank * per_rank) */
     int local_devices;      /* devices this process runs */
     double timeout_s;       /* how long a collective waits for the others */
+    bool share_work;        /* this process's device threads compute a dot or convolution once
+                               for all of them that hold the same operands (replicas), the
+                               others taking a copy (src/runtime/share.c); the constructors set
+                               it when the process runs more device threads than it has cores */
+    int64_t work_reused;    /* results taken that way, over the runs on this communicator */
 };
 
 /* The threads communicator: n devices, all in this process. NULL on allocation failure. */

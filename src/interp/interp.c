@@ -697,8 +697,24 @@ static gs_status eval_operation(gs_eval *ev, const gs_computation *c, const gs_i
         if (uses[o->id] == 1 && o != c->root && v && v->refs == 1 && v->type != GS_TUPLE && v->data)
             ev->donor = v;
     }
-    gs_status st =
-        bounded ? gs_bound_instr(ev, in, ops, bops, r, br) : gs_eval_instr(ev, in, ops, r);
+    gs_status st;
+    const gs_work_sharing *ws = ev->env ? ev->env->sharing : NULL;
+    if (bounded) {
+        st = gs_bound_instr(ev, in, ops, bops, r, br);
+    } else if (ws && (in->op == GS_OP_DOT || in->op == GS_OP_CONVOLUTION)) {
+        /* another device's result on equal operands, or computed here and offered */
+        void *claim = NULL;
+        gs_value *shared = ws->begin(ws->ctx, in, ops, in->n_operands, &claim);
+        if (shared) {
+            *r = shared;
+            st = GS_OK;
+        } else {
+            st = gs_eval_instr(ev, in, ops, r);
+            if (claim) ws->end(ws->ctx, claim, st == GS_OK ? *r : NULL);
+        }
+    } else {
+        st = gs_eval_instr(ev, in, ops, r);
+    }
     ev->donor = NULL;
     if (ops != opbuf) free(ops);
     if (bops != bopbuf) free(bops);
@@ -799,7 +815,7 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
-    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL};
+    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL};
     gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     gs_status st = gs_eval_call(&ev, c, args, n_args, result);

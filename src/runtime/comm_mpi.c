@@ -522,6 +522,7 @@ gs_comm *gs_comm_mpi_new(int devices_per_rank, double timeout_s, gs_diags *d) {
     m->base.n_devices = size * k;
     m->base.first_device = m->rank * k;
     m->base.local_devices = k;
+    m->base.share_work = gs_share_default(k);
     m->base.timeout_s = timeout_s;
     m->abort_from = -1;
     m->missing = -1;

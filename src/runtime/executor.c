@@ -26,6 +26,7 @@ typedef struct device_run {
     uint64_t seed;
     pthread_mutex_t *order_mu; /* guards *first_failure */
     int *first_failure;        /* the first device to fail, or -1 */
+    const gs_work_sharing *sharing; /* the process's shared work, or NULL */
 } device_run;
 
 static void *device_main(void *arg) {
@@ -37,7 +38,7 @@ static void *device_main(void *arg) {
     snprintf(label, sizeof label, "device %d", r->device);
     gs_device_ctx ctx = {r->comm, r->device, r->m};
     gs_collectives coll = {gs_collective_execute, &ctx, NULL};
-    gs_interp_env env = {r->device % P, r->device / P, N, &coll, r->seed, label};
+    gs_interp_env env = {r->device % P, r->device / P, N, &coll, r->seed, label, r->sharing};
     r->status = gs_interp_eval(r->m, &env, r->args, r->m->entry->n_params, &r->result, &r->diags);
     if (r->status != GS_OK) {
         pthread_mutex_lock(r->order_mu);
@@ -71,6 +72,10 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
         return gs_error(d, gs_span_none(), "out of memory");
     }
     if (comm->n_devices > 1) openblas_set_num_threads(1);
+    /* Replicas' dots and convolutions computed once (share.c); without memory for it, each
+     * device computes its own. */
+    gs_share *share = comm->share_work && n > 1 ? gs_share_new() : NULL;
+    gs_work_sharing sharing = {gs_share_begin, gs_share_end, share};
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     int first_failure = -1;
     for (int i = 0; i < n; i++) {
@@ -81,6 +86,7 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
         runs[i].seed = seed;
         runs[i].order_mu = &mu;
         runs[i].first_failure = &first_failure;
+        runs[i].sharing = share ? &sharing : NULL;
     }
     int started = 0;
     gs_status st = GS_OK;
@@ -102,6 +108,8 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
         pthread_attr_destroy(&attr);
         for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
     }
+    comm->work_reused += gs_share_reused(share);
+    gs_share_free(share);
     /* Report the device that failed first, then a note for the ones it stopped. */
     int n_failed = 0;
     for (int i = 0; i < n; i++)
