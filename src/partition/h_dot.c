@@ -390,9 +390,9 @@ static window_read read_of(const gs_instr *in, const gs_part_space *sp, int h, i
         r.ok = len > 0;
         return r;
     }
-    /* A split kernel window must split evenly: padding kernel positions would meet real
-     * inputs, and 0 * inf is not the nothing the reference adds. */
-    bool uneven_kernel = sp->kernel_windowed && w->size % k != 0;
+    /* A kernel window split unevenly is cut into segments (segment_uneven), which needs
+     * undilated inputs. */
+    bool uneven_kernel = sp->kernel_windowed && w->size % k != 0 && d > 1;
     r.ok = step % d == 0 && len > 0 && !uneven_kernel;
     /* Input elements at dilated positions a .. a+len-1: the first at ceil(a/d), the last at
      * floor((a+len-1)/d). */
@@ -462,6 +462,93 @@ static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
         if (r.dil > 1) wd->lhs_dilate = 1;
         if (sp->kernel_windowed) wd->size = (wd->size + k - 1) / k; /* this device's part */
     }
+}
+
+/* The device's local convolution (or dot) on operands ops: `in` with the local shape and its
+ * windows unpadded (unpad_windows). Along kernel-windowed spatial dims split unevenly (a filter
+ * gradient over a dim the devices hold unevenly), the last parts of the kernel are padding,
+ * masked to zero; but the inputs a zero meets may be infinite, and 0 * inf is a NaN the reference never computes. So the local
+ * convolution is cut along such dims into segments of local kernel positions that are, on each
+ * device, all real or all padding ([0, p) and [p, kw), p the real positions of the one part
+ * that has both); a device whose segment is all padding convolves zeros instead of its inputs,
+ * and the segments' convolutions are summed. A segment reads lhs window positions
+ * [b0 * rhs_dilate, (b1 - 1) * rhs_dilate + (o - 1) * stride + 1). Only for windows without
+ * base dilation (read_of refuses the others). */
+static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                            const gs_sharding *f, const gs_sharding *rs, const gs_shape *shape,
+                            int n_ops, gs_instr *const *ops) {
+    gs_instr *conv = NULL;
+    if (!sp->kernel_windowed || n_ops != 2 || !ops[0] || !ops[1] || !shape) {
+        conv = gs_part_clone(c, in, shape, n_ops, ops);
+        unpad_windows(c, in, conv, sp, f);
+        return conv;
+    }
+    const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
+    const gs_window *gw = gs_instr_attr(in, GS_ATTR_WINDOW)->u.window;
+    int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
+    int sdim[GS_MAX_RANK], nu = 0;
+    int64_t kwid[GS_MAX_RANK], real[GS_MAX_RANK], full[GS_MAX_RANK];
+    for (int h = 0; h < sp->nh; h++) {
+        int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
+        int i = sp->spatial[h];
+        int64_t kk = gw->dims[i].size;
+        if (k <= 1 || kk % k == 0) continue;
+        sdim[nu] = i;
+        full[nu] = kk;
+        kwid[nu] = (kk + k - 1) / k;
+        real[nu] = kk % kwid[nu]; /* 0: the parts are whole or empty */
+        nu++;
+    }
+    if (nu == 0) {
+        conv = gs_part_clone(c, in, shape, n_ops, ops);
+        unpad_windows(c, in, conv, sp, f);
+        return conv;
+    }
+    gs_builder *b = gs_part_builder(c);
+    gs_instr *lx = ops[0], *rx = ops[1], *sum = NULL;
+    gs_instr *zero = gs_build_scalar_i(b, lx->shape->type, 0);
+    for (int combo = 0; combo < (1 << nu) && !c->failed; combo++) {
+        int64_t lst[GS_MAX_RANK] = {0}, llim[GS_MAX_RANK], rst[GS_MAX_RANK] = {0},
+                rlim[GS_MAX_RANK];
+        memcpy(llim, lx->shape->dims, sizeof *llim * (size_t)lx->shape->rank);
+        memcpy(rlim, rx->shape->dims, sizeof *rlim * (size_t)rx->shape->rank);
+        gs_instr *pad = NULL; /* does this device hold only padding in the segment? */
+        int64_t size[GS_MAX_RANK];
+        bool skip = false;
+        for (int u = 0; u < nu; u++) {
+            bool second = combo >> u & 1;
+            if (real[u] == 0 && second) skip = true; /* one segment only */
+            int64_t b0 = second ? real[u] : 0, b1 = real[u] == 0 || second ? kwid[u] : real[u];
+            const gs_window_dim *wd = &gw->dims[sdim[u]];
+            int64_t o = in->shape->dims[cd->out_spatial[sdim[u]]];
+            int li = (int)cd->in_spatial[sdim[u]], ri = (int)cd->k_spatial[sdim[u]];
+            lst[li] = b0 * wd->rhs_dilate;
+            llim[li] = (b1 - 1) * wd->rhs_dilate + (o - 1) * wd->stride + 1;
+            rst[ri] = b0;
+            rlim[ri] = b1;
+            size[u] = b1 - b0;
+            gs_instr *off = gs_part_shard_offset(c, rs, ri, kwid[u]);
+            gs_instr *p = gs_build_compare(b, gs_part_add(c, off, gs_part_s32(c, b0)),
+                                           gs_part_s32(c, full[u]), "GE");
+            pad = pad ? gs_build_binary(b, GS_OP_OR, pad, p) : p;
+        }
+        if (skip) continue;
+        gs_instr *l = gs_build_slice(b, lx, lst, llim, NULL);
+        gs_instr *r = gs_build_slice(b, rx, rst, rlim, NULL);
+        if (!l || !r || !pad) return NULL;
+        l = gs_build_select(
+            b,
+            gs_part_bcast_scalar(c, pad, gs_shape_with_type(gs_part_arena(c), l->shape, GS_PRED)),
+            gs_part_bcast_scalar(c, zero, l->shape), l);
+        gs_instr *seg_ops[2] = {l, r};
+        gs_instr *seg = gs_part_clone(c, in, shape, 2, seg_ops);
+        unpad_windows(c, in, seg, sp, f);
+        const gs_attr *wa = seg ? gs_instr_attr(seg, GS_ATTR_WINDOW) : NULL;
+        if (!wa) return NULL;
+        for (int u = 0; u < nu; u++) wa->u.window->dims[sdim[u]].size = size[u];
+        sum = sum ? gs_build_binary(b, GS_OP_ADD, sum, seg) : seg;
+    }
+    return sum;
 }
 
 const gs_sharding *gs_part_space_project(gs_part_ctx *c, const gs_part_space *sp,
@@ -595,9 +682,9 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
         /* Partial sums of a narrow float result travel and add up in f32, rounded once at
          * the end, as the single-device dot rounds once. */
         gs_shape *wide = gs_shape_with_type(gs_part_arena(c), in->shape, narrow ? GS_F32 : GS_S64);
-        gs_part_value p = {gs_part_clone(c, in, gs_part_local_shape(c, wide, best.out), n_ops, ops),
+        gs_part_value p = {local_conv(c, in, &sp, best.f, r.sharding,
+                                      gs_part_local_shape(c, wide, best.out), n_ops, ops),
                            wide, best.out, GS_OP_ADD};
-        unpad_windows(c, in, p.hlo, &sp, best.f);
         gs_part_value whole;
         gs_part_reshard(c, &p, t, &whole);
         gs_instr *w = whole.hlo;
@@ -616,8 +703,8 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
         out->combiner = GS_OP_ADD;
         return out->hlo != NULL;
     }
-    out->hlo = gs_part_clone(c, in, gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
-    unpad_windows(c, in, out->hlo, &sp, best.f);
+    out->hlo = local_conv(c, in, &sp, best.f, r.sharding,
+                          gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
     if (sp.groups > 1 && gs_sharding_tiles_in_dim(best.f, 0) > 1)
         gs_build_set_int(gs_part_builder(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
                          sp.groups / gs_sharding_tiles_in_dim(best.f, 0));

@@ -114,7 +114,7 @@ UNET_TINY = [
         "unet3d", "--levels", "3", "--channels", "4", "--depth", "32", "--height", "32",
         "--width", "32", "--mesh", "d=2,h=2,w=2", "--down", "pool", "--train"], {}),
     ("unet3d uneven fwd", UNET_UNEVEN, dict(ratio=1.10)),
-    ("unet3d uneven train", UNET_UNEVEN + ["--train"], dict(ratio=1.50, gather=True)),
+    ("unet3d uneven train", UNET_UNEVEN + ["--train"], dict(ratio=1.10, gather=True)),
 ]
 UNET_LARGE = [
     ("unet3d-256-256 train", ["preset", "unet3d-256-256"]),
