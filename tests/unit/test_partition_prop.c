@@ -1,7 +1,7 @@
 /*
  * test_partition_prop.c — property test of the partitioner: random small graphs (elementwise,
  * broadcast, reshape, transpose, dot, reduce, argmax (variadic reduce), slice, pad, concatenate,
- * sort (keys, or keys and indices), 1-D convolution, reduce-window, select-and-scatter, gather,
+ * sort (keys, or keys and indices), 1-D convolution (and its filter-gradient form), reduce-window, select-and-scatter, gather,
  * batch-norm training and inference,
  * scatter, dynamic-slice and dynamic-update-slice with clamped indices, calls, while loops,
  * conditionals)
@@ -509,6 +509,26 @@ static void op(graph *g) {
     case 12: { /* 1-D convolution: [batch, spatial, feature] x [window, in, out], with random
                 * padding (negative too), stride, window and base dilation */
         if (k != 3) return;
+        if (rnd(3) == 0) {
+            /* A filter gradient: the lhs read as [in feature, spatial, batch], and a second
+             * array [in feature, spatial', out] the kernel whose whole extent is the window (so
+             * the kernel window splits, evenly or not, when both arrays are split). */
+            int rd = 1 + rnd(2), lo = rnd(2), hi = rnd(2), o = 1 + rnd(3);
+            int n_in = a->dims[1] + lo + hi, w = 1 + rnd((n_in - 1) / rd + 1);
+            int kd[3] = {a->dims[0], w, o};
+            val *kern = param(g, 3, kd);
+            d[0] = n_in - (w - 1) * rd;
+            d[1] = a->dims[2];
+            d[2] = o;
+            val *v = new_val(g, 3, d);
+            shape_text(g, v, so, sizeof so);
+            emit(g,
+                 "  %%%s = %s convolution(%%%s, %%%s), window={size=%d pad=%d_%d rhs_dilate=%d}, "
+                 "dim_labels=f0b_i0o->0bf",
+                 v->name, so, a->name, kern->name, w, lo, hi, rd);
+            finish(g, v);
+            break;
+        }
         int w = 1 + rnd(3), st = 1 + rnd(3), rd = 1 + rnd(2), ld = rnd(4) == 0 ? 2 : 1;
         int lo = rnd(w + 1) - (rnd(5) == 0), hi = rnd(w + 1) - (rnd(5) == 0), o = 1 + rnd(4);
         int n_in = (a->dims[1] - 1) * ld + 1 + lo + hi, eff = (w - 1) * rd + 1;
