@@ -281,10 +281,15 @@ static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *
                 return gs_error(d, gs_span_none(), "output %d of device %d has the wrong shape",
                                 leaf, k);
         }
-        if (s->kind == GS_SHARDING_UNREDUCED)
-            return gs_error(d, gs_span_none(), "output %d: partial values with dynamic dims",
-                            leaf);
         *out = gs_value_copy(parts[src]);
+        if (*out && s->kind == GS_SHARDING_UNREDUCED) {
+            /* Partial values: their sum, in device order, at the devices' common size. */
+            int64_t zero[GS_MAX_RANK] = {0};
+            const int64_t *dims = (*out)->dims;
+            for (int k = 1; k < n; k++)
+                add_box((*out)->data, dims, zero, parts[k]->data, dims, zero, dims, r,
+                        shape->type);
+        }
         return *out ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
     }
     gs_value *g = gs_value_new_array(shape->type, r, shape->dims);
