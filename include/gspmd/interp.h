@@ -83,6 +83,11 @@ typedef struct gs_collectives {
      * shares); *out the bundle of the devices' results. NULL: such collectives are errors. */
     gs_status (*execute_bundle)(void *ctx, const gs_instr *in, gs_value *const *operands,
                                 int n_operands, int n_devices, gs_value **out, gs_diags *d);
+    /* The -done of an asynchronous collective whose -start `execute` handed to another thread
+     * (its value `start` a placeholder): waits for it and returns true with *out (a new
+     * reference) or an error in *st; false when `start` is no such value (the -done then takes
+     * the result from it). NULL: every -start runs its collective at once. */
+    bool (*finish)(void *ctx, const gs_value *start, gs_value **out, gs_status *st, gs_diags *d);
 } gs_collectives;
 
 /* Work that device threads of one process share (the runtime's src/runtime/share.c): before

@@ -90,6 +90,8 @@ struct gs_comm {
                                others taking a copy (src/runtime/share.c); the constructors set
                                it when the process runs more device threads than it has cores */
     int64_t work_reused;    /* results taken that way, over the runs on this communicator */
+    bool async_collectives; /* each device's -start collectives run on a helper thread while
+                               the device computes on (src/runtime/async.c; threads backend) */
 };
 
 /* The threads communicator: n devices, all in this process. NULL on allocation failure. */
@@ -155,13 +157,17 @@ gs_status gs_check_collectives(const gs_module *m, int n_devices, gs_diags *d);
 /* The executor of one collective instruction on one device (used by the interpreter through
  * gs_collectives). ctx is a gs_device_ctx. */
 typedef struct gs_device_ctx {
-    gs_comm *comm;       /* the communicator */
-    int device;          /* this device's global number */
-    const gs_module *m;  /* the module (for reduction computations) */
+    gs_comm *comm;          /* the communicator */
+    int device;             /* this device's global number */
+    const gs_module *m;     /* the module (for reduction computations) */
+    struct gs_async *async; /* the helper thread of its asynchronous collectives, or NULL */
 } gs_device_ctx;
 
 gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *operands,
                                 int n_operands, gs_value **out, gs_diags *d);
+/* gs_collectives.finish for gs_collective_execute's asynchronous starts. */
+bool gs_collective_finish(void *ctx, const gs_value *start, gs_value **out, gs_status *st,
+                          gs_diags *d);
 /* gs_collectives.execute_bundle for the reference interpreter (src/runtime/bundle.c): runs
  * collective `in` on the per-device values of manual operands, one thread per device on a
  * threads communicator. ctx is the module (const gs_module *). */

@@ -476,6 +476,17 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
  * tuple (operands, result, ...) whose element 1 is the result. */
 static gs_status k_collective_done(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *s = ops[0];
+    const gs_collectives *cl = ev->env ? ev->env->collectives : NULL;
+    gs_status st = GS_OK;
+    if (cl && cl->finish && cl->finish(cl->ctx, s, out, &st, ev->d)) {
+        /* the runtime ran the start's collective on another thread */
+        if (st == GS_OK && !gs_value_matches(*out, in->shape)) {
+            gs_value_free(*out);
+            *out = NULL;
+            return gs_eval_error(ev, in, "the collective's result does not have the -done's shape");
+        }
+        return st;
+    }
     if (gs_value_matches(s, in->shape)) {
         *out = gs_value_ref(ops[0]);
         return GS_OK;

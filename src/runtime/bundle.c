@@ -48,7 +48,7 @@ gs_status gs_collective_execute_bundle(void *ctx, const gs_instr *in, gs_value *
     int started = 0;
     for (int dev = 0; st == GS_OK && dev < n; dev++) {
         bundle_run *r = &runs[dev];
-        r->ctx = (gs_device_ctx){comm, dev, m};
+        r->ctx = (gs_device_ctx){comm, dev, m, NULL};
         r->in = in;
         r->ops = opv + (size_t)dev * (size_t)(n_ops ? n_ops : 1);
         r->n_ops = n_ops;

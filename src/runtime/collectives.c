@@ -426,8 +426,8 @@ static gs_status a2a_leaf(const gs_device_ctx *x, const gs_instr *in, const gs_g
 }
 
 /* A -start op's value in its declared shape: the result itself, or (operands, result, ...). */
-static gs_status wrap_start(const gs_instr *in, gs_value *const *ops, int n, gs_value *result,
-                            gs_value **out, gs_diags *d) {
+gs_status gs_collective_wrap_start(const gs_instr *in, gs_value *const *ops, int n,
+                                   gs_value *result, gs_value **out, gs_diags *d) {
     const gs_shape *s = in->shape;
     if (gs_value_matches(result, s) || s->type != GS_TUPLE || s->n_tuple < 2) {
         *out = result;
@@ -453,9 +453,8 @@ static gs_status wrap_start(const gs_instr *in, gs_value *const *ops, int n, gs_
     return *out ? GS_OK : gs_error(d, in->span, "out of memory");
 }
 
-gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *ops, int n,
-                                gs_value **out, gs_diags *d) {
-    const gs_device_ctx *x = ctx;
+gs_status gs_collective_run(const gs_device_ctx *x, const gs_instr *in, gs_value *const *ops, int n,
+                            gs_value **out, gs_diags *d) {
     int *members = gs_sys_malloc(sizeof(int) * (size_t)x->comm->n_devices);
     if (!members) return gs_error(d, in->span, "out of memory");
     gs_group g;
@@ -499,9 +498,37 @@ gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *
     }
     free(members);
     if (st != GS_OK) return st;
-    if (gs_op_info_of(in->op)->flags & GS_OPF_ASYNC_START) return wrap_start(in, ops, n, result, out, d);
     *out = result;
     return GS_OK;
+}
+
+static bool async_start(gs_opcode op) {
+    return op == GS_OP_ALL_REDUCE_START || op == GS_OP_ALL_GATHER_START ||
+           op == GS_OP_COLLECTIVE_PERMUTE_START;
+}
+
+gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *ops, int n,
+                                gs_value **out, gs_diags *d) {
+    const gs_device_ctx *x = ctx;
+    bool start = gs_op_info_of(in->op)->flags & GS_OPF_ASYNC_START;
+    /* A -start goes to the helper and the device computes on; while the helper has work, the
+     * device's other collectives queue behind it (the devices pair collectives in order). */
+    if (x->async && start && async_start(in->op))
+        return gs_async_start(x->async, in, ops, n, out, d);
+    gs_value *result = NULL;
+    gs_status st = x->async && gs_async_busy(x->async)
+                       ? gs_async_sync(x->async, in, ops, n, &result, d)
+                       : gs_collective_run(x, in, ops, n, &result, d);
+    if (st != GS_OK) return st;
+    if (start) return gs_collective_wrap_start(in, ops, n, result, out, d);
+    *out = result;
+    return GS_OK;
+}
+
+bool gs_collective_finish(void *ctx, const gs_value *start, gs_value **out, gs_status *st,
+                          gs_diags *d) {
+    const gs_device_ctx *x = ctx;
+    return gs_async_finish(x->async, start, out, d, st);
 }
 
 /* ------------------------------------------------------------------ checks before running */

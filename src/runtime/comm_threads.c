@@ -265,6 +265,7 @@ gs_comm *gs_comm_threads_new(int n_devices, double timeout_s) {
     t->base.first_device = 0;
     t->base.local_devices = n_devices;
     t->base.share_work = gs_share_default(n_devices);
+    t->base.async_collectives = true;
     t->base.timeout_s = timeout_s;
     t->failed_dev = -1;
     return &t->base;

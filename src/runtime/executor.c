@@ -27,7 +27,22 @@ typedef struct device_run {
     pthread_mutex_t *order_mu; /* guards *first_failure */
     int *first_failure;        /* the first device to fail, or -1 */
     const gs_work_sharing *sharing; /* the process's shared work, or NULL */
+    bool async;                     /* give the device a helper for its -start collectives */
 } device_run;
+
+/* Does m hold -start collectives a helper thread can run (async.c)? */
+static bool has_async_starts(const gs_module *m) {
+    for (int i = 0; i < m->n_comps; i++) {
+        const gs_computation *c = m->comps[i];
+        for (int k = 0; k < c->n_instrs; k++) {
+            gs_opcode op = c->instrs[k]->op;
+            if (op == GS_OP_ALL_REDUCE_START || op == GS_OP_ALL_GATHER_START ||
+                op == GS_OP_COLLECTIVE_PERMUTE_START)
+                return true;
+        }
+    }
+    return false;
+}
 
 static void *device_main(void *arg) {
     device_run *r = arg;
@@ -36,8 +51,11 @@ static void *device_main(void *arg) {
     int P = N / R;
     char label[32];
     snprintf(label, sizeof label, "device %d", r->device);
-    gs_device_ctx ctx = {r->comm, r->device, r->m};
-    gs_collectives coll = {gs_collective_execute, &ctx, NULL};
+    gs_device_ctx ctx = {r->comm, r->device, r->m, NULL};
+    /* Asynchronous collectives need a helper thread; without one, -starts run at once. */
+    if (r->async) ctx.async = gs_async_new(&ctx);
+    gs_collectives coll = {gs_collective_execute, &ctx, NULL,
+                           ctx.async ? gs_collective_finish : NULL};
     gs_interp_env env = {r->device % P, r->device / P, N, &coll, r->seed, label, r->sharing};
     r->status = gs_interp_eval(r->m, &env, r->args, r->m->entry->n_params, &r->result, &r->diags);
     if (r->status != GS_OK) {
@@ -46,6 +64,7 @@ static void *device_main(void *arg) {
         pthread_mutex_unlock(r->order_mu);
         r->comm->ops->abort(r->comm, r->device);
     }
+    gs_async_free(ctx.async); /* after the abort: a helper waiting for others then stops */
     return NULL;
 }
 
@@ -76,6 +95,7 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
      * device computes its own. */
     gs_share *share = comm->share_work && n > 1 ? gs_share_new() : NULL;
     gs_work_sharing sharing = {gs_share_begin, gs_share_end, share};
+    bool async = comm->async_collectives && comm->n_devices > 1 && has_async_starts(m);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     int first_failure = -1;
     for (int i = 0; i < n; i++) {
@@ -87,6 +107,7 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
         runs[i].order_mu = &mu;
         runs[i].first_failure = &first_failure;
         runs[i].sharing = share ? &sharing : NULL;
+        runs[i].async = async;
     }
     int started = 0;
     gs_status st = GS_OK;

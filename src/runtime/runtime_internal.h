@@ -14,6 +14,31 @@ void gs_reduce_pair(gs_type t, gs_reduce_op op, void *dst, const void *a, const 
 /* The builtin reduction a computation performs, or GS_RED_NONE. */
 gs_reduce_op gs_reduce_op_of(const gs_computation *c);
 
+/* ---- async.c: -start collectives on a helper thread per device (gs_comm.async_collectives) */
+typedef struct gs_async gs_async;
+/* The helper of device ctx (which must outlive it); NULL on failure. */
+gs_async *gs_async_new(const gs_device_ctx *ctx);
+/* Waits for the helper's jobs to end, stops it and frees what is left. */
+void gs_async_free(gs_async *a);
+/* Has the helper collectives not yet finished (so others must queue behind them)? */
+bool gs_async_busy(gs_async *a);
+/* A synchronous collective behind the helper's queue: waits for its result. */
+gs_status gs_async_sync(gs_async *a, const gs_instr *in, gs_value *const *ops, int n,
+                        gs_value **out, gs_diags *d);
+/* A -start handed to the helper: *out is its value with a placeholder result. */
+gs_status gs_async_start(gs_async *a, const gs_instr *in, gs_value *const *ops, int n,
+                         gs_value **out, gs_diags *d);
+/* The -done of `start`, if it is one of a's: waits, then *out / *st (see gs_collectives). */
+bool gs_async_finish(gs_async *a, const gs_value *start, gs_value **out, gs_diags *d,
+                     gs_status *st);
+/* Runs collective `in` on device x's operands now (the helper's and the direct path); a -start
+ * gives its bare result. */
+gs_status gs_collective_run(const gs_device_ctx *x, const gs_instr *in, gs_value *const *ops, int n,
+                            gs_value **out, gs_diags *d);
+/* The value a -start has in its declared shape, around `result` (taken over). */
+gs_status gs_collective_wrap_start(const gs_instr *in, gs_value *const *ops, int n,
+                                   gs_value *result, gs_value **out, gs_diags *d);
+
 /* ---- share.c: dots and convolutions computed once for the device threads holding equal
  * operands (gs_comm.share_work); the hooks of gs_work_sharing, ctx a gs_share. */
 typedef struct gs_share gs_share;
