@@ -113,6 +113,51 @@ bool gs_index_next(int rank, const int64_t *dims, int64_t *idx) {
 /* ------------------------------------------------------------------ evaluation order */
 
 /* Post-order of the instructions reachable from c's root. *order is malloc'd. */
+/* Moves each asynchronous -done in order[0..n) to just before its first user (XLA's latency
+ * hiding, simply): what is computed between a start and its done then runs while the runtime's
+ * helper carries the collective (src/runtime/async.c). The other instructions keep their order
+ * (rng draws too); mark is scratch of one byte per instruction. */
+static void defer_dones(const gs_instr **order, int n, unsigned char *mark) {
+    int held = 0;
+    for (int i = 0; i < n; i++) {
+        mark[order[i]->id] = 0;
+        held += (gs_op_info_of(order[i]->op)->flags & GS_OPF_ASYNC_DONE) != 0;
+    }
+    if (held == 0) return;
+    const gs_instr **done = gs_sys_malloc(sizeof *done * (size_t)held);
+    const gs_instr **copy = gs_sys_malloc(sizeof *copy * (size_t)n);
+    if (!done || !copy) { /* keep the plain order */
+        free(done);
+        free(copy);
+        return;
+    }
+    memcpy(copy, order, sizeof *copy * (size_t)n);
+    int k = 0, nd = 0;
+    for (int i = 0; i < n; i++) {
+        const gs_instr *in = copy[i];
+        if (gs_op_info_of(in->op)->flags & GS_OPF_ASYNC_DONE) {
+            done[nd++] = in;
+            mark[in->id] = 1; /* held */
+            continue;
+        }
+        for (int j = 0; j < in->n_operands; j++) {
+            const gs_instr *o = in->operands[j];
+            if (mark[o->id] != 1) continue;
+            for (int q = 0; q < nd; q++) /* emit the held dones it needs, in their order */
+                if (done[q] == o) {
+                    order[k++] = o;
+                    mark[o->id] = 2;
+                    break;
+                }
+        }
+        order[k++] = in;
+    }
+    for (int q = 0; q < nd; q++) /* none is left unless nothing uses it */
+        if (mark[done[q]->id] == 1) order[k++] = done[q];
+    free(done);
+    free(copy);
+}
+
 static gs_status plan_order(gs_eval *ev, const gs_computation *c, const gs_instr ***order, int *n) {
     int N = c->n_instrs;
     const gs_instr **out = gs_sys_malloc(sizeof *out * (size_t)(N ? N : 1));
@@ -146,13 +191,15 @@ static gs_status plan_order(gs_eval *ev, const gs_computation *c, const gs_instr
             sp--;
         }
     }
-    free(state);
     free(stack);
     free(next_op);
     if (st != GS_OK) {
+        free(state);
         free(out);
         return st;
     }
+    defer_dones(out, k, state);
+    free(state);
     *order = out;
     *n = k;
     return GS_OK;
