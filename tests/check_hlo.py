@@ -369,13 +369,22 @@ def expected_errors(ctx, d):
     return d["ERROR-HAS"] + (d["ERROR-HAS-MPI"] if ctx.mpirun else d["ERROR-HAS-THREADS"])
 
 
-def stage_parse(ctx, d, tmp):
-    rc, _, err = ctx.run([ctx.gspmd, d["STAGE"], ctx.name] + d["ARGS"], TIMEOUT[d["STAGE"]])
-    if "ERROR" in d or d["ERROR-HAS"]:
-        return check_error(ctx, d, rc, err, d["ERROR-HAS"])
+def command(ctx, d, cmd, stage, errors=None):
+    """Runs a stage's command: (out, err, None) when it succeeded and its output is to be
+    checked, or (None, None, problems) when the verdict is in: the expected error checked
+    (`errors`: the ERROR-HAS texts that apply, by default the file's), or an unexpected exit."""
+    errors = d["ERROR-HAS"] if errors is None else errors
+    rc, out, err = ctx.run(cmd, TIMEOUT[stage])
+    if "ERROR" in d or errors:
+        return None, None, check_error(ctx, d, rc, err, errors)
     if rc != 0:
-        return ["%s exit %d: %s" % (d["STAGE"], rc, err.strip()[:500])]
-    return []
+        return None, None, ["%s exit %d: %s" % (stage, rc, err.strip()[:500])]
+    return out, err, None
+
+
+def stage_parse(ctx, d, tmp):
+    _, _, done = command(ctx, d, [ctx.gspmd, d["STAGE"], ctx.name] + d["ARGS"], d["STAGE"])
+    return done or []
 
 
 def stage_eval(ctx, d, tmp):
@@ -384,11 +393,9 @@ def stage_eval(ctx, d, tmp):
         f = os.path.join(tmp, "in_%s.npy" % name)
         write_npy(f, *spec)
         cmd += ["--input", "%s=%s" % (name, f)]
-    rc, out, err = ctx.run(cmd + d["ARGS"], TIMEOUT["eval"])
-    if "ERROR" in d or d["ERROR-HAS"]:
-        return check_error(ctx, d, rc, err, d["ERROR-HAS"])
-    if rc != 0:
-        return ["eval exit %d: %s" % (rc, err.strip()[:500])]
+    _, _, done = command(ctx, d, cmd + d["ARGS"], "eval")
+    if done is not None:
+        return done
     if not d["OUT"]:
         return ["no OUT expectations"]
     for i, spec in sorted(d["OUT"].items()):
@@ -436,11 +443,9 @@ def shardings(text):
 
 
 def stage_propagate(ctx, d, tmp):
-    rc, out, err = ctx.run([ctx.gspmd, "propagate", ctx.name] + d["ARGS"], TIMEOUT["propagate"])
-    if "ERROR" in d or d["ERROR-HAS"]:
-        return check_error(ctx, d, rc, err, d["ERROR-HAS"])
-    if rc != 0:
-        return ["propagate exit %d: %s" % (rc, err.strip()[:300])]
+    out, _, done = command(ctx, d, [ctx.gspmd, "propagate", ctx.name] + d["ARGS"], "propagate")
+    if done is not None:
+        return done
     errs = []
     got = shardings(out)
     for n, want in d["SHARDING"]:
@@ -486,11 +491,9 @@ def verify_argv(ctx, d):
 
 
 def stage_partition(ctx, d, tmp):
-    rc, out, err = ctx.run([ctx.gspmd, "partition", ctx.name] + d["ARGS"], TIMEOUT["partition"])
-    if "ERROR" in d or d["ERROR-HAS"]:
-        return check_error(ctx, d, rc, err, d["ERROR-HAS"])
-    if rc != 0:
-        return ["partition exit %d: %s" % (rc, err.strip()[:500])]
+    out, err, done = command(ctx, d, [ctx.gspmd, "partition", ctx.name] + d["ARGS"], "partition")
+    if done is not None:
+        return done
     errs = []
     if d["WARNING-HAS"]:
         for t in d["WARNING-HAS"]:
@@ -549,12 +552,9 @@ def stage_run(ctx, d, tmp):
         + d["ARGS"]
     if ctx.mpirun:
         cmd = ctx.mpi(n // k) + cmd + ["--backend", "mpi", "--devices-per-rank", str(k)]
-    rc, out, err = ctx.run(cmd, TIMEOUT["run"])
-    errors = expected_errors(ctx, d)
-    if "ERROR" in d or errors:
-        return check_error(ctx, d, rc, err, errors)
-    if rc != 0:
-        return ["run exit %d: %s" % (rc, err.strip()[:600])]
+    _, err, done = command(ctx, d, cmd, "run", expected_errors(ctx, d))
+    if done is not None:
+        return done
     for text in ([] if ctx.mpirun else d["STDERR-HAS"]):
         if text not in err:
             return ["stderr lacks %r: %s" % (text, err.strip()[:600])]

@@ -140,15 +140,11 @@ static void defer_dones(const gs_instr **order, int n, unsigned char *mark) {
             mark[in->id] = 1; /* held */
             continue;
         }
-        for (int j = 0; j < in->n_operands; j++) {
+        for (int j = 0; j < in->n_operands; j++) { /* the held dones it needs, now */
             const gs_instr *o = in->operands[j];
             if (mark[o->id] != 1) continue;
-            for (int q = 0; q < nd; q++) /* emit the held dones it needs, in their order */
-                if (done[q] == o) {
-                    order[k++] = o;
-                    mark[o->id] = 2;
-                    break;
-                }
+            order[k++] = o;
+            mark[o->id] = 2;
         }
         order[k++] = in;
     }

@@ -234,7 +234,9 @@ static void run_steps(const gs_scalar_prog *p, uint64_t *slot) {
              * conversion takes */
             uint16_t h;
             memcpy(&h, &slot[s->a], 2);
-            uint32_t z = (uint32_t)h << 16;
+            float f = gs_bf16_to_float(h);
+            uint32_t z;
+            memcpy(&z, &f, 4);
             if ((z & 0x7f800000u) == 0x7f800000u && (z & 0x007fffffu)) z |= 0x00400000u;
             slot[in->id] = 0;
             memcpy(out, &z, 4);

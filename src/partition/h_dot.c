@@ -477,18 +477,17 @@ static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
 static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                             const gs_sharding *f, const gs_sharding *rs, const gs_shape *shape,
                             int n_ops, gs_instr *const *ops) {
-    gs_instr *conv = NULL;
-    if (!sp->kernel_windowed || n_ops != 2 || !ops[0] || !ops[1] || !shape) {
-        conv = gs_part_clone(c, in, shape, n_ops, ops);
-        unpad_windows(c, in, conv, sp, f);
-        return conv;
+    bool segment = sp->kernel_windowed && n_ops == 2 && ops[0] && ops[1] && shape;
+    const gs_conv_dims *cd = NULL;
+    const gs_window *gw = NULL;
+    if (segment) {
+        cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
+        gw = gs_instr_attr(in, GS_ATTR_WINDOW)->u.window;
     }
-    const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
-    const gs_window *gw = gs_instr_attr(in, GS_ATTR_WINDOW)->u.window;
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     int sdim[GS_MAX_RANK], nu = 0;
     int64_t kwid[GS_MAX_RANK], real[GS_MAX_RANK], full[GS_MAX_RANK];
-    for (int h = 0; h < sp->nh; h++) {
+    for (int h = 0; segment && h < sp->nh; h++) {
         int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
         int i = sp->spatial[h];
         int64_t kk = gw->dims[i].size;
@@ -499,8 +498,8 @@ static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_sp
         real[nu] = kk % kwid[nu]; /* 0: the parts are whole or empty */
         nu++;
     }
-    if (nu == 0) {
-        conv = gs_part_clone(c, in, shape, n_ops, ops);
+    if (nu == 0) { /* one convolution */
+        gs_instr *conv = gs_part_clone(c, in, shape, n_ops, ops);
         unpad_windows(c, in, conv, sp, f);
         return conv;
     }

@@ -163,6 +163,11 @@ gs_status gs_async_sync(gs_async *a, const gs_instr *in, gs_value *const *ops, i
     return st;
 }
 
+bool gs_async_start_op(gs_opcode op) {
+    return op == GS_OP_ALL_REDUCE_START || op == GS_OP_ALL_GATHER_START ||
+           op == GS_OP_COLLECTIVE_PERMUTE_START;
+}
+
 gs_status gs_async_start(gs_async *a, const gs_instr *in, gs_value *const *ops, int n,
                          gs_value **out, gs_diags *d) {
     job *j = gs_sys_calloc(1, sizeof *j);

@@ -502,19 +502,13 @@ gs_status gs_collective_run(const gs_device_ctx *x, const gs_instr *in, gs_value
     return GS_OK;
 }
 
-static bool async_start(gs_opcode op) {
-    return op == GS_OP_ALL_REDUCE_START || op == GS_OP_ALL_GATHER_START ||
-           op == GS_OP_COLLECTIVE_PERMUTE_START;
-}
-
 gs_status gs_collective_execute(void *ctx, const gs_instr *in, gs_value *const *ops, int n,
                                 gs_value **out, gs_diags *d) {
     const gs_device_ctx *x = ctx;
     bool start = gs_op_info_of(in->op)->flags & GS_OPF_ASYNC_START;
     /* A -start goes to the helper and the device computes on; while the helper has work, the
      * device's other collectives queue behind it (the devices pair collectives in order). */
-    if (x->async && start && async_start(in->op))
-        return gs_async_start(x->async, in, ops, n, out, d);
+    if (x->async && gs_async_start_op(in->op)) return gs_async_start(x->async, in, ops, n, out, d);
     gs_value *result = NULL;
     gs_status st = x->async && gs_async_busy(x->async)
                        ? gs_async_sync(x->async, in, ops, n, &result, d)

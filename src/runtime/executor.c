@@ -34,12 +34,8 @@ typedef struct device_run {
 static bool has_async_starts(const gs_module *m) {
     for (int i = 0; i < m->n_comps; i++) {
         const gs_computation *c = m->comps[i];
-        for (int k = 0; k < c->n_instrs; k++) {
-            gs_opcode op = c->instrs[k]->op;
-            if (op == GS_OP_ALL_REDUCE_START || op == GS_OP_ALL_GATHER_START ||
-                op == GS_OP_COLLECTIVE_PERMUTE_START)
-                return true;
-        }
+        for (int k = 0; k < c->n_instrs; k++)
+            if (gs_async_start_op(c->instrs[k]->op)) return true;
     }
     return false;
 }

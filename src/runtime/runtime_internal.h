@@ -25,6 +25,9 @@ bool gs_async_busy(gs_async *a);
 /* A synchronous collective behind the helper's queue: waits for its result. */
 gs_status gs_async_sync(gs_async *a, const gs_instr *in, gs_value *const *ops, int n,
                         gs_value **out, gs_diags *d);
+/* Is op a -start whose collective the helper can carry (all-reduce, all-gather,
+ * collective-permute)? */
+bool gs_async_start_op(gs_opcode op);
 /* A -start handed to the helper: *out is its value with a placeholder result. */
 gs_status gs_async_start(gs_async *a, const gs_instr *in, gs_value *const *ops, int n,
                          gs_value **out, gs_diags *d);
