@@ -167,7 +167,10 @@ static double predicted(int layers, int mode, int devices, const gs_machine *mc)
         }
     }
     gs_step_cost c;
-    gs_cost_step(p ? p : m, mc, &c);
+    if (gs_cost_step(p ? p : m, mc, &c, &d) != GS_OK) {
+        gs_diags_render(&d, stderr);
+        exit(1);
+    }
     gs_module_free(p);
     gs_module_free(m);
     gs_source_free(src);
@@ -467,7 +470,10 @@ static int model_main(const char *path, int n) {
     gs_machine mc;
     gs_step_cost c;
     if (gs_machine_calibrate(&mc, &d) != GS_OK) return 1;
-    gs_cost_step(p ? p : m, &mc, &c);
+    if (gs_cost_step(p ? p : m, &mc, &c, &d) != GS_OK) {
+        gs_diags_render(&d, stderr);
+        return 1;
+    }
     printf("%s on %d device%s: measured %.4f s (best of 3), predicted %.4f s (compute %.4f, "
            "exposed communication %.4f): %.2f (goal within 0.7..1.3)\n", path, n,
            n == 1 ? "" : "s", best, c.step_s, c.compute_s, c.exposed_comm_s, c.step_s / best);

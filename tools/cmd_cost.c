@@ -215,12 +215,12 @@ int gs_cli_cost(int argc, char **argv) {
         if (gs_partition(m, &opts, &p, NULL, &d) != GS_OK) goto fail;
         compile_s = now_s() - t0;
         gs_step_cost whole;
-        gs_cost_step(m, &mc, &whole);
+        if (gs_cost_step(m, &mc, &whole, &d) != GS_OK) goto fail;
         model_flops = whole.matmul_flops;
     }
     if (given_flops > 0) model_flops = given_flops;
     gs_step_cost c;
-    gs_cost_step(p ? p : m, &mc, &c);
+    if (gs_cost_step(p ? p : m, &mc, &c, &d) != GS_OK) goto fail;
     gs_cost site; /* each loop body once, as the FLOPs ratios (and flops.py) count */
     gs_cost_module(p ? p : m, &site);
     if (json) print_json(file, n, &mc, &c, model_flops, compile_s, site.flops);

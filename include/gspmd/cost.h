@@ -139,8 +139,10 @@ typedef struct gs_step_cost {
     int unknown_trip_counts;  /* while loops whose trip count is unknown (counted once) */
 } gs_step_cost;
 
-/* The cost of one step of module m (a partitioned program: per device) on machine mc. */
-void gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out);
+/* The cost of one step of module m (a partitioned program: per device) on machine mc. GS_ERR (a
+ * located error) when some value's dimension has no size ('?'): a step's cost needs them all. */
+gs_status gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out,
+                       gs_diags *d);
 
 /* The trip count of while loop w when it is known; false otherwise. */
 bool gs_cost_trip_count(const gs_instr *w, int64_t *trips);

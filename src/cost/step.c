@@ -413,9 +413,11 @@ static void step_comp(step_walk *w, const gs_computation *c, gs_step_cost *out) 
     w->depth--;
 }
 
-void gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out) {
+gs_status gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out,
+                       gs_diags *d) {
     memset(out, 0, sizeof *out);
-    if (!m->entry) return;
+    if (gs_module_check_bounded(m, "the cost model", d) != GS_OK) return GS_ERR;
+    if (!m->entry) return GS_OK;
     step_walk w = {.m = m, .mc = mc};
     step_comp(&w, m->entry, out);
     /* Asynchronous collectives never waited for are exposed. */
@@ -425,4 +427,5 @@ void gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out) {
     gs_cost_module(m, &c);
     out->peak_bytes = c.peak_bytes;
     out->fits = (double)c.peak_bytes <= mc->mem_capacity;
+    return GS_OK;
 }

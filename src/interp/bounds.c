@@ -736,6 +736,7 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
     gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     *result = *bound = NULL;
+    if (gs_module_check_bounded(m, "evaluation", d) != GS_OK) return GS_ERR;
     gs_value **bargs = gs_sys_calloc((size_t)(n_args ? n_args : 1), sizeof *bargs);
     if (!bargs) return gs_error(d, gs_span_none(), "out of memory");
     gs_status st = GS_OK;

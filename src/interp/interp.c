@@ -880,6 +880,8 @@ gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_
 
 gs_status gs_interp_eval(const gs_module *m, const gs_interp_env *env, gs_value *const *args,
                          int n_args, gs_value **result, gs_diags *d) {
+    *result = NULL;
+    if (gs_module_check_bounded(m, "evaluation", d) != GS_OK) return GS_ERR;
     return gs_interp_call(m, env, m->entry, args, n_args, result, d);
 }
 

@@ -190,7 +190,11 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
         } else {
             const gs_window_dim *w = wa ? &wa->u.window->dims[i] : NULL;
             sp->spatial[h - h0] = i;
-            sp->halo_ok[h - h0] = w && w->stride >= 1 && w->lhs_dilate >= 1;
+            /* A reversed kernel split along its window would pair device t's kernel part with
+             * the input window of part k-1-t (reads whose start falls as t grows), which the
+             * halo read does not do: that dim is made whole, as XLA does. */
+            sp->halo_ok[h - h0] = w && w->stride >= 1 && w->lhs_dilate >= 1 &&
+                                  !(kernel_windowed && w->reversal);
             sp->lhs.to[cd->in_spatial[i]] = h;
             if (kernel_windowed) {
                 /* The kernel's spatial dim pairs with the lhs's; the result's is whole. */

@@ -251,6 +251,7 @@ gs_status gs_partition_check(const gs_module *m, int64_t n, gs_diags *d) {
                         "as replicas (replicas x partitions devices) is not supported; give it "
                         "replica_count=1",
                         (long long)m->replica_count);
+    if (gs_module_check_bounded(m, "partitioning", d) != GS_OK) return GS_ERR;
     gs_status st = GS_OK;
     for (int ci = 0; ci < m->n_comps; ci++) {
         const gs_computation *comp = m->comps[ci];

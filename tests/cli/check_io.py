@@ -143,6 +143,37 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append("eval --max-memory %r: want exit 2 and a usage message; got %d: %s"
                             % (bad, rc, err.strip()))
 
+# A module with an unbounded dynamic dim (XLA's verifier accepts it): every command that needs its
+# sizes gives the library's located error, none an internal assertion (issue 23).
+UNBOUNDED = """HloModule module
+ENTRY %elementwise {
+  %param0 = f32[5,7,11,13]{3,2,1,0} parameter(0), sharding={devices=[1,2,2,1]0,1,2,3}
+  %param1 = f32[5,7,11,13]{3,2,1,0} parameter(1)
+  %add = f32[5,?,11,13]{3,2,1,0} add(%param0, %param1)
+  ROOT %copy = f32[5,7,11,13]{3,2,1,0} copy(%add)
+}
+"""
+with tempfile.TemporaryDirectory() as tmp:
+    hlo = os.path.join(tmp, "unbounded.hlo")
+    with open(hlo, "w") as f:
+        f.write(UNBOUNDED)
+    where = "unbounded.hlo:5:3: error: "
+    for name, args, want in [
+            ("cost", ["cost", hlo, "--num-partitions", "4"], "partitioning needs every"),
+            ("cost --spmd", ["cost", hlo, "--num-partitions", "4", "--spmd"],
+             "the cost model needs every"),
+            ("partition", ["partition", hlo, "--num-partitions", "4"], "partitioning needs every"),
+            ("partition --propagate", ["partition", hlo, "--num-partitions", "4", "--propagate"],
+             "partitioning needs every"),
+            ("run", ["run", hlo, "--num-partitions", "4", "--output-dir", os.path.join(tmp, "o")],
+             "needs every dimension's size"),
+            ("eval", ["eval", hlo, "--print"], "evaluation needs every")]:
+        rc, err = run(args)
+        expect(name + " (unbounded dim)", rc, err, want)
+        if where not in err or "internal error" in err:
+            failures.append("%s (unbounded dim): want a located error at %r, no internal error; "
+                            "got:\n    %s" % (name, where, err.strip()))
+
 for f in failures:
     print("FAIL " + f)
 print("%d failures" % len(failures))

@@ -1,7 +1,8 @@
 /*
  * fuzz_pipeline.c — libFuzzer target for the whole pipeline on HLO text, the path `gspmd run
- * --verify` takes: parse → gs_module_verify → gs_module_check_bounded → SPMD propagation
- * (gs_propagate, is_spmd) → gs_partition for 2 and for 4 devices → gs_module_verify of each
+ * --verify` takes, calling the library as an embedder does (no CLI checks first): parse →
+ * gs_module_verify → the cost model (gs_cost_step) → SPMD propagation (gs_propagate, is_spmd) →
+ * gs_partition for 2 and for 4 devices → gs_module_verify and the cost model of each
  * partitioned program; then, for small modules, the 2-device program runs on the threads backend
  * (gs_run_partitioned) and its result is compared with the reference interpreter
  * (gs_verify_outputs).
@@ -21,6 +22,7 @@
  *
  * Built only with clang and -DGSPMD_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by `make fuzz`.
  */
+#include "gspmd/cost.h"
 #include "gspmd/partition.h"
 #include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
@@ -122,6 +124,20 @@ static gs_module *partition(const gs_module *m, int n) {
     return p;
 }
 
+/* The cost model on m: a step's cost, or an error; a failure without one is a finding. */
+static void cost(const gs_module *m) {
+    gs_machine mc;
+    if (!gs_machine_builtin("tpu-v3", &mc)) abort();
+    gs_diags d = {0};
+    gs_step_cost c;
+    if (gs_cost_step(m, &mc, &c, &d) != GS_OK && d.n_errors == 0)
+        finding("the cost model failed without an error", &d, NULL);
+    gs_cost site;
+    gs_cost_module(m, &site);
+    gs_diags_render(&d, sink);
+    gs_diags_free(&d);
+}
+
 /* Runs p (from m) on 2 devices (threads) and compares with the reference interpreter. */
 static void run_and_compare(const gs_module *m, const gs_module *p) {
     gs_diags d = {0};
@@ -185,9 +201,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!m && d.n_errors == 0) finding("parse failed without an error", &d, NULL);
     gs_module *p2 = NULL, *p4 = NULL;
     bool runnable = false;
+    /* The library's calls as an embedder makes them: its entry points check what an input needs
+     * (bounded shapes, device counts, shardings that fit), so none reaches an assertion. */
     if (m && gs_module_verify(m, &d) == GS_OK &&
-        gs_module_check_bounded(m, "partitioning", &d) == GS_OK &&
         count_instrs(m, &runnable) <= MAX_PARTITION_INSTRS) {
+        cost(m);
         gs_propagate_options po = {0};
         po.is_spmd = true;
         int errors = d.n_errors;
@@ -201,6 +219,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             gs_diags_free(&dv);
             p2 = partition(m, 2);
             p4 = partition(m, 4);
+            if (p2) cost(p2);
+            if (p4) cost(p4);
             /* Not run: inputs with collectives of their own (the reference runs them as one
              * device would; see partition_collective_out_of_range.hlo). */
             if (p2 && runnable && !has_collective) run_and_compare(m, p2);

@@ -197,7 +197,9 @@ static gs_machine test_machine(void) {
 static void step_of(const char *text, const gs_machine *mc, gs_step_cost *c) {
     gs_source *src;
     gs_module *m = parse_text(text, &src);
-    gs_cost_step(m, mc, c);
+    gs_diags d = {0};
+    assert_int_equal(gs_cost_step(m, mc, c, &d), GS_OK);
+    gs_diags_free(&d);
     gs_module_free(m);
     gs_source_free(src);
 }

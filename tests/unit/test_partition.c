@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gspmd/cost.h"
+#include "gspmd/interp.h"
 #include "gspmd/partition.h"
+#include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
@@ -571,6 +574,50 @@ static void test_bad_input(void **state) {
                  4, "device 5");
 }
 
+/* A module with an unbounded dynamic dim ('?'), which XLA's verifier accepts (its shapes are
+ * compatible with the inferred ones), through the library calls an embedder makes: each entry
+ * point that needs every size returns a located error, none reaches an assertion (issue 23). */
+static void test_unbounded_dims_library(void **state) {
+    (void)state;
+    const char *hlo = "HloModule module\nENTRY %elementwise {\n"
+                      "  %param0 = f32[5,7,11,13]{3,2,1,0} parameter(0), "
+                      "sharding={devices=[1,2,2,1]0,1,2,3}\n"
+                      "  %param1 = f32[5,7,11,13]{3,2,1,0} parameter(1)\n"
+                      "  %add = f32[5,?,11,13]{3,2,1,0} add(%param0, %param1)\n"
+                      "  ROOT %copy = f32[5,7,11,13]{3,2,1,0} copy(%add)\n}\n";
+    gs_source *src = gs_source_from_string("unbounded.hlo", hlo);
+    gs_diags d = {0};
+    gs_module *m = gs_parse_module(src, &d);
+    assert_non_null(m);
+    assert_int_equal(gs_module_verify(m, &d), GS_OK);
+    gs_propagate_options po = {0};
+    po.is_spmd = true;
+    assert_int_equal(gs_propagate(m, &po, &d), GS_OK);
+    const char *want = "needs every dimension's size, but add has shape f32[5,?,11,13]";
+    gs_partition_options o = {0};
+    o.num_partitions = 4;
+    gs_module *p = NULL;
+    assert_int_equal(gs_partition(m, &o, &p, NULL, &d), GS_ERR);
+    assert_null(p);
+    assert_int_equal(d.n_errors, 1);
+    assert_non_null(strstr(d.items[0].message, want));
+    assert_int_equal(d.items[0].span.line, 5);
+    gs_machine mc;
+    assert_true(gs_machine_builtin("tpu-v3", &mc));
+    gs_step_cost c;
+    assert_int_equal(gs_cost_step(m, &mc, &c, &d), GS_ERR);
+    assert_int_equal(d.n_errors, 2);
+    assert_non_null(strstr(d.items[1].message, want));
+    gs_value *args[2] = {NULL, NULL}, *r = NULL;
+    assert_int_equal(gs_interp_eval(m, NULL, args, 2, &r, &d), GS_ERR);
+    assert_null(r);
+    assert_int_equal(d.n_errors, 3);
+    assert_non_null(strstr(d.items[2].message, want));
+    gs_diags_free(&d);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
 /* ------------------------------------------------------------------ fault injection */
 
 static void test_alloc_failures(void **state) {
@@ -617,6 +664,7 @@ static void test_alloc_failures(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unbounded_dims_library),
         cmocka_unit_test(test_rung_equal),
         cmocka_unit_test(test_rung_all_gather),
         cmocka_unit_test(test_rung_dynamic_slice),

@@ -24,7 +24,7 @@
  *
  * GSPMD_PARTITION_SEED=N picks the seed (under ctest the default is the commit hash, so every
  * CI run covers new graphs), GSPMD_PARTITION_CASES=N the number of cases (default 2000),
- * GSPMD_PARTITION_SECONDS=T stops after T seconds if sooner, GSPMD_PARTITION_KEEP_GOING=1 counts failures instead of stopping at the first. A failure prints the seed, the case number, the module, the partitioned program, and the
+ * GSPMD_PARTITION_SECONDS=T stops after T seconds if sooner, GSPMD_PARTITION_FIRST=K starts at case K, GSPMD_PARTITION_KEEP_GOING=1 counts failures instead of stopping at the first. A failure prints the seed, the case number, the module, the partitioned program, and the
  * module minimised (the shortest prefix of its ops that still fails).
  */
 #include <setjmp.h>
@@ -507,25 +507,30 @@ static void op(graph *g) {
         break;
     }
     case 12: { /* 1-D convolution: [batch, spatial, feature] x [window, in, out], with random
-                * padding (negative too), stride, window and base dilation */
+                * padding (negative too), stride, window and base dilation, window reversal */
         if (k != 3) return;
+        const char *rev = rnd(3) == 0 ? " rhs_reversal=1" : "";
         if (rnd(3) == 0) {
             /* A filter gradient: the lhs read as [in feature, spatial, batch], and a second
              * array [in feature, spatial', out] the kernel whose whole extent is the window (so
-             * the kernel window splits, evenly or not, when both arrays are split). */
-            int rd = 1 + rnd(2), lo = rnd(2), hi = rnd(2), o = 1 + rnd(3);
-            int n_in = a->dims[1] + lo + hi, w = 1 + rnd((n_in - 1) / rd + 1);
+             * the kernel window splits, evenly or not, when both arrays are split); with base
+             * dilation, padding (negative too), stride and reversal. */
+            int rd = 1 + rnd(2), ld = rnd(4) == 0 ? 2 : 1, st = rnd(4) == 0 ? 2 : 1;
+            int lo = rnd(3) - (rnd(5) == 0), hi = rnd(3) - (rnd(5) == 0), o = 1 + rnd(3);
+            int n_in = (a->dims[1] - 1) * ld + 1 + lo + hi;
+            if (n_in < 1) return;
+            int w = 1 + rnd((n_in - 1) / rd + 1), eff = (w - 1) * rd + 1;
             int kd[3] = {a->dims[0], w, o};
             val *kern = param(g, 3, kd);
-            d[0] = n_in - (w - 1) * rd;
+            d[0] = (n_in - eff) / st + 1;
             d[1] = a->dims[2];
             d[2] = o;
             val *v = new_val(g, 3, d);
             shape_text(g, v, so, sizeof so);
             emit(g,
-                 "  %%%s = %s convolution(%%%s, %%%s), window={size=%d pad=%d_%d rhs_dilate=%d}, "
-                 "dim_labels=f0b_i0o->0bf",
-                 v->name, so, a->name, kern->name, w, lo, hi, rd);
+                 "  %%%s = %s convolution(%%%s, %%%s), window={size=%d stride=%d pad=%d_%d "
+                 "lhs_dilate=%d rhs_dilate=%d%s}, dim_labels=f0b_i0o->0bf",
+                 v->name, so, a->name, kern->name, w, st, lo, hi, ld, rd, rev);
             finish(g, v);
             break;
         }
@@ -547,8 +552,8 @@ static void op(graph *g) {
         val *v = new_val(g, 3, d);
         shape_text(g, v, so, sizeof so);
         emit(g, "  %%%s = %s convolution(%%%s, %%%s), window={size=%d stride=%d pad=%d_%d "
-                "lhs_dilate=%d rhs_dilate=%d}, dim_labels=b0f_0io->b0f, feature_group_count=%d",
-             v->name, so, a->name, kern->name, w, st, lo, hi, ld, rd, groups);
+                "lhs_dilate=%d rhs_dilate=%d%s}, dim_labels=b0f_0io->b0f, feature_group_count=%d",
+             v->name, so, a->name, kern->name, w, st, lo, hi, ld, rd, rev, groups);
         finish(g, v);
         break;
     }
@@ -1079,7 +1084,9 @@ static void test_random_graphs(void **state) {
     const char *et = getenv("GSPMD_PARTITION_SECONDS");
     double limit_s = et && !mpi ? atof(et) : 0;
     time_t started = time(NULL);
-    for (int it = 0; it < cases; it++) {
+    /* GSPMD_PARTITION_FIRST=K starts at case K (to rerun one failure: CASES=K+1 FIRST=K). */
+    const char *ef = getenv("GSPMD_PARTITION_FIRST");
+    for (int it = ef ? atoi(ef) : 0; it < cases; it++) {
         if (limit_s > 0 && difftime(time(NULL), started) >= limit_s) {
             fprintf(stderr, "stopping after %.0f s (GSPMD_PARTITION_SECONDS)\n", limit_s);
             cases = it;
