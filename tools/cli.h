@@ -90,4 +90,10 @@ void gs_cli_print_stats(FILE *f, const gs_module *m, const gs_module *p,
 
 int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *inputs);
 
+/* Says on f what the random entry arguments of m were drawn from (seed, the uniform range, and
+ * the weights scaled by their fan-in: gs_init_fan_in), when any parameter without an --input is
+ * random; `filled` elided constants were drawn the same way. */
+void gs_cli_note_random(FILE *f, const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                        int filled);
+
 #endif /* GSPMD_TOOLS_CLI_H */

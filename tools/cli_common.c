@@ -100,6 +100,53 @@ int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *in
 static const char *COLL_NAMES[GS_N_COLL_KINDS] = {"all-reduce", "all-gather", "reduce-scatter",
                                                   "all-to-all", "collective-permute"};
 
+/* One random leaf of the note: its name, and its scale when it is a weight. */
+static void note_leaf(gs_sb *list, int *n_scaled, const gs_module *m, const gs_instr *p, int leaf) {
+    int64_t fan = gs_init_fan_in(m, p, leaf);
+    if (fan <= 3) return;
+    if ((*n_scaled)++ < 6) {
+        if (leaf < 0)
+            gs_sb_printf(list, "%s%s +-%.3g (fan-in %lld)", *n_scaled > 1 ? ", " : "", p->name,
+                         gs_init_limit(fan), (long long)fan);
+        else
+            gs_sb_printf(list, "%s%s.%d +-%.3g (fan-in %lld)", *n_scaled > 1 ? ", " : "", p->name,
+                         leaf, gs_init_limit(fan), (long long)fan);
+    }
+}
+
+void gs_cli_note_random(FILE *f, const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                        int filled) {
+    const gs_computation *e = m->entry;
+    int n_random = 0, n_scaled = 0;
+    gs_sb list = {0};
+    for (int i = 0; e && i < e->n_params; i++) {
+        const gs_instr *p = e->params[i];
+        bool given = false;
+        for (int k = 0; inputs && k < inputs->n; k++) given |= strcmp(inputs->names[k], p->name) == 0;
+        if (given) continue;
+        n_random++;
+        if (gs_shape_is_tuple(p->shape))
+            for (int l = 0; l < p->shape->n_tuple; l++) note_leaf(&list, &n_scaled, m, p, l);
+        else
+            note_leaf(&list, &n_scaled, m, p, -1);
+    }
+    if (filled)
+        fprintf(f, "note: %d elided constant%s ({...}) filled with seeded random values (seed "
+                   "%llu; weights scaled by their fan-in as below)\n",
+                filled, filled == 1 ? "" : "s", (unsigned long long)seed);
+    if (n_random)
+        fprintf(f, "note: %d parameter%s random (seed %llu): floats uniform in [-1, 1), signed "
+                   "ints in [-8, 8), unsigned in [0, 16)%s%s",
+                n_random, n_random == 1 ? "" : "s", (unsigned long long)seed,
+                n_scaled ? "; weights (a dot's right operand, a convolution's kernel) uniform in "
+                           "+-sqrt(3 / fan-in), as LeCun's initialiser: "
+                         : "",
+                n_scaled ? gs_sb_str(&list) : "");
+    if (n_random && n_scaled > 6) fprintf(f, " and %d more", n_scaled - 6);
+    if (n_random) fputc('\n', f);
+    gs_sb_free(&list);
+}
+
 static void print_bytes(FILE *f, int64_t b) {
     if (b >= 1 << 30) fprintf(f, "%.2f GiB", (double)b / (1 << 30));
     else if (b >= 1 << 20) fprintf(f, "%.1f MiB", (double)b / (1 << 20));

@@ -346,6 +346,7 @@ static int run_spmd(const run_args *a, bool mpi) {
     if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
     if (check_memory(a, NULL, m, mpi) != 0) goto finish;
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
+    if (!mpi || gs_mpi_rank() == 0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, 0);
     if (gs_check_collectives(m, (int)n, &d) != GS_OK) goto finish;
     if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
     /* Each device gets its own copies: values are reference counted per thread. */
@@ -404,14 +405,9 @@ static int run_sharded(const run_args *a, bool mpi) {
     if (gs_module_verify(m, &d) != GS_OK) goto finish;
     if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
     if (gs_cli_apply_shardings(&a->sh, m) != 0) goto finish;
-    if (a->fill_elided) {
-        /* Before partitioning, so the program's copies of the constants hold the same values. */
-        int filled = 0;
-        if (gs_module_fill_elided(m, a->seed, &filled, &d) != GS_OK) goto finish;
-        if (filled && rank0)
-            fprintf(stderr, "note: %d elided constant%s ({...}) filled with seeded random values\n",
-                    filled, filled == 1 ? "" : "s");
-    }
+    int filled = 0;
+    /* Before partitioning, so the program's copies of the constants hold the same values. */
+    if (a->fill_elided && gs_module_fill_elided(m, a->seed, &filled, &d) != GS_OK) goto finish;
     if (a->propagate) {
         gs_propagate_options po = {0};
         po.is_spmd = true;
@@ -447,6 +443,7 @@ static int run_sharded(const run_args *a, bool mpi) {
         }
     }
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
+    if (rank0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, filled);
     if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, n, &args, &n_args, &d) != GS_OK)
         goto finish;
     if (gs_run_sharded(m, p, comm, args, n_args, a->seed, &global, &d) != GS_OK) goto finish;
@@ -456,7 +453,7 @@ static int run_sharded(const run_args *a, bool mpi) {
         gs_leaf_check *checks = NULL;
         int n_checks = 0;
         bool all_ok = false;
-        if (gs_verify_outputs(m, args, n_args, a->seed, global, &checks, &n_checks, &all_ok,
+        if (gs_verify_outputs(m, args, n_args, a->seed, (int)a->n_devices, global, &checks, &n_checks, &all_ok,
                               &d) != GS_OK) {
             rc = 1;
         } else if (!print_checks(global, checks, n_checks) || !all_ok) {

@@ -208,9 +208,7 @@ static int cmd_eval(int argc, char **argv) {
     if (gs_module_verify(m, &d) == GS_OK &&
         gs_module_check_bounded(m, "evaluation", &d) == GS_OK &&
         (!fill || gs_module_fill_elided(m, seed, &filled, &d) == GS_OK)) {
-        if (filled)
-            fprintf(stderr, "note: %d elided constant%s ({...}) filled with seeded random values\n",
-                    filled, filled == 1 ? "" : "s");
+        gs_cli_note_random(stderr, m, &inputs, seed, filled);
         gs_value **outs = NULL;
         int n_outs = 0;
         gs_cost cost;

@@ -56,7 +56,7 @@ int main(void) {
     /* Seeded random global inputs, run on 4 device threads, compare with the reference. */
     if (gs_interp_make_args(m, NULL, 42, &args, &n_args, &d) != GS_OK) goto done;
     if (gs_run_partitioned(m, p, 4, args, n_args, 42, 30, &got, &d) != GS_OK) goto done;
-    if (gs_verify_outputs(m, args, n_args, 42, got, &checks, &n_checks, &all_ok, &d) != GS_OK)
+    if (gs_verify_outputs(m, args, n_args, 42, 4, got, &checks, &n_checks, &all_ok, &d) != GS_OK)
         goto done;
     for (int i = 0; i < n_checks; i++)
         printf("out%d: error %.3g (limit %g) %s\n", i, checks[i].error, checks[i].limit,

@@ -110,6 +110,9 @@ struct gs_interp_env {
     uint64_t rng_seed;                /* seed of rng / rng-get-and-update-state */
     const char *device_label;         /* prefix for error messages ("device 3"), or NULL */
     const gs_work_sharing *sharing;   /* NULL: this device computes everything itself */
+    int64_t manual_devices;           /* > 1: the reference of a program for that many devices:
+                                         a partition-id whose sharding is manual is evaluated
+                                         once per device, with its id (a per-device value) */
 };
 
 /* ------------------------------------------------------------------ running */
@@ -154,7 +157,8 @@ void gs_interp_inputs_free(gs_interp_inputs *in);
 /* Builds the entry arguments: parameters named in `inputs` are read from .npy (checked against the
  * parameter's type and shape; bf16 from float32), others get seeded random values (floats
  * uniform in [-1,1), signed ints in [-8,8), unsigned in [0,16), preds fair coins; parameter i is
- * seeded from (seed, i)). An input naming no parameter is an error. *args is malloc'd. */
+ * seeded from (seed, i)); a weight's floats are scaled as an initialiser would
+ * (gs_init_fan_in). An input naming no parameter is an error. *args is malloc'd. */
 gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
                               gs_value ***args, int *n_args, gs_diags *d);
 /* As gs_interp_make_args, for a run on n_devices: a parameter leaf with a manual sharding has no
@@ -167,8 +171,21 @@ gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs
 /* A seeded random value of shape s (as above). */
 gs_value *gs_random_value(const gs_shape *s, uint64_t seed);
 
+/* The fan-in of a weight: the largest contraction that `value` (an entry parameter or a
+ * constant; leaf: the element of a tuple one, -1 for an array) feeds through data movement
+ * (convert, copy, reshape, transpose, bitcast, get-tuple-element) as a dot's right operand (its
+ * contracting dims) or a convolution's kernel (input features times window); 0 for none. Its
+ * random floats are drawn uniform in +-gs_init_limit(fan-in) instead of [-1, 1): LeCun's uniform
+ * initialiser (variance 1 / fan-in), so that a deep network's activations stay near 1 and
+ * verification of its outputs means something (uniform [-1, 1) weights grow them by ~sqrt(fan-in
+ * / 3) a layer: 1e13 after a few). */
+int64_t gs_init_fan_in(const gs_module *m, const gs_instr *value, int leaf);
+/* sqrt(3 / fan_in), or 1 for a fan-in of at most 3. */
+double gs_init_limit(int64_t fan_in);
+
 /* Gives every constant written with elided values (`{...}`, as XLA prints large literals) a
- * seeded pseudo-random value (as gs_random_value, seeded by the constant's name and `seed`), so
+ * seeded pseudo-random value (as gs_random_value, seeded by the constant's name and `seed`,
+ * weights scaled by their fan-in as gs_interp_make_args's), so
  * that a module dumped that way can still be run and a partitioned program compared with it.
  * *n_filled counts them. Fails only on allocation failure. */
 gs_status gs_module_fill_elided(gs_module *m, uint64_t seed, int *n_filled, gs_diags *d);

@@ -218,12 +218,13 @@ bool gs_check_leaf(const gs_value *got, const gs_value *want, const gs_value *bo
                    gs_leaf_check *c);
 
 /* Runs the reference interpreter (gs_interp_eval_bounded, rng seed `seed`) on module m with the
- * global args and compares its result with `got`, the partitioned program's global result,
- * leaf by leaf: *checks (malloc'd, one per output leaf, *n_checks of them), *all_ok. Fails only
+ * global args and compares its result with `got`, the partitioned program's global result on
+ * n_devices devices, leaf by leaf: *checks (malloc'd, one per output leaf, *n_checks of them),
+ * *all_ok. A manual partition-id is evaluated once per device (env.manual_devices). Fails only
  * when the reference fails or the outputs' structure differs. */
 gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_args, uint64_t seed,
-                            gs_value *got, gs_leaf_check **checks, int *n_checks, bool *all_ok,
-                            gs_diags *d);
+                            int n_devices, gs_value *got, gs_leaf_check **checks, int *n_checks,
+                            bool *all_ok, gs_diags *d);
 
 #ifdef __cplusplus
 }

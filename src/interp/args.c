@@ -92,6 +92,90 @@ gs_value *gs_random_value(const gs_shape *s, uint64_t seed) {
     return v;
 }
 
+/* ------------------------------------------------------------------ initialiser scales */
+
+/* Where x's value comes from through data movement (convert, copy, reshape, transpose, bitcast):
+ * the instruction, and in *leaf the element a get-tuple-element of it takes (-1: all of it). */
+static const gs_instr *origin_of(const gs_instr *x, int *leaf) {
+    *leaf = -1;
+    for (int hops = 0; x && hops < 64; hops++) {
+        switch (x->op) {
+        case GS_OP_CONVERT:
+        case GS_OP_COPY:
+        case GS_OP_RESHAPE:
+        case GS_OP_TRANSPOSE:
+        case GS_OP_BITCAST: x = x->n_operands == 1 ? x->operands[0] : NULL; continue;
+        case GS_OP_GET_TUPLE_ELEMENT:
+            if (x->n_operands != 1 || x->operands[0]->op == GS_OP_GET_TUPLE_ELEMENT) return NULL;
+            *leaf = (int)gs_instr_int(x, GS_ATTR_INDEX, -1);
+            return x->operands[0];
+        default: return x;
+        }
+    }
+    return NULL;
+}
+
+/* The contraction a weight w of instruction in feeds: a dot's right operand its contracting
+ * dims, a convolution's kernel its input features times its window; 0 for other operands. */
+static int64_t contraction_of(const gs_instr *in, int operand) {
+    int64_t n = 1;
+    if (operand != 1 || in->n_operands < 2) return 0;
+    const gs_shape *s = in->operands[1]->shape;
+    if (!gs_shape_is_array(s)) return 0;
+    if (in->op == GS_OP_DOT) {
+        gs_ints rc = gs_instr_ints(in, GS_ATTR_RHS_CONTRACTING_DIMS);
+        for (int i = 0; i < rc.n; i++)
+            if (rc.v[i] >= 0 && rc.v[i] < s->rank) n *= s->dims[rc.v[i]];
+        return rc.n ? n : 0;
+    }
+    const gs_attr *da = in->op == GS_OP_CONVOLUTION ? gs_instr_attr(in, GS_ATTR_DIM_LABELS) : NULL;
+    if (!da) return 0;
+    const gs_conv_dims *cd = da->u.conv;
+    if (cd->k_in_feature < 0 || cd->k_in_feature >= s->rank) return 0;
+    n = s->dims[cd->k_in_feature];
+    for (int i = 0; i < cd->n_spatial; i++)
+        if (cd->k_spatial[i] >= 0 && cd->k_spatial[i] < s->rank) n *= s->dims[cd->k_spatial[i]];
+    return n;
+}
+
+int64_t gs_init_fan_in(const gs_module *m, const gs_instr *value, int leaf) {
+    int64_t fan = 0;
+    for (int ci = 0; ci < m->n_comps; ci++)
+        for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+            const gs_instr *in = m->comps[ci]->instrs[i];
+            int64_t k = contraction_of(in, 1);
+            if (k <= fan) continue;
+            int l;
+            if (origin_of(in->operands[1], &l) == value && l == leaf) fan = k;
+        }
+    return fan;
+}
+
+double gs_init_limit(int64_t fan_in) { return fan_in > 3 ? sqrt(3.0 / (double)fan_in) : 1; }
+
+/* v's float elements times `limit` (v an array). */
+static void scale_floats(gs_value *v, double limit) {
+    if (limit == 1 || !v || v->type == GS_TUPLE || !gs_type_is_float(v->type) ||
+        v->type == GS_F8E8M0FNU)
+        return;
+    for (int64_t i = 0; i < v->n; i++)
+        gs_elem_set_f(v->data, v->type, i, gs_elem_get_f(v->data, v->type, i) * limit);
+}
+
+/* A random value for `value` (of shape s), its weights scaled by their fan-in. */
+static gs_value *initial_value(const gs_module *m, const gs_instr *value, const gs_shape *s,
+                               uint64_t seed) {
+    gs_value *v = gs_random_value(s, seed);
+    if (!v) return NULL;
+    if (v->type != GS_TUPLE) {
+        scale_floats(v, gs_init_limit(gs_init_fan_in(m, value, -1)));
+    } else if (s == value->shape) {
+        for (int i = 0; i < v->n_tuple; i++)
+            scale_floats(v->tuple[i], gs_init_limit(gs_init_fan_in(m, value, i)));
+    }
+    return v;
+}
+
 gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
                               gs_value ***args, int *n_args, gs_diags *d) {
     const gs_computation *e = m->entry;
@@ -121,7 +205,7 @@ gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs
             else
                 st = gs_npy_read_as(path, p->shape, p->name, &a[i], d);
         } else {
-            a[i] = gs_random_value(p->shape, seed * 1000003ull + (uint64_t)i);
+            a[i] = initial_value(m, p, p->shape, seed * 1000003ull + (uint64_t)i);
             if (!a[i]) st = gs_error(d, p->span, "out of memory creating a value for parameter %s", p->name);
         }
         if (st != GS_OK) {
@@ -160,13 +244,14 @@ static bool is_manual(const gs_sharding *s) {
  * leaves made bundles of n values, one per device: group 0's is v's own, another group's
  * random (seeded from `seed`, the leaf and the group) unless `same` (every group gets v's).
  * Returns a new reference, NULL on allocation failure or a device in no group. */
-static gs_value *bundle_manual(gs_value *v, const gs_shape *sh, const gs_sharding *s, int *leaf,
-                               int64_t n, uint64_t seed, bool same) {
+static gs_value *bundle_manual(const gs_module *m, const gs_instr *p, gs_value *v,
+                               const gs_shape *sh, const gs_sharding *s, int *leaf, int64_t n,
+                               uint64_t seed, bool same) {
     if (sh->type == GS_TUPLE) {
         gs_value **el = gs_sys_calloc((size_t)(sh->n_tuple ? sh->n_tuple : 1), sizeof *el);
         if (!el) return NULL;
         for (int i = 0; i < sh->n_tuple; i++)
-            if (!(el[i] = bundle_manual(v->tuple[i], sh->tuple[i], s, leaf, n, seed, same))) {
+            if (!(el[i] = bundle_manual(m, p, v->tuple[i], sh->tuple[i], s, leaf, n, seed, same))) {
                 for (int j = 0; j < i; j++) gs_value_free(el[j]);
                 free(el);
                 return NULL;
@@ -184,10 +269,13 @@ static gs_value *bundle_manual(gs_value *v, const gs_shape *sh, const gs_shardin
         int64_t g = manual_group(ls, d);
         for (int64_t e = 0; e < d && !parts[d]; e++) /* an earlier member of the group */
             if (manual_group(ls, e) == g) parts[d] = gs_value_ref(parts[e]);
-        if (!parts[d] && g >= 0)
-            parts[d] = g == 0 || same ? gs_value_ref(v)
-                                      : gs_random_value(sh, seed * 7919u + (uint64_t)k * 104729u +
-                                                                (uint64_t)g);
+        if (!parts[d] && g >= 0) {
+            if (g == 0 || same)
+                parts[d] = gs_value_ref(v);
+            else if ((parts[d] = gs_random_value(sh, seed * 7919u + (uint64_t)k * 104729u +
+                                                         (uint64_t)g)))
+                scale_floats(parts[d], gs_init_limit(gs_init_fan_in(m, p, sh == p->shape ? -1 : k)));
+        }
         if (!parts[d]) {
             for (int64_t e = 0; e < d; e++) gs_value_free(parts[e]);
             free(parts);
@@ -213,7 +301,7 @@ gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs
         for (int k = 0; inputs && k < inputs->n; k++)
             same |= strcmp(inputs->names[k], p->name) == 0;
         int leaf = 0;
-        gs_value *b = bundle_manual((*args)[i], p->shape, s, &leaf, n_devices,
+        gs_value *b = bundle_manual(m, p, (*args)[i], p->shape, s, &leaf, n_devices,
                                     seed * 1000003ull + (uint64_t)i, same);
         if (!b) {
             for (int j = 0; j < *n_args; j++) gs_value_free((*args)[j]);
@@ -286,7 +374,7 @@ gs_status gs_module_fill_elided(gs_module *m, uint64_t seed, int *n_filled, gs_d
             gs_instr *in = m->comps[ci]->instrs[i];
             if (in->op != GS_OP_CONSTANT || !has_elided(in->literal)) continue;
             uint64_t h = gs_hash_bytes(in->name, strlen(in->name), seed);
-            gs_value *v = gs_random_value(in->shape, h);
+            gs_value *v = initial_value(m, in, in->shape, h);
             bool ok = v && literal_from(&m->arena, in->literal, in->shape, v);
             gs_value_free(v);
             if (!ok) return gs_error(d, in->span, "out of memory filling an elided constant");

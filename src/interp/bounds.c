@@ -16,7 +16,8 @@
  *   x + y, x - y                       b_x + b_y + u|r|
  *   x * y                              |y| b_x + |x| b_y + b_x b_y + u|r|
  *   x / y, pow, atan2, remainder       first-order partial derivatives, + u|r|
- *   f(x) (exp, tanh, log, ...)         |f'(x)| b_x + u|r|
+ *   f(x) (exp, tanh, log, ...)         f's range over [x - b_x, x + b_x] (exactly and as computed
+ *                                      in the type: saturation, overflow) less r, + u|r|
  *   floor, ceil, round, sign           0 + u|r|, or the jump when x is within the margin of a
  *                                      discontinuity
  *   max, min, clamp                    the largest operand bound
@@ -216,9 +217,77 @@ static double jump(double dist, double bx, double size) {
     return bx > 0 && fabs(dist) <= JUMP_MARGIN * bx ? size / JUMP_MARGIN : 0;
 }
 
-/* The bound of unary f at a (result r, operand bound ba), before the result's rounding; false
- * when the op has no rule here. */
-static bool unary_bound(gs_opcode op, double a, double r, double ba, double *out) {
+/* f at x in exact (double) arithmetic, NAN when op has no such form here. */
+static double exact_unary(gs_opcode op, double x) {
+    switch (op) {
+    case GS_OP_NEGATE: return -x;
+    case GS_OP_ABS: return fabs(x);
+    case GS_OP_EXP: return exp(x);
+    case GS_OP_EXPM1: return expm1(x);
+    case GS_OP_LOG: return log(x);
+    case GS_OP_LOG1P: return log1p(x);
+    case GS_OP_TANH: return tanh(x);
+    case GS_OP_LOGISTIC: return x < 0 ? exp(x) / (1 + exp(x)) : 1 / (1 + exp(-x));
+    case GS_OP_SQRT: return sqrt(x);
+    case GS_OP_RSQRT: return 1 / sqrt(x);
+    case GS_OP_CBRT: return cbrt(x);
+    case GS_OP_SIN: return sin(x);
+    case GS_OP_COS: return cos(x);
+    case GS_OP_TAN: return tan(x);
+    case GS_OP_ERF: return erf(x);
+    default: return NAN;
+    }
+}
+
+/* f at x as the interpreter computes it in type t (x rounded to t first): its saturation,
+ * overflow and flush included, which a partitioned program whose input moved within its bound
+ * meets too (logistic(-88.7228) is 2.9e-39, logistic(-88.72284) is 0 in f32). */
+static double computed_unary(gs_opcode op, gs_type t, double x) {
+    uint64_t in = 0, out = 0; /* room for any real float type */
+    gs_elem_set_f(&in, t, 0, x);
+    gs_scalar_unary(op, t, &in, 0, t, &out, 0);
+    return gs_elem_get_f(&out, t, 0);
+}
+
+/* How far f can move from r while its input stays in [a - ba, a + ba]: f at both ends, exactly
+ * and as computed in type t, and at the turning points inside (abs at 0, sin and cos at their
+ * extremes); infinite when a pole of tan or the edge of f's domain (log, sqrt) is inside. The
+ * functions are monotone between those points, so this is f's whole range on the interval. */
+static double interval_bound(gs_opcode op, gs_type t, double a, double r, double ba) {
+    double lo = a - ba, hi = a + ba, m = 0;
+    double pts[4] = {lo, hi, 0, 0};
+    int n = 2;
+    const double pi = 3.14159265358979323846;
+    if (op == GS_OP_ABS && lo < 0 && hi > 0) pts[n++] = 0;
+    if (op == GS_OP_SIN || op == GS_OP_COS || op == GS_OP_TAN) {
+        if (hi - lo >= 2 * pi) return op == GS_OP_TAN ? INFINITY : 1 + fabs(r);
+        /* sin's extremes and tan's poles at pi/2 + k pi, cos's extremes at k pi */
+        double shift = op == GS_OP_COS ? 0 : pi / 2;
+        for (double k = ceil((lo - shift) / pi); k * pi + shift <= hi && n < 4; k++) {
+            if (op == GS_OP_TAN) return INFINITY;
+            pts[n++] = k * pi + shift;
+        }
+    }
+    double big = fabs(r);
+    for (int i = 0; i < n; i++) {
+        double f = computed_unary(op, t, pts[i]);
+        double e = fabs(exact_unary(op, pts[i]) - r), c = fabs(f - r);
+        if (isnan(e) || isnan(c)) return INFINITY; /* outside f's domain */
+        if (e > m) m = e;
+        if (c > m) m = c;
+        if (fabs(f) > big) big = fabs(f);
+    }
+    /* The computed f is monotone only to within its own error (XLA's rational tanh, libm's
+     * expf: an ulp or two), so a point inside may pass an end by that: 2 ulps more. */
+    return m + 4 * unit_roundoff(t) * big;
+}
+
+/* The bound of unary f at a (result r of type t, operand bound ba), before the result's
+ * rounding; false when the op has no rule here. A smooth f moves by at most its range over the
+ * interval the operand's bound allows (interval_bound): a first-order |f'(a)| ba is not enough
+ * where f saturates (tanh, logistic: f'(a) is ~0 at the reference's point, but the interval
+ * reaches the slope) or where the computed f overflows to 0 just past a. */
+static bool unary_bound(gs_opcode op, gs_type t, double a, double r, double ba, double *out) {
     double d; /* |f'(a)| */
     switch (op) {
     case GS_OP_NEGATE:
@@ -245,7 +314,13 @@ static bool unary_bound(gs_opcode op, double a, double r, double ba, double *out
     case GS_OP_SIGN: *out = jump(a, ba, 1); return true;
     default: return false;
     }
-    *out = ba > 0 ? d * ba : 0;
+    if (!(ba > 0)) {
+        *out = ba == 0 ? 0 : INFINITY;
+        return true;
+    }
+    double first = d * ba;
+    *out =
+        op == GS_OP_REAL || op == GS_OP_IMAG ? first : fmax(first, interval_bound(op, t, a, r, ba));
     return true;
 }
 
@@ -290,7 +365,7 @@ static gs_status elementwise(gs_eval *ev, const gs_instr *in, gs_value *const *o
             for (int k = 0; k < 3; k++) m = fmax(m, at(bops[k], i));
             x = m;
         } else if (n == 1) {
-            ok = unary_bound(op, get(ops[0], i), ri, get(bops[0], i), &x);
+            ok = unary_bound(op, r->type, get(ops[0], i), ri, get(bops[0], i), &x);
         } else {
             ok = binary_bound(op, get(ops[0], i), get(ops[1], i), get(bops[0], i), get(bops[1], i),
                               ri, &x);
@@ -633,6 +708,7 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     if (!gs_manual_is_enter(in) && !gs_manual_is_exit(in) &&
         gs_op_info_of(in->op)->family != GS_FAM_COLLECTIVE) {
         int n_dev = gs_bundle_devices(ops, in->n_operands);
+        if (n_dev == 0) n_dev = gs_manual_id_devices(ev, in);
         if (n_dev > 0) return gs_per_device(ev, in, n_dev, ops, bops, out, bout, gs_bound_instr);
     }
     const gs_op_info *info = gs_op_info_of(in->op);
@@ -732,7 +808,7 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
 gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
                                  gs_value *const *args, int n_args, gs_value **result,
                                  gs_value **bound, gs_diags *d) {
-    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL};
+    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0};
     gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     *result = *bound = NULL;

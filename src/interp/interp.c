@@ -655,6 +655,7 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     if (gs_manual_is_exit(in) && in->n_operands == 1 && ops[0]->devices > 0)
         return gs_manual_exit(ev, in, ops[0], out);
     int n_dev = gs_bundle_devices(ops, in->n_operands);
+    if (n_dev == 0) n_dev = gs_manual_id_devices(ev, in);
     if (n_dev > 0 && gs_op_info_of(in->op)->family == GS_FAM_COLLECTIVE) {
         /* A collective between the devices of a manual value: all of them at once. */
         const gs_collectives *c = ev->env->collectives;
@@ -869,7 +870,7 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
-    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL};
+    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0};
     gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     gs_status st = gs_eval_call(&ev, c, args, n_args, result);

@@ -159,6 +159,9 @@ bool gs_manual_is_enter(const gs_instr *in);
 bool gs_manual_is_exit(const gs_instr *in);
 /* The device count of the first bundle among ops[0..n), 0 when none is one. */
 int gs_bundle_devices(gs_value *const *ops, int n);
+/* The devices instruction `in` is evaluated on one by one although no operand is per-device: a
+ * partition-id with a manual sharding in a reference with env->manual_devices > 1; else 0. */
+int gs_manual_id_devices(const gs_eval *ev, const gs_instr *in);
 /* op cut into the bundle of its per-device parts by its instruction's sharding. */
 gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out);
 /* The global value reassembled from bundle op by in's sharding. */

@@ -32,6 +32,12 @@ int gs_bundle_devices(gs_value *const *ops, int n) {
     return 0;
 }
 
+int gs_manual_id_devices(const gs_eval *ev, const gs_instr *in) {
+    if (in->op != GS_OP_PARTITION_ID || ev->env->manual_devices <= 1) return 0;
+    const gs_sharding *s = gs_instr_get_sharding(in);
+    return s && gs_sharding_is_manual(s) ? (int)ev->env->manual_devices : 0;
+}
+
 /* A bundle of n per-device values (takes over the references). */
 static gs_value *bundle(int n, gs_value **parts) {
     gs_value *b = gs_value_new_tuple(n, parts);
@@ -113,6 +119,7 @@ gs_status gs_per_device(gs_eval *ev, const gs_instr *in, int n_dev, gs_value *co
         gs_interp_env env = *saved;
         env.partition_id = d;
         env.num_partitions = n_dev;
+        env.manual_devices = 0; /* already on device d */
         ev->env = &env;
         st = fn(ev, in, p, bops ? p + n : NULL, &res[d], bops ? &bres[d] : NULL);
         ev->env = saved;

@@ -125,13 +125,13 @@ static bool check_array(const gs_value *got, const gs_value *want, const gs_valu
 }
 
 gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_args, uint64_t seed,
-                            gs_value *got, gs_leaf_check **checks, int *n_checks, bool *all_ok,
-                            gs_diags *d) {
+                            int n_devices, gs_value *got, gs_leaf_check **checks, int *n_checks,
+                            bool *all_ok, gs_diags *d) {
     *checks = NULL;
     *n_checks = 0;
     *all_ok = false;
     gs_collectives manual = {NULL, (void *)m, gs_collective_execute_bundle, NULL};
-    gs_interp_env env = {0, 0, 1, &manual, seed, NULL, NULL};
+    gs_interp_env env = {0, 0, 1, &manual, seed, NULL, NULL, n_devices};
     gs_value *want = NULL, *bound = NULL;
     if (gs_interp_eval_bounded(m, &env, args, n_args, &want, &bound, d) != GS_OK) return GS_ERR;
     gs_value **g = NULL, **w = NULL, **b = NULL;

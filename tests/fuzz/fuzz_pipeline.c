@@ -161,7 +161,7 @@ static void run_and_compare(const gs_module *m, const gs_module *p) {
         gs_leaf_check *checks = NULL;
         int n_checks = 0;
         bool all_ok = false;
-        if (gs_verify_outputs(m, args, n_args, 1, got, &checks, &n_checks, &all_ok, &d) != GS_OK) {
+        if (gs_verify_outputs(m, args, n_args, 1, 2, got, &checks, &n_checks, &all_ok, &d) != GS_OK) {
             /* An error the comparison reports (the rounding bounds refuse an op the reference's
              * fast path ran, say) is a clean failure, not a finding; only a silent one is. */
             if (d.n_errors == 0) finding("the outputs cannot be compared with the reference", &d, p);

@@ -130,21 +130,20 @@ static void test_sum_and_dot(void **state) {
 static void test_argmax_picks(void **state) {
     (void)state;
     gs_source *src;
-    gs_module *m = parse(
-        "%am (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {\n"
-        "  %a = f32[] parameter(0)\n  %ai = s32[] parameter(1)\n"
-        "  %b = f32[] parameter(2)\n  %bi = s32[] parameter(3)\n"
-        "  %gt = pred[] compare(%a, %b), direction=GT\n"
-        "  %v = f32[] select(%gt, %a, %b)\n  %i = s32[] select(%gt, %ai, %bi)\n"
-        "  ROOT %r = (f32[], s32[]) tuple(%v, %i)\n}\n\n"
-        "ENTRY %e (x: f32[4], y: f32[4]) -> (f32[], s32[]) {\n"
-        "  %x = f32[4] parameter(0)\n  %y = f32[4] parameter(1)\n"
-        "  %p = f32[4] multiply(%x, %y)\n"
-        "  %i = s32[4] iota(), iota_dimension=0\n"
-        "  %ninf = f32[] constant(-inf)\n  %zero = s32[] constant(0)\n"
-        "  ROOT %r = (f32[], s32[]) reduce(%p, %i, %ninf, %zero), dimensions={0}, "
-        "to_apply=%am\n}\n",
-        false, &src);
+    gs_module *m = parse("%am (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {\n"
+                         "  %a = f32[] parameter(0)\n  %ai = s32[] parameter(1)\n"
+                         "  %b = f32[] parameter(2)\n  %bi = s32[] parameter(3)\n"
+                         "  %gt = pred[] compare(%a, %b), direction=GT\n"
+                         "  %v = f32[] select(%gt, %a, %b)\n  %i = s32[] select(%gt, %ai, %bi)\n"
+                         "  ROOT %r = (f32[], s32[]) tuple(%v, %i)\n}\n\n"
+                         "ENTRY %e (x: f32[4], y: f32[4]) -> (f32[], s32[]) {\n"
+                         "  %x = f32[4] parameter(0)\n  %y = f32[4] parameter(1)\n"
+                         "  %p = f32[4] multiply(%x, %y)\n"
+                         "  %i = s32[4] iota(), iota_dimension=0\n"
+                         "  %ninf = f32[] constant(-inf)\n  %zero = s32[] constant(0)\n"
+                         "  ROOT %r = (f32[], s32[]) reduce(%p, %i, %ninf, %zero), dimensions={0}, "
+                         "to_apply=%am\n}\n",
+                         false, &src);
     float x[4] = {1, -1, 2, -2}, y[4] = {3, 1, 0.5f, 4};
     gs_value *args[2] = {f32_array(4, x), f32_array(4, y)}, *r;
     gs_value *b = bounded(m, args, 2, &r);
@@ -261,7 +260,7 @@ static void test_cancelling_square(void **state) {
         gs_leaf_check *c = NULL;
         int n = 0;
         bool all_ok;
-        assert_int_equal(gs_verify_outputs(m, args, n_args, 0, got, &c, &n, &all_ok, &d), GS_OK);
+        assert_int_equal(gs_verify_outputs(m, args, n_args, 0, 1, got, &c, &n, &all_ok, &d), GS_OK);
         assert_int_equal(n, 1);
         if (all_ok != ok[t])
             fail_msg("%.9g: error %g bounds (bound %g), expected %s", tries[t], c[0].error,
@@ -327,12 +326,157 @@ static void test_manual_values(void **state) {
     gs_source_free(src);
 }
 
+/* ------------------------------------------------------------------ transcendental bounds */
+
+/* A small deterministic generator (the seed is printed with a failure). */
+static uint64_t rng_state;
+static double uniform(double lo, double hi) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (double)(rng_state >> 11) * 0x1p-53;
+}
+
+/* op at xs (k of them) as the interpreter computes it in type t (f32 or f64), on a module of one
+ * instruction. */
+static gs_value *apply(const char *op, const char *t, int k, const double *xs) {
+    char body[512];
+    snprintf(body, sizeof body,
+             "ENTRY %%e (x: %s[%d]) -> %s[%d] {\n  %%x = %s[%d] parameter(0)\n"
+             "  ROOT %%y = %s[%d] %s(%%x)\n}\n",
+             t, k, t, k, t, k, t, k, op);
+    gs_source *src;
+    gs_module *m = parse(body, false, &src);
+    int64_t dims[1] = {k};
+    gs_type ty = strcmp(t, "f64") == 0 ? GS_F64 : GS_F32;
+    gs_value *arg = gs_value_new_array(ty, 1, dims), *y = NULL;
+    for (int i = 0; i < k; i++) gs_elem_set_f(arg->data, ty, i, xs[i]);
+    gs_diags d = {0};
+    assert_int_equal(gs_interp_eval(m, NULL, &arg, 1, &y, &d), GS_OK);
+    gs_diags_free(&d);
+    gs_value_free(arg);
+    gs_module_free(m);
+    gs_source_free(src);
+    return y;
+}
+
+/* The largest |v[j] - y| over j < k (infinite for a NaN), its index in *at. */
+static double farthest(const gs_value *v, int k, double y, int *at) {
+    double worst = 0;
+    for (int j = 0; j < k; j++) {
+        double e = fabs(el(v, j) - y);
+        if (isnan(e)) e = INFINITY;
+        if (e > worst) worst = e, *at = j;
+    }
+    return worst;
+}
+
+/* The bound of op(s), s a sum of (a + L) and -L whose rounding bound grows with L, checked
+ * against a brute-force evaluation of the interval: op computed at every f32 value in
+ * [s - b_s, s + b_s] (the sums a partitioned program may get) (all of them when few, else 4,097 spread over it with both ends) must stay
+ * within op(s)'s bound of the reference's op(s); and a finite bound is not vacuous: at most
+ * twice the largest difference found there or at 4,097 real points of the interval (op in f64)
+ * plus 8 roundings of the result (the rounding and the 2 ulps the computed f may stray by). Inputs: ordinary, large
+ * bounds (L up to 1e7), saturated (tanh, logistic, erf far from 0) and subnormal (exp, logistic
+ * near -88..-103) ranges. */
+static void check_op_bounds(const char *op, double a_lo, double a_hi) {
+    enum { N = 48, K = 4097 };
+    float x[2 * N];
+    const double scales[4] = {0, 1, 1e3, 1e7};
+    for (int i = 0; i < N; i++) {
+        double a = uniform(a_lo, a_hi), L = scales[i % 4] * uniform(0.5, 1);
+        x[2 * i] = (float)(a + L);
+        x[2 * i + 1] = (float)-L;
+    }
+    char body[1024];
+    snprintf(body, sizeof body,
+             "ENTRY %%e (x: f32[%d,2]) -> (f32[%d], f32[%d]) {\n"
+             "  %%x = f32[%d,2] parameter(0)\n  %%z = f32[] constant(0)\n"
+             "  %%s = f32[%d] reduce(%%x, %%z), dimensions={1}, to_apply=%%sum\n"
+             "  %%y = f32[%d] %s(%%s)\n"
+             "  ROOT %%t = (f32[%d], f32[%d]) tuple(%%s, %%y)\n}\n",
+             N, N, N, N, N, N, op, N, N);
+    gs_source *src;
+    gs_module *m = parse(body, true, &src);
+    int64_t dims[2] = {N, 2};
+    gs_value *arg = gs_value_new_array(GS_F32, 2, dims), *res = NULL;
+    memcpy(arg->data, x, sizeof x);
+    gs_value *b = bounded(m, &arg, 1, &res);
+    const gs_value *s = res->tuple[0], *y = res->tuple[1], *bs = b->tuple[0], *by = b->tuple[1];
+    double *pts = malloc(sizeof(double) * K), *real = malloc(sizeof(double) * K);
+    for (int i = 0; i < N; i++) {
+        double si = el(s, i), bsi = el(bs, i), yi = el(y, i), byi = el(by, i);
+        float lo = (float)(si - bsi), hi = (float)(si + bsi);
+        if (lo < si - bsi) lo = nextafterf(lo, INFINITY); /* the f32 values inside */
+        if (hi > si + bsi) hi = nextafterf(hi, -INFINITY);
+        int k = 0;
+        for (float f = lo; f <= hi && k < K; f = nextafterf(f, INFINITY)) pts[k++] = f;
+        if (k == K) /* too many floats: spread K over the interval */
+            for (k = 0; k < K; k++) pts[k] = (float)(lo + (hi - lo) * k / (K - 1.0));
+        for (int j = 0; j < K; j++) real[j] = si - bsi + 2 * bsi * j / (K - 1.0);
+        gs_value *v = apply(op, "f32", k, pts), *w = apply(op, "f64", K, real);
+        int at = -1, at_real = -1;
+        double worst = farthest(v, k, yi, &at), worst_real = farthest(w, K, yi, &at_real);
+        gs_value_free(v);
+        gs_value_free(w);
+        if (!(worst <= byi))
+            fail_msg("%s (seed %llu, element %d): s = %.9g, bound %.3g; %s(%.9g) = %.9g is "
+                     "%.9g from the reference's %.9g, beyond its bound %.9g",
+                     op, (unsigned long long)rng_state, i, si, bsi, op, at >= 0 ? pts[at] : 0.0,
+                     at >= 0 ? yi + worst : 0.0, worst, yi, byi);
+        if (isfinite(byi) && byi > 2 * fmax(worst, worst_real) + 8 * U * fabs(yi) + 1e-44)
+            fail_msg("%s (element %d): s = %.9g, bound %.3g; the bound of %s(s), %.3g, is vacuous "
+                     "(the interval moves it by %.3g at most in f32, %.3g in reals)",
+                     op, i, si, bsi, op, byi, worst, worst_real);
+    }
+    free(real);
+    free(pts);
+    gs_value_free(arg);
+    gs_value_free(res);
+    gs_value_free(b);
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
+static void test_transcendental_bounds(void **state) {
+    (void)state;
+    static const struct {
+        const char *op;
+        double lo, hi;
+    } cases[] = {
+        {"exponential", -5, 5},
+        {"exponential", -103, -87},
+        {"exponential", 80, 88},
+        {"exponential-minus-one", -3, 3},
+        {"log", 0.01, 100},
+        {"log", 1e6, 1e8},
+        {"log-plus-one", -0.5, 10},
+        {"tanh", -3, 3},
+        {"tanh", 5, 20},
+        {"tanh", -20, -5},
+        {"logistic", -5, 5},
+        {"logistic", 15, 100},
+        {"logistic", -103, -85},
+        {"sqrt", 0.01, 1e4},
+        {"rsqrt", 0.01, 1e4},
+        {"cbrt", -1e3, 1e3},
+        {"sine", -10, 10},
+        {"cosine", -10, 10},
+        {"tan", -1.5, 1.5},
+        {"erf", -2, 2},
+        {"erf", 3, 10},
+    };
+    for (uint64_t seed = 20261203; seed < 20261203 + 8; seed++) {
+        rng_state = seed;
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+            check_op_bounds(cases[c].op, cases[c].lo, cases[c].hi);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_add_and_moves),        cmocka_unit_test(test_sum_and_dot),
-        cmocka_unit_test(test_argmax_picks),
-        cmocka_unit_test(test_while_carries_bounds), cmocka_unit_test(test_check_leaf),
-        cmocka_unit_test(test_cancelling_square),    cmocka_unit_test(test_manual_values),
+        cmocka_unit_test(test_add_and_moves), cmocka_unit_test(test_sum_and_dot),
+        cmocka_unit_test(test_argmax_picks),  cmocka_unit_test(test_while_carries_bounds),
+        cmocka_unit_test(test_check_leaf),    cmocka_unit_test(test_cancelling_square),
+        cmocka_unit_test(test_manual_values), cmocka_unit_test(test_transcendental_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -125,7 +125,7 @@ static void run_case(const char *hlo, int n, bool default_only, result *r) {
     gs_leaf_check *checks = NULL;
     int n_checks = 0;
     bool all_ok = false;
-    assert_int_equal(gs_verify_outputs(m, args, n_args, 7, got, &checks, &n_checks, &all_ok, &d),
+    assert_int_equal(gs_verify_outputs(m, args, n_args, 7, n, got, &checks, &n_checks, &all_ok, &d),
                      GS_OK);
     for (int i = 0; i < n_checks; i++)
         if (checks[i].error > r->max_err) r->max_err = checks[i].error;

@@ -1017,7 +1017,7 @@ static const char *check_case(one_case *c, double *worst_error) {
     gs_leaf_check *checks = NULL;
     int n_checks = 0;
     bool all_ok = false;
-    if (gs_verify_outputs(c->mod, c->args, c->n_args, 1, c->got, &checks, &n_checks, &all_ok,
+    if (gs_verify_outputs(c->mod, c->args, c->n_args, 1, c->m->n, c->got, &checks, &n_checks, &all_ok,
                           &c->d) != GS_OK) {
         what = "the reference failed";
     } else {
