@@ -40,7 +40,7 @@ static const char *RUN_USAGE =
     "          [--no-windowed-einsum] [--max-memory BYTES]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "          [--share-work | --no-share-work]\n"
-    "       gspmd run --spmd FILE --num-partitions N [--backend threads|mpi]\n"
+    "       gspmd run --spmd FILE --num-partitions N [--num-replicas R] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
     "          [--max-memory BYTES] [--share-work | --no-share-work] [--stats]\n"
     "          --output-dir DIR";
@@ -88,6 +88,9 @@ static const char *RUN_HELP =
     "                       before partitioning (the reference and the program share them)\n"
     "  --spmd               FILE is already partitioned: run it as it is on every device, each\n"
     "                       with the same inputs, outputs in DIR/dev<d>/out<i>.npy\n"
+    "  --num-replicas R     with --spmd: the N devices are R replicas of N/R partitions (the\n"
+    "                       module's replica_count; a per-rank program in replica mode, as\n"
+    "                       PyTorch/XLA dumps them, records none)\n"
     "%s"
     "\n"
     "A device that fails stops the run with a message naming the device and the instruction;\n"
@@ -112,6 +115,7 @@ typedef struct run_args {
     const char *backend_name; /* --backend, or NULL */
     const char *save;         /* --save-program, or NULL */
     bool spmd;                /* --spmd */
+    long num_replicas;        /* --num-replicas R (0: the module's replica_count) */
     bool propagate;           /* not --no-propagate */
     bool verify;              /* --verify */
     bool stats;               /* --stats */
@@ -342,6 +346,14 @@ static int run_spmd(const run_args *a, bool mpi) {
     gs_value **args = NULL, ***dev_args = NULL, **results = NULL, **all = NULL;
     int n_args = 0, rc = 1;
     int64_t n = a->n_devices;
+    if (a->num_replicas) {
+        if (m->replica_count > 1 && m->replica_count != a->num_replicas) {
+            gs_error(&d, gs_span_none(), "--num-replicas %ld, but the module says replica_count=%lld",
+                     a->num_replicas, (long long)m->replica_count);
+            goto finish;
+        }
+        m->replica_count = a->num_replicas;
+    }
     if (gs_module_verify(m, &d) != GS_OK) goto finish;
     if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
     if (check_memory(a, NULL, m, mpi) != 0) goto finish;
@@ -508,6 +520,14 @@ int gs_cli_run(int argc, char **argv) {
             goto done;
         } else if (strcmp(argv[i], "--spmd") == 0) {
             a.spmd = true;
+        } else if (strcmp(argv[i], "--num-replicas") == 0) {
+            char *end = NULL;
+            const char *rv = i + 1 < argc ? argv[++i] : "";
+            a.num_replicas = strtol(rv, &end, 10);
+            if (!*rv || *end || a.num_replicas < 1 || a.num_replicas > 65536) {
+                rc = run_usage("--num-replicas wants a count from 1 to 65536, not '%s'", rv);
+                goto done;
+            }
         } else if (strcmp(argv[i], "--no-propagate") == 0) {
             a.propagate = false;
         } else if (strcmp(argv[i], "--verify") == 0) {
@@ -584,6 +604,14 @@ int gs_cli_run(int argc, char **argv) {
     }
     if (a.spmd && !a.out_dir) {
         rc = run_usage("missing --output-dir DIR%s", "");
+        goto done;
+    }
+    if (a.num_replicas && !a.spmd) {
+        rc = run_usage("%s", "--num-replicas is for a per-replica program (--spmd)");
+        goto done;
+    }
+    if (a.num_replicas && a.n_devices % a.num_replicas != 0) {
+        rc = run_usage("%s", "--num-replicas must divide the devices (--num-partitions)");
         goto done;
     }
     if (a.spmd && (a.verify || a.sh.n > 0 || a.save || a.strict || a.fill_elided)) {

@@ -410,15 +410,28 @@ static window_read read_of(const gs_instr *in, const gs_part_space *sp, int h, i
     return r;
 }
 
-/* Bytes the halo exchanges of plan f move per device (the lhs sharded as lhs), or -1 when some
- * tiled windowed dim cannot be read by halo exchange. */
+/* Can tiled windowed dim h of plan f be read from an lhs that holds its dim whole (sharded as
+ * src), each device slicing its window locally, as XLA slices a replicated input? Not for a
+ * split kernel window or a base dilation made local. */
+static bool reads_locally(const gs_instr *in, const gs_part_space *sp, const gs_sharding *f,
+                          const gs_sharding *src, int h) {
+    int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
+    int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
+    if (k <= 1 || sp->kernel_windowed || !gs_part_plain(src)) return false;
+    window_read r = read_of(in, sp, h, k);
+    return r.ok && r.dil == 1 && gs_sharding_tiles_in_dim(src, r.dim) == 1;
+}
+
+/* Bytes the halo exchanges of plan f move per device (the lhs sharded as lhs; the windowed dims
+ * read locally from src skipped), or -1 when some tiled windowed dim cannot be read by halo
+ * exchange. */
 static int64_t halo_bytes(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
-                          const gs_sharding *f, const gs_sharding *lhs) {
+                          const gs_sharding *f, const gs_sharding *lhs, const gs_sharding *src) {
     int64_t bytes = 0;
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh; h++) {
         int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
-        if (k <= 1) continue;
+        if (k <= 1 || reads_locally(in, sp, f, src, h)) continue;
         window_read r = read_of(in, sp, h, k);
         int64_t L, R;
         if (!r.ok || !gs_part_halo_extent(lhs, r.dim, r.n, r.a0, r.step, r.len, r.live, &L, &R))
@@ -430,7 +443,29 @@ static int64_t halo_bytes(gs_part_ctx *c, const gs_instr *in, const gs_part_spac
     return bytes;
 }
 
-/* The lhs x (sharded as s) read into each device's windows along the tiled windowed dims. */
+/* Device tile t's window [a0 + t*step, a0 + t*step + len) along r.dim sliced from x, which
+ * holds that dim whole (positions outside it zero). */
+static gs_instr *local_window(gs_part_ctx *c, gs_instr *x, const window_read *r,
+                              const gs_sharding *f, int space_dim, gs_instr *zero) {
+    gs_builder *b = gs_part_builder(c);
+    int rank = x->shape->rank;
+    int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, sizes[GS_MAX_RANK];
+    int64_t end = r->a0 + (r->live - 1) * r->step + r->len; /* the last live window's end */
+    lo[r->dim] = r->a0 < 0 ? -r->a0 : 0;
+    hi[r->dim] = end > r->n ? end - r->n : 0;
+    if (lo[r->dim] || hi[r->dim]) x = gs_build_pad(b, x, zero, lo, hi, NULL);
+    if (!x) return NULL;
+    memcpy(sizes, x->shape->dims, sizeof *sizes * (size_t)rank);
+    sizes[r->dim] = r->len;
+    gs_instr *idx[GS_MAX_RANK];
+    for (int i = 0; i < rank; i++) idx[i] = gs_part_s32(c, 0);
+    idx[r->dim] = gs_part_add(c, gs_part_shard_offset(c, f, space_dim, r->step),
+                              gs_part_s32(c, r->a0 + lo[r->dim]));
+    return gs_build_dynamic_slice(b, x, idx, sizes);
+}
+
+/* The lhs x (sharded as s) read into each device's windows along the tiled windowed dims: by
+ * halo exchange, or sliced locally where s holds the dim whole. */
 static gs_instr *read_windows(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                               const gs_sharding *f, gs_instr *x, const gs_sharding *s) {
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
@@ -439,6 +474,10 @@ static gs_instr *read_windows(gs_part_ctx *c, const gs_instr *in, const gs_part_
         if (k <= 1) continue;
         window_read r = read_of(in, sp, h, k);
         gs_instr *zero = gs_build_scalar_i(gs_part_builder(c), x->shape->type, 0);
+        if (reads_locally(in, sp, f, s, h)) {
+            x = local_window(c, x, &r, f, h0 + h, zero);
+            continue;
+        }
         if (r.dil > 1)
             x = gs_part_dilate_shard(c, x, s, in->operands[0]->shape->dims, r.dim, r.dil, zero);
         x = gs_part_halo_read(c, x, s, r.dim, r.n, r.a0, r.step, r.len, r.live, zero);
@@ -587,14 +626,21 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     gs_part_space_plan best = {0}, windowed = {0};
     int best_i = -1, windowed_i = -1;
     for (int i = 0; i < nc; i++) {
-        gs_part_space_plan p = {cands[i], NULL, NULL, NULL, 0, 1};
+        gs_part_space_plan p = {cands[i], NULL, NULL, NULL, 0, 1, NULL};
         p.lhs = project(c, &sp, &sp.lhs, p.f);
         p.rhs = project(c, &sp, &sp.rhs, p.f);
         p.out = project_out(c, &sp, p.f);
         if (c->failed) return false;
-        int64_t hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs) : 0;
+        /* Windowed dims the lhs holds whole stay whole: each device slices its window. */
+        p.lhs_read = p.lhs;
+        int whole[GS_MAX_RANK], nw = 0;
+        for (int h = 0; h < sp.nh; h++)
+            if (reads_locally(in, &sp, p.f, ls, h))
+                whole[nw++] = read_of(in, &sp, h, gs_sharding_tiles_in_dim(p.f, sp.nb + sp.nm + sp.nn + sp.nk + h)).dim;
+        if (nw) p.lhs_read = gs_part_replicate_dims(c, p.lhs, nw, whole);
+        int64_t hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs_read, ls) : 0;
         if (hb < 0) continue; /* a window no halo exchange can read */
-        p.bytes = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs) +
+        p.bytes = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs_read) +
                   gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs) +
                   gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t) + hb;
         for (int s = 0; s < sp.ns; s++) {
@@ -656,7 +702,7 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     if (c->failed) return false;
     /* Emit: operands resharded to the plan, contracting padding masked, the local dot. */
     gs_part_value l, r;
-    gs_part_reshard(c, lv, best.lhs, &l);
+    gs_part_reshard(c, lv, best.lhs_read ? best.lhs_read : best.lhs, &l);
     gs_part_reshard(c, rv, best.rhs, &r);
     gs_instr *lx = l.hlo, *rx = r.hlo;
     if (lx && rx) {

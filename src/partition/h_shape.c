@@ -102,6 +102,31 @@ static const gs_sharding *local_reshape(gs_part_ctx *c, const gs_shape *a, const
     return to;
 }
 
+/* x (held along dim d under s, of global shape base) turned into each device's window
+ * [t*w, t*w + w) along d (t its tile along d, positions past the dim padding) when the windows
+ * reach further than a neighbour: the dim all-gathered, then the window sliced at the device's
+ * offset. A constant number of collectives whatever the device count, where a halo exchange
+ * would need a hop per shard of reach. */
+static gs_instr *gathered_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s,
+                                 const gs_shape *base, int d, int64_t w) {
+    int k = (int)gs_sharding_tiles_in_dim(s, d);
+    gs_part_value v = {.hlo = x, .base = base, .sharding = s, .combiner = GS_OP_ADD};
+    gs_part_value whole;
+    gs_part_reshard(c, &v, gs_part_replicate_dims(c, s, 1, &d), &whole);
+    if (!whole.hlo) return NULL;
+    gs_instr *y = whole.hlo;
+    int64_t dims[GS_MAX_RANK], sizes[GS_MAX_RANK];
+    memcpy(dims, y->shape->dims, sizeof *dims * (size_t)y->shape->rank);
+    memcpy(sizes, dims, sizeof *sizes * (size_t)y->shape->rank);
+    if (dims[d] < w * k) dims[d] = w * k;
+    y = gs_part_pad_to(c, y, dims, NULL);
+    gs_instr *idx[GS_MAX_RANK];
+    for (int i = 0; i < y->shape->rank; i++) idx[i] = gs_part_s32(c, 0);
+    idx[d] = gs_part_shard_offset(c, s, d, w);
+    sizes[d] = w;
+    return gs_build_dynamic_slice(gs_part_builder(c), y, idx, sizes);
+}
+
 /* A reshape whose shards do not line up: the operand split k ways along dim d, which leads its
  * group of merged or split dims (the dims before it hold as many elements as the result's dims
  * before e, the result dim its group starts with), and the result's shards along e are not the
@@ -110,8 +135,9 @@ static const gs_sharding *local_reshape(gs_part_ctx *c, const gs_shape *a, const
  * [t*cb*mb, (t+1)*cb*mb). Either the shard reshapes locally into whole rows of e (ma a
  * multiple of mb) and a halo exchange along e moves those rows into place, or (mb a multiple of
  * ma) a halo exchange along d first gives each device the rows of d its result shard is made
- * of, which then reshape locally. Each halo reaches at most one neighbour. *rs gets the
- * result's sharding; NULL when the pattern does not apply. */
+ * of, which then reshape locally. A halo that would reach beyond one neighbour is read from
+ * the all-gathered dim instead (gathered_window). *rs gets the result's sharding; NULL when the
+ * pattern does not apply. */
 static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_sharding *from,
                                    gs_instr *x, const gs_shape *b, int d, const gs_sharding **rs) {
     int64_t k = gs_sharding_tiles_in_dim(from, d), na = a->dims[d], ca = (na + k - 1) / k;
@@ -146,13 +172,23 @@ static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_s
     int64_t n = rows_first ? bv->dims[e] : na, held = rows_first ? ca * (ma / mb) : ca;
     int64_t w = rows_first ? cb : av->dims[d] / k, span = rows_first ? nb : na;
     int64_t live = gs_part_live_tiles(k, w, span), L, R;
-    if (!gs_part_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) || L > held || R > held) return NULL;
+    bool near = gs_part_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) && L <= held && R <= held;
     const gs_shape *lv = gs_part_local_shape(c, bv, to);
     if (!lv) return NULL;
     gs_builder *bl = gs_part_builder(c);
     gs_instr *y = x;
     if (rows_first) y = gs_build_reshape(bl, y, lv->rank, lv->dims);
-    y = gs_part_halo_read(c, y, hs, hd, n, 0, w, w, live, NULL);
+    if (near) {
+        y = gs_part_halo_read(c, y, hs, hd, n, 0, w, w, live, NULL);
+    } else {
+        gs_shape *hb = gs_shape_with_type(ar, rows_first ? bv : a, a->type);
+        if (!hb) {
+            gs_part_oom(c);
+            return NULL;
+        }
+        hb->dims[hd] = n;
+        y = y ? gathered_window(c, y, hs, hb, hd, w) : NULL;
+    }
     if (!rows_first && y) y = gs_build_reshape(bl, y, lv->rank, lv->dims);
     *rs = to;
     return y;
@@ -178,6 +214,17 @@ bool gs_part_handle_reshape(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     if (gs_shape_elements(a) != gs_shape_elements(b)) return false;
     gs_instr *x = NULL;
     const gs_sharding *rs = NULL;
+    bool same_dims = a->rank == b->rank;
+    for (int i = 0; same_dims && i < a->rank; i++) same_dims = a->dims[i] == b->dims[i];
+    if (same_dims && gs_part_plain(v->sharding)) {
+        /* A reshape to its own dims (even, or uneven when more tiles than elements): the value. */
+        const gs_sharding *want = gs_part_plain(t) ? t : v->sharding;
+        gs_part_value same;
+        gs_part_reshard(c, v, want, &same);
+        if (!same.hlo) return false;
+        result(out, gs_build_copy(gs_part_builder(c), same.hlo), b, want);
+        return out->hlo != NULL;
+    }
     const gs_sharding *fwd =
         gs_part_plain(v->sharding) ? local_reshape(c, a, v->sharding, b) : NULL;
     if (fwd && gs_sharding_equal(fwd, t)) {

@@ -296,6 +296,9 @@ typedef struct gs_part_space_plan {
     const gs_sharding *out;        /* result sharding it produces (maybe partial) */
     int64_t bytes;                 /* bytes its reshards move */
     double flops;                  /* local multiply-adds */
+    const gs_sharding *lhs_read;   /* a convolution's lhs before its windows are read: lhs with
+                                      the windowed dims the lhs holds whole replicated (each
+                                      device slices its window there, no halo); else lhs */
 } gs_part_space_plan;
 
 /* The cheapest plan for `in` over space sp (operand values lv, rv as the space's lhs and rhs,

@@ -977,6 +977,24 @@ static void order_comps(gs_part_ctx *c) {
     gs_strmap_free(&placed);
 }
 
+/* Does m look like an SPMD program already (a partitioner's output, or a per-rank dump): its
+ * name ends in "_spmd", or it has partition-id or collectives and no sharding anywhere? The
+ * instruction that shows it in *why_at (NULL for the name). */
+static bool looks_spmd(const gs_module *m, const gs_instr **why_at) {
+    *why_at = NULL;
+    size_t len = m->name ? strlen(m->name) : 0;
+    if (len >= 5 && strcmp(m->name + len - 5, "_spmd") == 0) return true;
+    for (int ci = 0; ci < m->n_comps; ci++)
+        for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+            const gs_instr *in = m->comps[ci]->instrs[i];
+            if (gs_instr_get_sharding(in)) return false;
+            bool device_op = in->op == GS_OP_PARTITION_ID ||
+                             (gs_op_info_of(in->op)->flags & GS_OPF_COLLECTIVE);
+            if (device_op && !*why_at) *why_at = in;
+        }
+    return *why_at != NULL;
+}
+
 gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_module **out,
                        gs_partition_stats *stats, gs_diags *d) {
     *out = NULL;
@@ -984,6 +1002,21 @@ gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_
     if (!m->entry) return gs_error(d, gs_span_none(), "the module has no entry computation");
     int64_t n = opts ? opts->num_partitions : 1;
     if (gs_partition_check(m, n, d) != GS_OK) return GS_ERR;
+    const gs_instr *spmd_at;
+    if (!(opts && opts->no_warnings) && looks_spmd(m, &spmd_at)) {
+        if (spmd_at)
+            gs_warning(d, spmd_at->span,
+                       "the module looks like an SPMD program already (%s %%%s and no sharding "
+                       "anywhere): partitioning takes it as the program of one device; to run it "
+                       "as it is, give it to `run --spmd`",
+                       gs_op_name(spmd_at->op), spmd_at->name);
+        else
+            gs_warning(d, gs_span_none(),
+                       "the module looks like an SPMD program already (its name '%s' ends in "
+                       "_spmd): partitioning takes it as the program of one device; to run it as "
+                       "it is, give it to `run --spmd`",
+                       m->name);
+    }
     gs_part_ctx *c = calloc(1, sizeof *c);
     if (!c) return gs_error(d, gs_span_none(), "partition: out of memory");
     c->src = m;

@@ -552,8 +552,12 @@ static gs_status check_groups(const gs_instr *in, group_mode mode, int space, gs
         for (int k = 0; k < sz && st == GS_OK; k++) {
             int64_t id = gs_replica_groups_device(rg, gi, k);
             if (id < 0 || id >= space)
-                st = gs_error(d, in->span, "%s %s: replica group names %s %lld, but there are %d %ss",
-                              gs_op_name(in->op), in->name, what, (long long)id, space, what);
+                st = gs_error(d, in->span, "%s %s: replica group names %s %lld, but there are %d %ss%s",
+                              gs_op_name(in->op), in->name, what, (long long)id, space, what,
+                              mode == MODE_CROSS_REPLICA
+                                  ? " (a program of replicas whose module records no "
+                                    "replica_count? give it: run --spmd --num-replicas R)"
+                                  : "");
             else if (seen[id]++)
                 st = gs_error(d, in->span, "%s %s: %s %lld appears in more than one replica group",
                               gs_op_name(in->op), in->name, what, (long long)id);
