@@ -66,6 +66,9 @@ int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
 /* If argv[*i] is --num-partitions N (N in 1..max): sets *n, advances *i and returns 1; -1 with a
  * message for a bad N; 0 when argv[*i] is another option. */
 int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n);
+/* The same for option `name` counting `what` (--num-replicas: "replicas"). */
+int gs_cli_count_option(int argc, char **argv, int *i, const char *cmd, const char *name,
+                        const char *what, long max, long *n);
 /* If argv[*i] is --max-memory BYTES (a number, optionally K/M/G/T for KiB..TiB): sets *max and
  * returns 1; -1 with a message for a bad value; 0 for another option. */
 int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max);

@@ -186,19 +186,24 @@ int64_t gs_cli_machine_memory(void) {
     return (int64_t)pages * (int64_t)size;
 }
 
-int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n) {
+int gs_cli_count_option(int argc, char **argv, int *i, const char *cmd, const char *name,
+                        const char *what, long max, long *n) {
     const char *v;
-    if (!gs_cli_opt_value(argc, argv, i, "--num-partitions", &v)) return 0;
+    if (!gs_cli_opt_value(argc, argv, i, name, &v)) return 0;
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
     if (end == v || *end || errno || x < 1 || x > max) {
-        fprintf(stderr, "gspmd %s: --num-partitions wants a number of devices in 1..%ld, not "
-                        "'%s'\n", cmd, max, v);
+        fprintf(stderr, "gspmd %s: %s wants a number of %s in 1..%ld, not '%s'\n", cmd, name,
+                what, max, v);
         return -1;
     }
     *n = x;
     return 1;
+}
+
+int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n) {
+    return gs_cli_count_option(argc, argv, i, cmd, "--num-partitions", "devices", max, n);
 }
 
 int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max) {

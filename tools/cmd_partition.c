@@ -112,7 +112,6 @@ int gs_cli_partition(int argc, char **argv) {
     gs_module *out = NULL;
     gs_partition_stats st;
     if (gs_module_verify(m, &d) != GS_OK) goto fail;
-    if (gs_module_check_bounded(m, "partitioning", &d) != GS_OK) goto fail;
     if (gs_cli_apply_shardings(&sh, m) != 0) goto fail;
     if (propagate) {
         gs_propagate_options po = {0};

@@ -520,14 +520,9 @@ int gs_cli_run(int argc, char **argv) {
             goto done;
         } else if (strcmp(argv[i], "--spmd") == 0) {
             a.spmd = true;
-        } else if (strcmp(argv[i], "--num-replicas") == 0) {
-            char *end = NULL;
-            const char *rv = i + 1 < argc ? argv[++i] : "";
-            a.num_replicas = strtol(rv, &end, 10);
-            if (!*rv || *end || a.num_replicas < 1 || a.num_replicas > 65536) {
-                rc = run_usage("--num-replicas wants a count from 1 to 65536, not '%s'", rv);
-                goto done;
-            }
+        } else if ((k = gs_cli_count_option(argc, argv, &i, "run", "--num-replicas", "replicas",
+                                            65536, &a.num_replicas)) != 0) {
+            if (k < 0) goto done;
         } else if (strcmp(argv[i], "--no-propagate") == 0) {
             a.propagate = false;
         } else if (strcmp(argv[i], "--verify") == 0) {

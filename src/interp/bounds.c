@@ -217,28 +217,6 @@ static double jump(double dist, double bx, double size) {
     return bx > 0 && fabs(dist) <= JUMP_MARGIN * bx ? size / JUMP_MARGIN : 0;
 }
 
-/* f at x in exact (double) arithmetic, NAN when op has no such form here. */
-static double exact_unary(gs_opcode op, double x) {
-    switch (op) {
-    case GS_OP_NEGATE: return -x;
-    case GS_OP_ABS: return fabs(x);
-    case GS_OP_EXP: return exp(x);
-    case GS_OP_EXPM1: return expm1(x);
-    case GS_OP_LOG: return log(x);
-    case GS_OP_LOG1P: return log1p(x);
-    case GS_OP_TANH: return tanh(x);
-    case GS_OP_LOGISTIC: return x < 0 ? exp(x) / (1 + exp(x)) : 1 / (1 + exp(-x));
-    case GS_OP_SQRT: return sqrt(x);
-    case GS_OP_RSQRT: return 1 / sqrt(x);
-    case GS_OP_CBRT: return cbrt(x);
-    case GS_OP_SIN: return sin(x);
-    case GS_OP_COS: return cos(x);
-    case GS_OP_TAN: return tan(x);
-    case GS_OP_ERF: return erf(x);
-    default: return NAN;
-    }
-}
-
 /* f at x as the interpreter computes it in type t (x rounded to t first): its saturation,
  * overflow and flush included, which a partitioned program whose input moved within its bound
  * meets too (logistic(-88.7228) is 2.9e-39, logistic(-88.72284) is 0 in f32). */
@@ -271,7 +249,8 @@ static double interval_bound(gs_opcode op, gs_type t, double a, double r, double
     double big = fabs(r);
     for (int i = 0; i < n; i++) {
         double f = computed_unary(op, t, pts[i]);
-        double e = fabs(exact_unary(op, pts[i]) - r), c = fabs(f - r);
+        /* exactly: f64 math (the f64 kernel's) */
+        double e = fabs(computed_unary(op, GS_F64, pts[i]) - r), c = fabs(f - r);
         if (isnan(e) || isnan(c)) return INFINITY; /* outside f's domain */
         if (e > m) m = e;
         if (c > m) m = c;

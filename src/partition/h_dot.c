@@ -443,27 +443,6 @@ static int64_t halo_bytes(gs_part_ctx *c, const gs_instr *in, const gs_part_spac
     return bytes;
 }
 
-/* Device tile t's window [a0 + t*step, a0 + t*step + len) along r.dim sliced from x, which
- * holds that dim whole (positions outside it zero). */
-static gs_instr *local_window(gs_part_ctx *c, gs_instr *x, const window_read *r,
-                              const gs_sharding *f, int space_dim, gs_instr *zero) {
-    gs_builder *b = gs_part_builder(c);
-    int rank = x->shape->rank;
-    int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, sizes[GS_MAX_RANK];
-    int64_t end = r->a0 + (r->live - 1) * r->step + r->len; /* the last live window's end */
-    lo[r->dim] = r->a0 < 0 ? -r->a0 : 0;
-    hi[r->dim] = end > r->n ? end - r->n : 0;
-    if (lo[r->dim] || hi[r->dim]) x = gs_build_pad(b, x, zero, lo, hi, NULL);
-    if (!x) return NULL;
-    memcpy(sizes, x->shape->dims, sizeof *sizes * (size_t)rank);
-    sizes[r->dim] = r->len;
-    gs_instr *idx[GS_MAX_RANK];
-    for (int i = 0; i < rank; i++) idx[i] = gs_part_s32(c, 0);
-    idx[r->dim] = gs_part_add(c, gs_part_shard_offset(c, f, space_dim, r->step),
-                              gs_part_s32(c, r->a0 + lo[r->dim]));
-    return gs_build_dynamic_slice(b, x, idx, sizes);
-}
-
 /* The lhs x (sharded as s) read into each device's windows along the tiled windowed dims: by
  * halo exchange, or sliced locally where s holds the dim whole. */
 static gs_instr *read_windows(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
@@ -475,7 +454,8 @@ static gs_instr *read_windows(gs_part_ctx *c, const gs_instr *in, const gs_part_
         window_read r = read_of(in, sp, h, k);
         gs_instr *zero = gs_build_scalar_i(gs_part_builder(c), x->shape->type, 0);
         if (reads_locally(in, sp, f, s, h)) {
-            x = local_window(c, x, &r, f, h0 + h, zero);
+            x = gs_part_whole_window(c, x, f, h0 + h, r.dim, r.n, r.a0, r.step, r.len, r.live,
+                                     zero);
             continue;
         }
         if (r.dil > 1)

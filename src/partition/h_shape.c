@@ -114,17 +114,8 @@ static gs_instr *gathered_window(gs_part_ctx *c, gs_instr *x, const gs_sharding 
     gs_part_value whole;
     gs_part_reshard(c, &v, gs_part_replicate_dims(c, s, 1, &d), &whole);
     if (!whole.hlo) return NULL;
-    gs_instr *y = whole.hlo;
-    int64_t dims[GS_MAX_RANK], sizes[GS_MAX_RANK];
-    memcpy(dims, y->shape->dims, sizeof *dims * (size_t)y->shape->rank);
-    memcpy(sizes, dims, sizeof *sizes * (size_t)y->shape->rank);
-    if (dims[d] < w * k) dims[d] = w * k;
-    y = gs_part_pad_to(c, y, dims, NULL);
-    gs_instr *idx[GS_MAX_RANK];
-    for (int i = 0; i < y->shape->rank; i++) idx[i] = gs_part_s32(c, 0);
-    idx[d] = gs_part_shard_offset(c, s, d, w);
-    sizes[d] = w;
-    return gs_build_dynamic_slice(gs_part_builder(c), y, idx, sizes);
+    int64_t n = base->dims[d];
+    return gs_part_whole_window(c, whole.hlo, s, d, d, n, 0, w, w, k, NULL);
 }
 
 /* A reshape whose shards do not line up: the operand split k ways along dim d, which leads its

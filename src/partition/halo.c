@@ -222,6 +222,30 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
     return gs_build_select(b, in, y, gs_part_bcast_scalar(c, fill, y->shape));
 }
 
+gs_instr *gs_part_whole_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *tiling,
+                               int tile_dim, int d, int64_t n, int64_t a0, int64_t step,
+                               int64_t len, int64_t live, gs_instr *fill) {
+    if (!x) return NULL;
+    gs_builder *b = gs_part_builder(c);
+    int rank = x->shape->rank;
+    int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, sizes[GS_MAX_RANK];
+    int64_t end = a0 + (live - 1) * step + len; /* the last live window's end */
+    lo[d] = a0 < 0 ? -a0 : 0;
+    hi[d] = end > n ? end - n : 0;
+    if (lo[d] || hi[d]) {
+        if (!fill) fill = gs_build_scalar_i(b, x->shape->type, 0);
+        x = gs_build_pad(b, x, fill, lo, hi, NULL);
+    }
+    if (!x) return NULL;
+    memcpy(sizes, x->shape->dims, sizeof *sizes * (size_t)rank);
+    sizes[d] = len;
+    gs_instr *idx[GS_MAX_RANK];
+    for (int i = 0; i < rank; i++) idx[i] = gs_part_s32(c, 0);
+    idx[d] = gs_part_add(c, gs_part_shard_offset(c, tiling, tile_dim, step),
+                         gs_part_s32(c, a0 + lo[d]));
+    return gs_build_dynamic_slice(b, x, idx, sizes);
+}
+
 gs_instr *gs_part_halo_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                               int64_t start, int64_t n_out, gs_instr *fill) {
     int64_t k = gs_sharding_tiles_in_dim(s, d);

@@ -256,6 +256,13 @@ bool gs_part_halo_plan(const gs_sharding *s, int d, int64_t n, int64_t start, in
 /* The most neighbour hops on either side that the read of gs_part_halo_window below exchanges
  * (positions outside the input are not exchanged); -1 when d is not tiled or n is 0. */
 int64_t gs_part_halo_hops(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out);
+/* Device tile t's window [a0 + t*step, a0 + t*step + len) along data dim d sliced from x, which
+ * holds d whole (size n): t is the device's tile along tile dim tile_dim of `tiling`, positions
+ * outside [0, n) are `fill` (NULL: zero); the windows of tiles from `live` on are clamped. No
+ * collective: a replicated input's windows, or an all-gathered dim's. */
+gs_instr *gs_part_whole_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *tiling,
+                               int tile_dim, int d, int64_t n, int64_t a0, int64_t step,
+                               int64_t len, int64_t live, gs_instr *fill);
 /* x turned into the device's shard of that output along d (gs_part_halo_read with the output's
  * shard as both step and length). */
 gs_instr *gs_part_halo_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
