@@ -9,6 +9,7 @@
 #ifndef GSPMD_TOOLS_CLI_H
 #define GSPMD_TOOLS_CLI_H
 
+#include "gspmd/compile.h"
 #include "gspmd/interp.h"
 #include "gspmd/partition.h"
 #include "gspmd/sharding.h"
@@ -41,9 +42,11 @@ typedef struct gs_cli_shardings {
  * usage message when the value is missing or malformed (the caller exits 2). */
 int gs_cli_sharding_option(int argc, char **argv, int *i, gs_cli_shardings *o);
 
-/* Parses the mesh (into m's arena) and applies the --shard requests to m in order. Prints
- * `error: ...` and returns 1 on bad input, 0 otherwise (also when there is nothing to do). */
-int gs_cli_apply_shardings(const gs_cli_shardings *o, gs_module *m);
+/* Parses the --mesh value into *mesh (arena a) and points co's mesh and requests at it and at
+ * the --shard values (kept in a), for gs_compile. Prints `error: ...` and returns 1 on bad
+ * input, 0 otherwise (also when there is nothing to do). */
+int gs_cli_sharding_requests(const gs_cli_shardings *o, gs_arena *a, gs_mesh *mesh,
+                             gs_compile_options *co);
 
 /* Parses a --mesh value into *out (arena a). Prints `error: ...` and returns 1 on bad input. */
 int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out);
@@ -63,6 +66,8 @@ bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const cha
  * another option. */
 int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o);
+/* If arg is --propagate or --no-propagate: sets *propagate and returns true. */
+bool gs_cli_propagate_option(const char *arg, bool *propagate);
 /* If argv[*i] is --num-partitions N (N in 1..max): sets *n, advances *i and returns 1; -1 with a
  * message for a bad N; 0 when argv[*i] is another option. */
 int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n);

@@ -52,6 +52,13 @@ int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
     return 1;
 }
 
+bool gs_cli_propagate_option(const char *arg, bool *propagate) {
+    if (strcmp(arg, "--propagate") == 0) *propagate = true;
+    else if (strcmp(arg, "--no-propagate") == 0) *propagate = false;
+    else return false;
+    return true;
+}
+
 int gs_cli_mkdirs(const char *path) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);

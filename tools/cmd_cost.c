@@ -2,17 +2,15 @@
  * cmd_cost.c — `gspmd cost`: what one step of a sharded module costs each device on a machine,
  * and the step time and model FLOPs utilization (MFU) that implies (src/cost/step.c).
  *
- *   gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--no-propagate] [--spmd]
- *              [--json] [--mesh M --shard NAME=SPEC]...
+ *   gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--propagate|--no-propagate]
+ *              [--spmd] [--json] [--mesh M --shard NAME=SPEC]...
  *
- * FILE is partitioned for N devices (after SPMD propagation unless --no-propagate; --spmd: FILE
- * is already the partitioned program). MFU is the unpartitioned module's matmul FLOPs / N over
+ * FILE is compiled for N devices as `partition` compiles it (gs_compile; SPMD propagation
+ * first unless --no-propagate; --spmd: FILE is already the partitioned program). MFU is the unpartitioned module's matmul FLOPs / N over
  * the predicted step time and the device's peak for the matmuls' precision.
  */
 #include "cli.h"
 #include "gspmd/cost.h"
-#include "gspmd/partition.h"
-#include "gspmd/propagate.h"
 #include "gspmd/text.h"
 
 #include <stdlib.h>
@@ -20,8 +18,9 @@
 #include <time.h>
 
 static const char *COST_USAGE =
-    "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--no-propagate] [--spmd] [--json] "
-    "[--model-flops F] [--mesh M --shard NAME=SPEC]...";
+    "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--propagate|--no-propagate] "
+    "[--spmd] [--json] [--model-flops F] [--strict] [--windowed-einsum-threshold-mib M | "
+    "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]...";
 
 static const char *COST_HELP =
     "Predicts what one step of FILE, partitioned for N devices, costs each device on a machine:\n"
@@ -35,7 +34,11 @@ static const char *COST_HELP =
     "  --machine NAME|FILE  a built-in profile (tpu-v3, tpu-v4, a100, h100, h200, this-cpu;\n"
     "                       default tpu-v3) or a profile file (`key = value` lines, see\n"
     "                       `gspmd calibrate`, which writes this machine's)\n"
-    "  --no-propagate       partition FILE as annotated (else SPMD propagation runs first)\n"
+    "  --propagate          run SPMD sharding propagation before partitioning (the default)\n"
+    "  --no-propagate       partition FILE as annotated, unannotated instructions replicated\n"
+    "  --strict, --windowed-einsum-threshold-mib M, --no-windowed-einsum,\n"
+    "  --bidirectional-windowed-einsum\n"
+    "                       partition as `gspmd partition` does with them\n"
     "  --spmd               FILE is already a partitioned program (no MFU: its model FLOPs are\n"
     "                       unknown)\n"
     "  --json               print the figures as one JSON object\n"
@@ -143,7 +146,10 @@ int gs_cli_cost(int argc, char **argv) {
     const char *file = NULL, *machine = "tpu-v3";
     double given_flops = 0;
     long n = 0;
-    bool propagate = true, spmd = false, json = false;
+    bool propagate = true, json = false;
+    gs_compile_options co;
+    gs_compile_options_init(&co, 0);
+    co.partition.no_warnings = true;
     gs_cli_shardings sh = {0};
     int rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -154,12 +160,14 @@ int gs_cli_cost(int argc, char **argv) {
             printf(COST_HELP, GS_CLI_SHARDING_HELP);
             rc = 0;
             goto done;
-        } else if (strcmp(argv[i], "--no-propagate") == 0) {
-            propagate = false;
+        } else if (gs_cli_propagate_option(argv[i], &propagate)) {
         } else if (strcmp(argv[i], "--spmd") == 0) {
-            spmd = true;
+            co.spmd_input = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--strict") == 0) {
+            co.partition.strict = true;
+            co.partition.no_warnings = false;
         } else if (gs_cli_opt_value(argc, argv, &i, "--machine", &v)) {
             machine = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--model-flops", &v)) {
@@ -170,6 +178,8 @@ int gs_cli_cost(int argc, char **argv) {
                 goto done;
             }
         } else if ((k = gs_cli_devices_option(argc, argv, &i, "cost", 1L << 20, &n)) != 0) {
+            if (k < 0) goto done;
+        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "cost", &co.partition)) != 0) {
             if (k < 0) goto done;
         } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
             if (k < 0) goto done;
@@ -192,27 +202,22 @@ int gs_cli_cost(int argc, char **argv) {
         goto done;
     }
     rc = 1;
+    co.num_partitions = n;
+    co.no_propagate = !propagate;
     gs_machine mc;
     if (load_machine(machine, &mc) != 0) goto done;
     gs_source *src;
     gs_module *m = gs_cli_load_module(file, &src);
     if (!m) goto done;
     gs_diags d = {0};
-    gs_module *p = NULL;
+    gs_compiled out = {0};
+    gs_mesh mesh;
     double compile_s = -1, model_flops = 0;
-    if (gs_module_verify(m, &d) != GS_OK) goto fail;
-    if (gs_cli_apply_shardings(&sh, m) != 0) goto fail;
-    if (!spmd) {
-        double t0 = now_s();
-        if (propagate) {
-            gs_propagate_options po = {0};
-            po.is_spmd = true;
-            if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
-        }
-        gs_partition_options opts = {0};
-        opts.num_partitions = n;
-        opts.no_warnings = true;
-        if (gs_partition(m, &opts, &p, NULL, &d) != GS_OK) goto fail;
+    if (gs_cli_sharding_requests(&sh, &m->arena, &mesh, &co) != 0) goto fail;
+    double t0 = now_s();
+    if (gs_compile(m, &co, &out, &d) != GS_OK) goto fail;
+    const gs_module *p = out.program ? out.program : m;
+    if (out.program) {
         compile_s = now_s() - t0;
         gs_step_cost whole;
         if (gs_cost_step(m, &mc, &whole, &d) != GS_OK) goto fail;
@@ -220,16 +225,16 @@ int gs_cli_cost(int argc, char **argv) {
     }
     if (given_flops > 0) model_flops = given_flops;
     gs_step_cost c;
-    if (gs_cost_step(p ? p : m, &mc, &c, &d) != GS_OK) goto fail;
+    if (gs_cost_step(p, &mc, &c, &d) != GS_OK) goto fail;
     gs_cost site; /* each loop body once, as the FLOPs ratios (and flops.py) count */
-    gs_cost_module(p ? p : m, &site);
+    gs_cost_module(p, &site);
     if (json) print_json(file, n, &mc, &c, model_flops, compile_s, site.flops);
     else print_text(file, n, &mc, &c, model_flops, compile_s, site.flops);
     rc = 0;
 fail:
     gs_diags_render(&d, stderr);
     gs_diags_free(&d);
-    gs_module_free(p);
+    gs_compiled_free(&out);
     gs_module_free(m);
     gs_source_free(src);
 done:

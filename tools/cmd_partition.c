@@ -2,17 +2,15 @@
  * cmd_partition.c — `gspmd partition`: rewrites a sharded module into one SPMD program and prints
  * it as HLO text (which `gspmd parse` reads and `gspmd run --spmd` executes).
  *
- *   gspmd partition FILE --num-partitions N [--propagate] [--stats] [--strict]
+ *   gspmd partition FILE --num-partitions N [--propagate|--no-propagate] [--stats] [--strict]
  *                   [--mesh M --shard NAME=SPEC]...
  *
- * Instructions without a sharding are replicated; --propagate runs SPMD sharding propagation
- * first. Warnings (full rematerialization; instructions computed whole although sharded) go to
+ * Instructions without a sharding are replicated (XLA's partitioner alone, the default);
+ * --propagate runs SPMD sharding propagation first (gs_compile does the whole pipeline). Warnings (full rematerialization; instructions computed whole although sharded) go to
  * stderr, as errors with --strict; --stats prints what the program costs a device against the
  * unpartitioned module (gs_cli_print_stats).
  */
 #include "cli.h"
-#include "gspmd/partition.h"
-#include "gspmd/propagate.h"
 #include "gspmd/text.h"
 
 #include <stdlib.h>
@@ -20,7 +18,7 @@
 
 
 static const char *PART_USAGE =
-    "gspmd partition FILE --num-partitions N [--propagate] [--stats] [--strict] "
+    "gspmd partition FILE --num-partitions N [--propagate|--no-propagate] [--stats] [--strict] "
     "[--windowed-einsum-threshold-mib M | --no-windowed-einsum] [--bidirectional-windowed-einsum] "
     "[--mesh M --shard NAME=SPEC]...";
 
@@ -30,8 +28,9 @@ static const char *PART_HELP =
     "make it compute what the single-device module computes. Prints the program as HLO text.\n"
     "\n"
     "  --num-partitions N   the number of devices (every sharding must span N devices)\n"
-    "  --propagate          run SPMD sharding propagation first (else instructions without a\n"
-    "                       sharding are replicated)\n"
+    "  --propagate          run SPMD sharding propagation first\n"
+    "  --no-propagate       (the default) partition the shardings as written, instructions\n"
+    "                       without one replicated: XLA's partitioner alone\n"
     "  --stats              print to stderr the collectives emitted (count and bytes by kind),\n"
     "                       the instructions computed whole, and per-device FLOPs and peak\n"
     "                       memory against the unpartitioned module's / N\n"
@@ -63,8 +62,9 @@ static int part_usage(const char *fmt, const char *arg) {
 int gs_cli_partition(int argc, char **argv) {
     const char *file = NULL;
     long n = 0;
-    bool propagate = false, stats = false, strict = false;
-    gs_partition_options opts = {0};
+    bool propagate = false, stats = false;
+    gs_compile_options co;
+    gs_compile_options_init(&co, 0);
     gs_cli_shardings sh = {0};
     int rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -74,17 +74,16 @@ int gs_cli_partition(int argc, char **argv) {
             printf(PART_HELP, GS_CLI_SHARDING_HELP);
             rc = 0;
             goto done;
-        } else if (strcmp(argv[i], "--propagate") == 0) {
-            propagate = true;
+        } else if (gs_cli_propagate_option(argv[i], &propagate)) {
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
-            strict = true;
+            co.partition.strict = true;
         } else if ((k = gs_cli_devices_option(argc, argv, &i, "partition", 1L << 20, &n)) != 0) {
             if (k < 0) goto done;
         } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
             if (k < 0) goto done;
-        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "partition", &opts)) != 0) {
+        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "partition", &co.partition)) != 0) {
             if (k < 0) goto done;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = part_usage("unknown option '%s'", argv[i]);
@@ -105,35 +104,29 @@ int gs_cli_partition(int argc, char **argv) {
         goto done;
     }
     rc = 1;
+    co.num_partitions = n;
+    co.no_propagate = !propagate;
     gs_source *src;
     gs_module *m = gs_cli_load_module(file, &src);
     if (!m) goto done;
     gs_diags d = {0};
-    gs_module *out = NULL;
-    gs_partition_stats st;
-    if (gs_module_verify(m, &d) != GS_OK) goto fail;
-    if (gs_cli_apply_shardings(&sh, m) != 0) goto fail;
-    if (propagate) {
-        gs_propagate_options po = {0};
-        po.is_spmd = true;
-        if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
-    }
-    opts.num_partitions = n;
-    opts.strict = strict;
-    if (gs_partition(m, &opts, &out, &st, &d) != GS_OK) goto fail;
-    char *text = gs_module_to_string(out);
+    gs_compiled out = {0};
+    gs_mesh mesh;
+    if (gs_cli_sharding_requests(&sh, &m->arena, &mesh, &co) != 0) goto fail;
+    if (gs_compile(m, &co, &out, &d) != GS_OK) goto fail;
+    char *text = gs_module_to_string(out.program);
     if (!text) {
         gs_error(&d, gs_span_none(), "out of memory");
         goto fail;
     }
     fputs(text, stdout);
     free(text);
-    if (stats) gs_cli_print_stats(stderr, m, out, &st);
+    if (stats) gs_cli_print_stats(stderr, m, out.program, &out.stats);
     rc = 0;
 fail:
     gs_diags_render(&d, stderr);
     gs_diags_free(&d);
-    gs_module_free(out);
+    gs_compiled_free(&out);
     gs_module_free(m);
     gs_source_free(src);
 done:

@@ -10,7 +10,6 @@
  * came from. Bad input exits 1 with located errors, bad usage 2.
  */
 #include "cli.h"
-#include "gspmd/propagate.h"
 #include "gspmd/text.h"
 
 #include <stdlib.h>
@@ -118,14 +117,21 @@ int gs_cli_propagate(int argc, char **argv) {
     gs_source *src = NULL;
     gs_module *m = NULL;
     if (rc == 0 && !(m = gs_cli_load_module(path, &src))) rc = 1;
-    if (rc == 0) rc = gs_cli_apply_shardings(&sh, m);
     if (rc == 0) {
+        gs_compile_options co;
+        gs_compile_options_init(&co, 1);
+        co.propagate = opts;
+        co.no_partition = true;
+        co.keep_provenance = explain != NULL;
         gs_diags d = {0};
-        gs_propagate_info *info = NULL;
-        gs_status st = gs_propagate_ex(m, &opts, explain ? &info : NULL, &d);
+        gs_compiled out = {0};
+        gs_mesh mesh;
+        gs_status st = GS_ERR;
+        if (gs_cli_sharding_requests(&sh, &m->arena, &mesh, &co) == 0)
+            st = gs_compile(m, &co, &out, &d);
         if (st == GS_OK && explain) {
             gs_sb sb = {0};
-            st = gs_propagate_explain(info, explain, &sb, &d);
+            st = gs_propagate_explain(out.info, explain, &sb, &d);
             if (st == GS_OK) fputs(gs_sb_str(&sb), stdout);
             gs_sb_free(&sb);
         } else if (st == GS_OK) {
@@ -140,7 +146,7 @@ int gs_cli_propagate(int argc, char **argv) {
         }
         gs_diags_render(&d, stderr);
         gs_diags_free(&d);
-        gs_propagate_info_free(info);
+        gs_compiled_free(&out);
         if (st != GS_OK) rc = 1;
     }
     gs_module_free(m);

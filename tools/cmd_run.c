@@ -1,7 +1,7 @@
 /*
  * cmd_run.c — `gspmd run`: runs a program on N devices.
  *
- *   gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]
+ *   gspmd run FILE --num-partitions N [--propagate|--no-propagate] [--backend threads|mpi]
  *             [--input NAME=FILE.npy]... [--output-dir DIR] [--verify] [--seed S]
  *             [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...
  *   gspmd run --spmd FILE --num-partitions N [...] --output-dir DIR
@@ -22,8 +22,6 @@
 #include "cli.h"
 #include "gspmd/cost.h"
 #include "gspmd/npy.h"
-#include "gspmd/partition.h"
-#include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
@@ -34,7 +32,7 @@
 #include <sys/stat.h>
 
 static const char *RUN_USAGE =
-    "gspmd run FILE --num-partitions N [--no-propagate] [--backend threads|mpi]\n"
+    "gspmd run FILE --num-partitions N [--propagate|--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
     "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
     "          [--no-windowed-einsum] [--max-memory BYTES]\n"
@@ -52,6 +50,7 @@ static const char *RUN_HELP =
     "reassembles the global outputs by the root's sharding into DIR/out<i>.npy.\n"
     "\n"
     "  --num-partitions N   the number of devices (under mpirun: the number of ranks)\n"
+    "  --propagate          propagate shardings before partitioning (the default)\n"
     "  --no-propagate       partition with the shardings as written (missing ones replicate)\n"
     "  --verify             also run the reference interpreter on the same inputs and compare\n"
     "                       element by element: integers and predicates exactly, floats within\n"
@@ -236,19 +235,6 @@ static bool print_checks(const gs_value *got, const gs_leaf_check *c, int n) {
     return ok;
 }
 
-/* Names the ops of p that the runtime cannot run. */
-static gs_status check_supported(const gs_module *p, gs_diags *d) {
-    gs_status st = GS_OK;
-    for (int ci = 0; ci < p->n_comps; ci++)
-        for (int i = 0; i < p->comps[ci]->n_instrs; i++) {
-            const gs_instr *in = p->comps[ci]->instrs[i];
-            if (!gs_interp_supports(in->op))
-                st = gs_error(d, in->span, "the program uses '%s' (%%%s), which the runtime "
-                              "cannot run", gs_op_name(in->op), in->name);
-        }
-    return st;
-}
-
 static gs_comm *make_comm(const run_args *a, bool mpi, gs_diags *d) {
     if (mpi) {
         gs_comm *comm = gs_comm_mpi_new((int)a->per_rank, a->timeout, d);
@@ -354,12 +340,15 @@ static int run_spmd(const run_args *a, bool mpi) {
         }
         m->replica_count = a->num_replicas;
     }
-    if (gs_module_verify(m, &d) != GS_OK) goto finish;
-    if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
+    gs_compile_options co;
+    gs_compile_options_init(&co, n);
+    co.spmd_input = true;
+    co.runnable = true;
+    gs_compiled checked;
+    if (gs_compile(m, &co, &checked, &d) != GS_OK) goto finish;
     if (check_memory(a, NULL, m, mpi) != 0) goto finish;
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
     if (!mpi || gs_mpi_rank() == 0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, 0);
-    if (gs_check_collectives(m, (int)n, &d) != GS_OK) goto finish;
     if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
     /* Each device gets its own copies: values are reference counted per thread. */
     dev_args = calloc((size_t)comm->local_devices, sizeof *dev_args);
@@ -409,34 +398,26 @@ static int run_sharded(const run_args *a, bool mpi) {
     if (!m) return 1;
     gs_diags d = {0};
     gs_comm *comm = NULL;
-    gs_module *p = NULL;
+    gs_compiled compiled = {0};
+    const gs_module *p = NULL;
     gs_value **args = NULL, *global = NULL;
     int n_args = 0, rc = 1;
     int64_t n = a->n_devices;
     bool rank0 = !mpi || gs_mpi_rank() == 0;
-    if (gs_module_verify(m, &d) != GS_OK) goto finish;
-    if (gs_module_check_bounded(m, "running", &d) != GS_OK) goto finish;
-    if (gs_cli_apply_shardings(&a->sh, m) != 0) goto finish;
-    int filled = 0;
-    /* Before partitioning, so the program's copies of the constants hold the same values. */
-    if (a->fill_elided && gs_module_fill_elided(m, a->seed, &filled, &d) != GS_OK) goto finish;
-    if (a->propagate) {
-        gs_propagate_options po = {0};
-        po.is_spmd = true;
-        if (gs_propagate(m, &po, &d) != GS_OK) goto finish;
-    }
-    gs_partition_options po = {0};
-    po.windowed_einsum = a->win.windowed_einsum;
-    po.no_windowed_einsum = a->win.no_windowed_einsum;
-    po.windowed_einsum_threshold_mib = a->win.windowed_einsum_threshold_mib;
-    po.bidirectional_windowed_einsum = a->win.bidirectional_windowed_einsum;
-    po.num_partitions = n;
-    po.no_warnings = !rank0;
-    po.strict = a->strict;
-    gs_partition_stats pst;
-    if (gs_partition(m, &po, &p, &pst, &d) != GS_OK) goto finish;
-    if (a->stats && rank0) gs_cli_print_stats(stderr, m, p, &pst);
-    if (check_supported(p, &d) != GS_OK) goto finish;
+    gs_compile_options co;
+    gs_compile_options_init(&co, n);
+    co.no_propagate = !a->propagate;
+    co.partition = a->win;
+    co.partition.no_warnings = !rank0;
+    co.partition.strict = a->strict;
+    co.runnable = true;
+    co.fill_elided = a->fill_elided;
+    co.seed = a->seed;
+    gs_mesh mesh;
+    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &co) != 0) goto finish;
+    if (gs_compile(m, &co, &compiled, &d) != GS_OK) goto finish;
+    p = compiled.program;
+    if (a->stats && rank0) gs_cli_print_stats(stderr, m, p, &compiled.stats);
     if (check_memory(a, m, p, mpi) != 0) goto finish;
     if (a->save && rank0) {
         char *text = gs_module_to_string(p);
@@ -455,7 +436,7 @@ static int run_sharded(const run_args *a, bool mpi) {
         }
     }
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
-    if (rank0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, filled);
+    if (rank0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, compiled.n_filled);
     if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, n, &args, &n_args, &d) != GS_OK)
         goto finish;
     if (gs_run_sharded(m, p, comm, args, n_args, a->seed, &global, &d) != GS_OK) goto finish;
@@ -495,7 +476,7 @@ finish:
     free_run_values(comm, NULL, args, n_args, NULL, NULL, (int)n);
     gs_value_free(global);
     if (comm) comm->ops->free(comm);
-    gs_module_free(p);
+    gs_compiled_free(&compiled);
     gs_module_free(m);
     gs_source_free(src);
     if (mpi) gs_mpi_finalize();
@@ -523,8 +504,7 @@ int gs_cli_run(int argc, char **argv) {
         } else if ((k = gs_cli_count_option(argc, argv, &i, "run", "--num-replicas", "replicas",
                                             65536, &a.num_replicas)) != 0) {
             if (k < 0) goto done;
-        } else if (strcmp(argv[i], "--no-propagate") == 0) {
-            a.propagate = false;
+        } else if (gs_cli_propagate_option(argv[i], &a.propagate)) {
         } else if (strcmp(argv[i], "--verify") == 0) {
             a.verify = true;
         } else if (strcmp(argv[i], "--stats") == 0) {

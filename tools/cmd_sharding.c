@@ -12,8 +12,8 @@
  * caret under the problem and exit 1; bad usage exits 2.
  */
 #include "cli.h"
+#include "gspmd/text.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,58 +56,6 @@ static int usage(const char *fmt, const char *arg) {
 
 /* Renders d against a one-line source holding the argument text, so errors get a caret. */
 static void render(gs_diags *d) { gs_diags_render(d, stderr); }
-
-/* Parses TYPE[d0,...] / [d0,...] / d0,d1 into *type and dims; reports errors at src. */
-static gs_status parse_shape(const gs_source *src, gs_type *type, int *rank, int64_t *dims,
-                             gs_diags *d) {
-    const char *s = src->text, *p = s;
-    gs_span sp = {src, 1, 1};
-    *type = GS_F32;
-    *rank = 0;
-    while (isalnum((unsigned char)*p)) p++;
-    if (*p == '[') {
-        if (p > s) {
-            *type = gs_type_from_name(s, (size_t)(p - s));
-            if (*type == GS_INVALID_TYPE || !gs_type_is_array(*type))
-                return gs_error(d, sp, "unknown element type '%.*s'", (int)(p - s), s);
-        }
-        p++;
-    } else {
-        p = s;
-    }
-    bool bracket = p > s;
-    while (*p && *p != ']') {
-        while (*p == ' ') p++;
-        if (!isdigit((unsigned char)*p)) {
-            sp.col = (uint32_t)(p - s) + 1;
-            return gs_error(d, sp, "expected a dimension size in the shape, found %s",
-                            *p ? "another character" : "the end");
-        }
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (*rank >= GS_MAX_RANK) return gs_error(d, sp, "the shape has too many dims");
-        if (v > ((long long)1 << 50)) {
-            sp.col = (uint32_t)(p - s) + 1;
-            return gs_error(d, sp, "dimension size %lld is too large", v);
-        }
-        dims[(*rank)++] = v;
-        p = end;
-        while (*p == ' ') p++;
-        if (*p == ',')
-            p++;
-        else if (*p && *p != ']') {
-            sp.col = (uint32_t)(p - s) + 1;
-            return gs_error(d, sp, "expected ',' or ']' in the shape");
-        }
-    }
-    if (bracket && *p != ']') return gs_error(d, sp, "expected ']' to close the shape");
-    if (*p == ']') p++;
-    if (*p) {
-        sp.col = (uint32_t)(p - s) + 1;
-        return gs_error(d, sp, "unexpected text after the shape");
-    }
-    return GS_OK;
-}
 
 int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out) {
     gs_source *src = gs_source_from_string("--mesh", text);
@@ -173,15 +121,27 @@ int gs_cli_show_sharding(int argc, char **argv) {
     gs_source *src = gs_source_from_string("SHARDING", text);
     gs_mesh mesh;
     bool have_mesh = false;
-    gs_type type;
-    int rank;
-    int64_t dims[GS_MAX_RANK];
+    gs_shape *shape = NULL;
     gs_sharding *s = NULL;
     if (!shape_src || !src) {
         fprintf(stderr, "error: out of memory\n");
         goto done;
     }
-    if (parse_shape(shape_src, &type, &rank, dims, &d) != GS_OK) goto done;
+    if (gs_parse_shape(&a, shape_src, GS_F32, &shape, &d) != GS_OK) goto done;
+    if (!gs_shape_is_array(shape)) {
+        gs_error(&d, gs_span_none(), "show-sharding draws one array, not %s",
+                 gs_shape_is_tuple(shape) ? "a tuple" : "a token");
+        goto done;
+    }
+    for (int i = 0; i < shape->rank; i++)
+        if (shape->dims[i] < 0) {
+            gs_error(&d, gs_span_none(), "show-sharding needs every dimension's size, but "
+                     "dimension %d is unbounded ('?')", i);
+            goto done;
+        }
+    int rank = shape->rank;
+    const int64_t *dims = shape->dims;
+    gs_type type = shape->type;
     if (mesh_arg) {
         if (gs_cli_parse_mesh(&a, mesh_arg, &mesh) != 0) goto done;
         have_mesh = true;
@@ -291,98 +251,27 @@ int gs_cli_sharding_option(int argc, char **argv, int *i, gs_cli_shardings *o) {
     return 1;
 }
 
-/* Entry parameters a --shard set are pinned: the header's
- * allow_spmd_sharding_propagation_to_parameters (which JAX writes as all true when in_shardings
- * were left to the compiler) is made false for them, so that propagation keeps what the user
- * asked for. `before` holds each parameter's sharding attribute before the requests. */
-static int pin_parameters(gs_module *m, const gs_attr *const *before) {
-    gs_computation *e = m->entry;
-    const char *key = "allow_spmd_sharding_propagation_to_parameters";
-    gs_module_attr *a = NULL;
-    for (int i = 0; e && i < m->n_attrs; i++)
-        if (strcmp(m->attrs[i].name, key) == 0) a = &m->attrs[i];
-    if (!a) return 0;
-    int np = e->n_params, n = 0;
-    bool *allow = calloc((size_t)np + 1, sizeof *allow);
-    if (!allow) return 1;
-    for (const char *p = a->text; *p && n <= np;) {
-        if (strncmp(p, "true", 4) == 0) {
-            if (n < np) allow[n] = true;
-            n++;
-            p += 4;
-        } else if (strncmp(p, "false", 5) == 0) {
-            n++;
-            p += 5;
-        } else {
-            p++;
-        }
+int gs_cli_sharding_requests(const gs_cli_shardings *o, gs_arena *a, gs_mesh *mesh,
+                             gs_compile_options *co) {
+    if (o->mesh) {
+        if (gs_cli_parse_mesh(a, o->mesh, mesh) != 0) return 1;
+        co->mesh = mesh;
     }
-    if (n == 1)
-        for (int i = 1; i < np; i++) allow[i] = allow[0];
-    else if (n != np) {
-        free(allow);
-        return 0; /* a malformed vector: propagation reports it */
-    }
-    gs_sb sb = {0};
-    gs_sb_puts(&sb, "{");
-    for (int i = 0; i < np; i++) {
-        bool set = gs_instr_attr(e->params[i], GS_ATTR_SHARDING) != before[i];
-        gs_sb_puts(&sb, i ? "," : "");
-        gs_sb_puts(&sb, allow[i] && !set ? "true" : "false");
-    }
-    gs_sb_puts(&sb, "}");
-    free(allow);
-    const char *text = sb.failed ? NULL : gs_arena_strdup(&m->arena, gs_sb_str(&sb));
-    gs_sb_free(&sb);
-    if (!text) return 1;
-    a->text = text;
-    return 0;
-}
-
-int gs_cli_apply_shardings(const gs_cli_shardings *o, gs_module *m) {
     if (o->n == 0) return 0;
-    int np = m->entry ? m->entry->n_params : 0;
-    const gs_attr **before = calloc((size_t)np + 1, sizeof *before);
-    if (!before) {
+    gs_shard_request *reqs = GS_NEW_ARRAY(a, gs_shard_request, o->n);
+    for (int i = 0; reqs && i < o->n; i++) {
+        const char *eq = strchr(o->shard[i], '=');
+        reqs[i].pattern = gs_arena_strndup(a, o->shard[i], (size_t)(eq - o->shard[i]));
+        reqs[i].spec = eq + 1;
+        if (!reqs[i].pattern) reqs = NULL;
+    }
+    if (!reqs) {
         fprintf(stderr, "error: out of memory\n");
         return 1;
     }
-    for (int i = 0; i < np; i++) before[i] = gs_instr_attr(m->entry->params[i], GS_ATTR_SHARDING);
-    gs_mesh mesh;
-    if (o->mesh && gs_cli_parse_mesh(&m->arena, o->mesh, &mesh) != 0) {
-        free(before);
-        return 1;
-    }
-    gs_shard_request *reqs = calloc((size_t)o->n, sizeof *reqs);
-    char **names = calloc((size_t)o->n, sizeof *names);
-    int rc = 1;
-    if (reqs && names) {
-        rc = 0;
-        for (int i = 0; i < o->n && rc == 0; i++) {
-            const char *eq = strchr(o->shard[i], '=');
-            names[i] = strndup(o->shard[i], (size_t)(eq - o->shard[i]));
-            if (!names[i]) rc = 1;
-            reqs[i].pattern = names[i];
-            reqs[i].spec = eq + 1;
-        }
-        gs_diags d = {0};
-        if (rc == 0 &&
-            gs_module_apply_shardings(m, o->mesh ? &mesh : NULL, o->n, reqs, NULL, &d) != GS_OK)
-            rc = 1;
-        render(&d);
-        gs_diags_free(&d);
-    } else {
-        fprintf(stderr, "error: out of memory\n");
-    }
-    if (rc == 0 && pin_parameters(m, before) != 0) {
-        fprintf(stderr, "error: out of memory\n");
-        rc = 1;
-    }
-    for (int i = 0; names && i < o->n; i++) free(names[i]);
-    free(names);
-    free(reqs);
-    free(before);
-    return rc;
+    co->n_requests = o->n;
+    co->requests = reqs;
+    return 0;
 }
 
 void gs_cli_shardings_free(gs_cli_shardings *o) {

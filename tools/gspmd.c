@@ -16,6 +16,7 @@
 #include "gspmd/npy.h"
 #include "gspmd/numeric.h"
 #include "gspmd/text.h"
+#include "gspmd/version.h"
 
 #include <errno.h>
 #ifdef __GLIBC__
@@ -245,6 +246,13 @@ done:
 
 static int cmd_help(int argc, char **argv);
 
+static int cmd_version(int argc, char **argv) {
+    if (argc > 1 && is_help(argv[1])) return print_help("version");
+    if (argc > 1) return usage_error("version", "unexpected argument '%s'", argv[1]);
+    printf("gspmd %s\n", GSPMD_VERSION_STRING);
+    return 0;
+}
+
 static const command COMMANDS[] = {
     {"parse", cmd_parse, "gspmd parse FILE",
      "Parses XLA HLO text (FILE may be - for standard input) and prints the module in canonical\n"
@@ -277,20 +285,23 @@ static const command COMMANDS[] = {
      "Propagates shardings to every instruction (XLA's ShardingPropagation) and prints the\n"
      "module. See gspmd propagate --help.\n"},
     {"partition", gs_cli_partition,
-     "gspmd partition FILE --num-partitions N [--propagate] [--mesh M --shard NAME=SPEC]...",
-     "Rewrites a sharded module into one SPMD program with per-device shapes and collectives.\n"
-     "See gspmd partition --help.\n"},
-    {"run", gs_cli_run,
-     "gspmd run [--spmd] FILE --num-partitions N [--no-propagate] [--verify] [--backend threads|mpi] "
-     "[--input NAME=FILE.npy]... [--output-dir DIR]",
-     "Partitions FILE and runs it on N devices (threads, or MPI ranks under mpirun), optionally\n"
-     "verifying against the reference interpreter; --spmd runs an already partitioned program\n"
-     "as it is. See gspmd run --help.\n"},
-    {"cost", gs_cli_cost,
-     "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--no-propagate] [--spmd] [--json] "
+     "gspmd partition FILE --num-partitions N [--propagate|--no-propagate] "
      "[--mesh M --shard NAME=SPEC]...",
-     "Predicts one step's per-device FLOPs, memory traffic, collectives, peak memory, step time\n"
-     "and model FLOPs utilization on a machine profile. See gspmd cost --help.\n"},
+     "Rewrites a sharded module into one SPMD program with per-device shapes and collectives.\n"
+     "Propagates shardings first only with --propagate (the default is XLA's partitioner\n"
+     "alone). See gspmd partition --help.\n"},
+    {"run", gs_cli_run,
+     "gspmd run [--spmd] FILE --num-partitions N [--propagate|--no-propagate] [--verify] "
+     "[--backend threads|mpi] [--input NAME=FILE.npy]... [--output-dir DIR]",
+     "Propagates shardings (unless --no-propagate), partitions FILE and runs it on N devices\n"
+     "(threads, or MPI ranks under mpirun), optionally verifying against the reference\n"
+     "interpreter; --spmd runs an already partitioned program as it is. See gspmd run --help.\n"},
+    {"cost", gs_cli_cost,
+     "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--propagate|--no-propagate] "
+     "[--spmd] [--json] [--mesh M --shard NAME=SPEC]...",
+     "Compiles FILE as run does (propagating unless --no-propagate) and predicts one step's\n"
+     "per-device FLOPs, memory traffic, collectives, peak memory, step time and model FLOPs\n"
+     "utilization on a machine profile. See gspmd cost --help.\n"},
     {"calibrate", gs_cli_calibrate, "gspmd calibrate [--output FILE]",
      "Measures this machine (matmul, memory, the interpreter, the threads backend's\n"
      "collectives) and prints its profile for gspmd cost --machine FILE.\n"},
@@ -299,6 +310,8 @@ static const command COMMANDS[] = {
      "Draws which device holds which block of an array under a sharding (XLA text, or a\n"
      "PartitionSpec with --mesh); --json prints each device's tile, offset and shard shape.\n"},
     {"help", cmd_help, "gspmd help [COMMAND]", "Lists the commands, or explains one.\n"},
+    {"version", cmd_version, "gspmd version (or gspmd --version)",
+     "Prints gspmd's version.\n"},
 };
 
 static const command *find_command(const char *name) {
@@ -358,6 +371,8 @@ int main(int argc, char **argv) {
         return finish_stdout(2);
     }
     if (is_help(argv[1])) return finish_stdout(cmd_help(1, argv));
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+        return finish_stdout(cmd_version(argc - 1, argv + 1));
     const command *c = find_command(argv[1]);
     if (!c) {
         fprintf(stderr, "gspmd: unknown command '%s' (try gspmd help)\n", argv[1]);

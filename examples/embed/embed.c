@@ -1,7 +1,7 @@
 /*
- * embed.c — gspmd as a library: parse a module, shard it with a mesh and PartitionSpecs,
- * partition it for 4 devices, run it on 4 device threads and verify the result against the
- * single-device reference interpreter. Everything here is the public API (gspmd/gspmd.h).
+ * embed.c — gspmd as a library: parse a module, compile it for 4 devices with a mesh and
+ * PartitionSpecs (verify, shard, propagate, partition: gs_compile), run it on 4 device
+ * threads and verify the result against the single-device reference interpreter. Everything here is the public API (gspmd/gspmd.h).
  *
  *   cc embed.c $(pkg-config --cflags --libs gspmd) -o embed && ./embed
  *   (or with CMake: find_package(gspmd) and target_link_libraries(embed gspmd::gspmd))
@@ -30,28 +30,30 @@ int main(void) {
     int rc = 1;
     gs_diags d = {0};
     gs_source *src = gs_source_from_string("mlp.hlo", MODULE);
-    gs_module *m = gs_parse_module(src, &d), *p = NULL;
+    gs_module *m = gs_parse_module(src, &d);
+    gs_compiled compiled = {0};
+    const gs_module *p = NULL;
     gs_value **args = NULL, *got = NULL;
     gs_leaf_check *checks = NULL;
     int n_args = 0, n_checks = 0;
     bool all_ok = false;
-    if (!m || gs_module_verify(m, &d) != GS_OK) goto done;
+    if (!m) goto done;
 
-    /* jax.sharding.Mesh(devices, ("data", "model")) of 2 x 2 and three PartitionSpecs. */
+    /* jax.sharding.Mesh(devices, ("data", "model")) of 2 x 2 and three PartitionSpecs; then
+     * propagation gives every instruction a sharding and partitioning makes one SPMD program
+     * for 4 devices: gs_compile does the whole pipeline and every check on the way. */
     gs_mesh mesh;
     const char *mesh_text = "data=2,model=2";
     if (gs_mesh_parse(&m->arena, mesh_text, strlen(mesh_text), &mesh, &d, gs_span_none()) != GS_OK)
         goto done;
     gs_shard_request reqs[] = {{"x", "data,None"}, {"w1", "None,model"}, {"w2", "model,None"}};
-    if (gs_module_apply_shardings(m, &mesh, 3, reqs, NULL, &d) != GS_OK) goto done;
-
-    /* Propagate to every instruction, then one SPMD program for 4 devices. */
-    gs_propagate_options po = {0};
-    po.is_spmd = true;
-    if (gs_propagate(m, &po, &d) != GS_OK) goto done;
-    gs_partition_options o = {0};
-    o.num_partitions = 4;
-    if (gs_partition(m, &o, &p, NULL, &d) != GS_OK) goto done;
+    gs_compile_options o;
+    gs_compile_options_init(&o, 4);
+    o.mesh = &mesh;
+    o.n_requests = 3;
+    o.requests = reqs;
+    if (gs_compile(m, &o, &compiled, &d) != GS_OK) goto done;
+    p = compiled.program;
 
     /* Seeded random global inputs, run on 4 device threads, compare with the reference. */
     if (gs_interp_make_args(m, NULL, 42, &args, &n_args, &d) != GS_OK) goto done;
@@ -73,7 +75,7 @@ done:
     for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
     free(args);
     gs_diags_free(&d);
-    gs_module_free(p);
+    gs_compiled_free(&compiled);
     gs_module_free(m);
     gs_source_free(src);
     return rc;

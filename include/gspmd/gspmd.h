@@ -6,6 +6,7 @@
  *   sharding.h   shardings, meshes and PartitionSpecs (gs_module_apply_shardings)
  *   propagate.h  sharding propagation (gs_propagate)
  *   partition.h  the SPMD partitioner (gs_partition)
+ *   compile.h    the whole pipeline in one call (gs_compile): verify, shard, propagate, partition
  *   interp.h     values and the reference interpreter (gs_interp_eval)
  *   runtime.h    runs on N devices (gs_run_partitioned) and verification (gs_verify_outputs)
  *   cost.h       FLOPs, memory, and the step-time model on machine profiles
@@ -24,6 +25,7 @@
 #include "gspmd/builder.h"
 #include "gspmd/propagate.h"
 #include "gspmd/partition.h"
+#include "gspmd/compile.h"
 #include "gspmd/interp.h"
 #include "gspmd/npy.h"
 #include "gspmd/runtime.h"

@@ -26,6 +26,9 @@ typedef struct gs_propagate_options {
                                       all outputs, or one per output tuple element */
     int n_to_parameters;           /* entries of to_parameters; 0 = the module header's */
     const bool *to_parameters;     /* allow_spmd_sharding_propagation_to_parameters */
+    int n_pinned_params;           /* entries of pinned_params (0: none pinned) */
+    const bool *pinned_params;     /* entry parameters that keep their sharding whatever
+                                      to_parameters says (those a user sharded: gs_compile) */
     bool cse_prevention_only;      /* XLA's cse_prevention_only */
     bool record_provenance;        /* keep where each sharding came from (for explain) */
 } gs_propagate_options;

@@ -32,6 +32,12 @@ typedef struct gs_parse_options {
 gs_module *gs_parse_module(const gs_source *src, gs_diags *d);
 gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts, gs_diags *d);
 
+/* Parses the whole of src as one shape in HLO's grammar (`f32[5,7]`, `(s32[], f32[2]{0})`),
+ * into arena a. A shape starting at `[` takes default_type, unless that is GS_INVALID_TYPE.
+ * Located errors, as in a module. */
+gs_status gs_parse_shape(gs_arena *a, const gs_source *src, gs_type default_type,
+                         gs_shape **out, gs_diags *d);
+
 /* Appends the canonical text of the module / one instruction / one computation to sb. */
 void gs_print_module(gs_sb *sb, const gs_module *m);
 void gs_print_computation(gs_sb *sb, const gs_computation *c);

@@ -636,6 +636,22 @@ gs_status gs_propagate_ex(gs_module *m, const gs_propagate_options *opts,
         c->n_par_vec = header_bools(m, "allow_spmd_sharding_propagation_to_parameters", &hdr_par);
         c->par_vec = hdr_par;
     }
+    bool *allowed = NULL;
+    if (c->n_par_vec > 0 && m->entry && opts->pinned_params &&
+        opts->n_pinned_params == m->entry->n_params &&
+        (c->n_par_vec == 1 || c->n_par_vec == m->entry->n_params)) {
+        /* Pinned parameters: not allowed, whatever the vector says. */
+        int np = m->entry->n_params;
+        allowed = malloc(sizeof *allowed * (size_t)(np ? np : 1));
+        if (!allowed) {
+            c->n_par_vec = -1;
+        } else {
+            for (int i = 0; i < np; i++)
+                allowed[i] = c->par_vec[c->n_par_vec == 1 ? 0 : i] && !opts->pinned_params[i];
+            c->n_par_vec = np;
+            c->par_vec = allowed;
+        }
+    }
     if (c->n_out_vec < 0 || c->n_par_vec < 0) {
         st = gs_error(d, gs_span_none(), "out of memory");
         c->n_out_vec = c->n_par_vec = 0;
@@ -671,6 +687,7 @@ gs_status gs_propagate_ex(gs_module *m, const gs_propagate_options *opts,
     c->par_vec = NULL;
     free(hdr_out);
     free(hdr_par);
+    free(allowed);
     c->n_out_vec = c->n_par_vec = 0;
     for (int i = 0; i < c->n_nodes; i++) c->nodes[i].in->aux = NULL;
     if (st == GS_OK && info) {

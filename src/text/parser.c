@@ -1546,6 +1546,17 @@ static bool parse_computations(parser *p) {
     return true;
 }
 
+/* A parser at the start of src, allocating in a. */
+static void parser_init(parser *p, const gs_source *src, gs_arena *a, gs_diags *d) {
+    memset(p, 0, sizeof *p);
+    p->src = src;
+    p->s = src->text;
+    p->len = src->len;
+    p->line = 1;
+    p->a = a;
+    p->d = d;
+}
+
 gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts, gs_diags *d) {
     gs_module *m = gs_module_new("");
     if (!m) {
@@ -1558,14 +1569,8 @@ gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts
     }
     m->source = src;
     parser p;
-    memset(&p, 0, sizeof p);
-    p.src = src;
-    p.s = src->text;
-    p.len = src->len;
-    p.line = 1;
+    parser_init(&p, src, &m->arena, d);
     p.m = m;
-    p.a = &m->arena;
-    p.d = d;
     p.max_lit =
         opts && opts->max_literal_bytes > 0 ? opts->max_literal_bytes : GS_PARSE_MAX_LITERAL_BYTES;
     gs_vec_init(&p.fixups, sizeof(comp_fixup));
@@ -1585,4 +1590,18 @@ gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts
 
 gs_module *gs_parse_module(const gs_source *src, gs_diags *d) {
     return gs_parse_module_ex(src, NULL, d);
+}
+
+gs_status gs_parse_shape(gs_arena *a, const gs_source *src, gs_type default_type,
+                         gs_shape **out, gs_diags *d) {
+    parser p;
+    parser_init(&p, src, a, d);
+    skip_ws(&p);
+    bool ok = cur(&p) == '[' && default_type != GS_INVALID_TYPE
+                  ? parse_array_shape(&p, default_type, out)
+                  : parse_shape(&p, out);
+    if (ok && (skip_ws(&p), p.pos < p.len)) ok = FAIL(&p, "unexpected %s after the shape", found(&p));
+    if (ok && a->failed) ok = oom(&p);
+    if (!ok && !p.failed) gs_error(d, here(&p), "out of memory");
+    return ok ? GS_OK : GS_ERR;
 }

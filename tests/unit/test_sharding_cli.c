@@ -114,7 +114,7 @@ static void test_usage_and_errors(void **state) {
     done(&r);
     r = RUN("{replicated}", "--shape", "f32[5,x]");
     assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "--shape:1:7: error: expected a dimension size in the shape"));
+    assert_non_null(strstr(r.err, "--shape:1:7: error: expected a dimension size, found 'x'"));
     done(&r);
     r = RUN("data", "--shape", "f32[5]");
     assert_int_equal(r.rc, 1);
@@ -266,7 +266,19 @@ static void test_shard_options(void **state) {
     gs_source *src = gs_source_from_string("m.hlo", MODULE);
     gs_module *m = gs_parse_module(src, NULL);
     assert_non_null(m);
-    assert_int_equal(gs_cli_apply_shardings(&o, m), 0);
+    gs_compile_options co;
+    gs_compile_options_init(&co, 4);
+    co.no_propagate = true;
+    co.no_partition = true;
+    gs_mesh mesh;
+    assert_int_equal(gs_cli_sharding_requests(&o, &m->arena, &mesh, &co), 0);
+    assert_int_equal(co.n_requests, 2);
+    assert_string_equal(co.requests[0].pattern, "data_*");
+    assert_string_equal(co.requests[0].spec, "batch,None");
+    gs_compiled out;
+    assert_int_equal(gs_compile(m, &co, &out, NULL), GS_OK);
+    assert_int_equal(out.n_set, 3);
+    gs_compiled_free(&out);
     assert_string_equal(
         gs_sharding_to_string(&m->arena, gs_instr_get_sharding(gs_module_find_instr(m, "data_1"))),
                         "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
