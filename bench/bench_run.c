@@ -24,10 +24,9 @@
  * two cores). User and system CPU time of the whole process are printed at the end (goal:
  * system time < 10% of wall time). Not part of `make test`.
  */
+#include "gspmd/compile.h"
 #include "gspmd/cost.h"
 #include "gspmd/interp.h"
-#include "gspmd/partition.h"
-#include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
@@ -106,6 +105,15 @@ typedef struct bench_ctx {
     gs_comm *mpi;
 } bench_ctx;
 
+/* The module compiled for `devices` as `gspmd run` compiles it (gs_compile: propagation, then
+ * partitioning), warnings off. */
+static gs_status compile_for(gs_module *m, int64_t devices, gs_compiled *out, gs_diags *d) {
+    gs_compile_options o;
+    gs_compile_options_init(&o, devices);
+    o.partition.no_warnings = true;
+    return gs_compile(m, &o, out, d);
+}
+
 /* Seconds for one gspmd run of the `layers`-layer MLP: devices 0 = the interpreter, else
  * gs_run_partitioned on that many threads (or, with an MPI communicator, gs_run_sharded on the
  * ranks, timed from a common start). */
@@ -117,16 +125,10 @@ static double gspmd_run_on(int layers, int mode, int devices, gs_comm *mpi) {
     gs_value **args = NULL, *out = NULL;
     int n_args = 0;
     if (gs_interp_make_args(m, NULL, 1, &args, &n_args, &d) != GS_OK) goto fail;
-    gs_module *p = NULL;
-    if (devices > 0) {
-        /* As `gspmd run` does: shardings propagated to every instruction, then partitioned. */
-        gs_propagate_options po = {0};
-        po.is_spmd = true;
-        if (gs_propagate(m, &po, &d) != GS_OK) goto fail;
-        gs_partition_options o = {0};
-        o.num_partitions = devices;
-        if (gs_partition(m, &o, &p, NULL, &d) != GS_OK) goto fail;
-    }
+    gs_compiled c = {0};
+    /* As `gspmd run` does: shardings propagated to every instruction, then partitioned. */
+    if (devices > 0 && compile_for(m, devices, &c, &d) != GS_OK) goto fail;
+    const gs_module *p = c.program;
     bool all_ok;
     if (mpi) gs_mpi_agree(mpi, true, &all_ok); /* start together */
     double t0 = now();
@@ -138,7 +140,7 @@ static double gspmd_run_on(int layers, int mode, int devices, gs_comm *mpi) {
     gs_value_free(out);
     for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
     free(args);
-    gs_module_free(p);
+    gs_compiled_free(&c);
     gs_module_free(m);
     gs_source_free(src);
     free(text);
@@ -154,24 +156,20 @@ fail:
 static double predicted(int layers, int mode, int devices, const gs_machine *mc) {
     gs_source *src;
     char *text = mlp_text(layers, mode);
-    gs_module *m = parse(text, &src), *p = NULL;
+    gs_module *m = parse(text, &src);
     gs_diags d = {0};
-    if (devices > 0) {
-        gs_propagate_options po = {0};
-        po.is_spmd = true;
-        gs_partition_options o = {0};
-        o.num_partitions = devices;
-        if (gs_propagate(m, &po, &d) != GS_OK || gs_partition(m, &o, &p, NULL, &d) != GS_OK) {
-            gs_diags_render(&d, stderr);
-            exit(1);
-        }
+    gs_compiled compiled = {0};
+    if (devices > 0 && compile_for(m, devices, &compiled, &d) != GS_OK) {
+        gs_diags_render(&d, stderr);
+        exit(1);
     }
+    const gs_module *p = compiled.program;
     gs_step_cost c;
     if (gs_cost_step(p ? p : m, mc, &c, &d) != GS_OK) {
         gs_diags_render(&d, stderr);
         exit(1);
     }
-    gs_module_free(p);
+    gs_compiled_free(&compiled);
     gs_module_free(m);
     gs_source_free(src);
     free(text);
@@ -439,20 +437,16 @@ static int model_main(const char *path, int n) {
         return 1;
     }
     gs_diags d = {0};
-    gs_module *m = gs_parse_module(src, &d), *p = NULL;
+    gs_module *m = gs_parse_module(src, &d);
+    gs_compiled compiled = {0};
     gs_value **args = NULL;
     int n_args = 0;
-    gs_propagate_options po = {0};
-    po.is_spmd = true;
-    gs_partition_options o = {0};
-    o.num_partitions = n;
-    o.no_warnings = true;
-    if (!m || gs_module_verify(m, &d) != GS_OK || gs_propagate(m, &po, &d) != GS_OK ||
-        (n > 1 && gs_partition(m, &o, &p, NULL, &d) != GS_OK) ||
+    if (!m || compile_for(m, n, &compiled, &d) != GS_OK ||
         gs_interp_make_args(m, NULL, 1, &args, &n_args, &d) != GS_OK) {
         gs_diags_render(&d, stderr);
         return 1;
     }
+    const gs_module *p = n > 1 ? compiled.program : NULL;
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         gs_value *out = NULL;
@@ -479,7 +473,7 @@ static int model_main(const char *path, int n) {
            n == 1 ? "" : "s", best, c.step_s, c.compute_s, c.exposed_comm_s, c.step_s / best);
     for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
     free(args);
-    gs_module_free(p);
+    gs_compiled_free(&compiled);
     gs_module_free(m);
     gs_source_free(src);
     gs_diags_free(&d);
