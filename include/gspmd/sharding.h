@@ -439,8 +439,9 @@ typedef struct gs_tensor_factors {
     const gs_dim_factors *dims; /* rank entries */
 } gs_tensor_factors;
 
-/* An op's sharding rule: an einsum-like map from operand and result dims to shared factors,
- * read alike by propagation, partitioning and the cost model. */
+/* An op's sharding rule: an einsum-like map from operand and result dims to shared factors, as
+ * Shardy's propagation reads them (XLA-style propagation and the partitioner follow XLA's
+ * per-op handlers instead; see src/sharding/rules.c for who reads it). */
 typedef struct gs_op_rule {
     const gs_instr *instr;             /* the instruction it describes */
     bool is_default;                   /* no specific rule: every dim its own need-replication

@@ -1,9 +1,16 @@
 /*
  * rules.c — per-op sharding rules (Shardy's OpShardingRule): each op maps its operand and result
- * dims to shared factors, each pass-through, reduction, permutation or need-replication. The
- * rule is built from the op's family in ops.def and its attributes, so propagation, the
- * partitioner and the cost model read one description ("a sharded contracting dim leaves a
- * partial sum" is written once, here).
+ * dims to shared factors, each pass-through, reduction, permutation or need-replication, built
+ * from the op's family in ops.def and its attributes.
+ *
+ * Who reads it, and who does not: this table is the description Shardy's propagation works
+ * from (sdy's per-op rules); gspmd's Shardy propagation (issue 26) is to read it for every op,
+ * and nothing else should describe an op's factors a second time. XLA's
+ * ShardingPropagation and SpmdPartitioner are instead written op by op, with choices a factor
+ * rule does not express (which operand wins, when a dim is worth resharding, halos, windowed
+ * einsum), and gspmd's propagate/ and partition/ follow them so that XLA's own tests pass; of
+ * those, only the ops XLA has no handler for (topk: propagate/rule.c) go through this table.
+ * The cost model reads the partitioned program, not rules.
  *
  * A factor shared by an operand dim and a result dim lets a sharding flow between them; a factor
  * only in operands is summed over (reduction) or must be whole (need-replication); a permutation
