@@ -1,8 +1,9 @@
 /*
  * fuzz_pipeline.c — libFuzzer target for the whole pipeline on HLO text, the path `gspmd run
  * --verify` takes, calling the library as an embedder does (no CLI checks first): parse →
- * gs_module_verify → the cost model (gs_cost_step) → SPMD propagation (gs_propagate, is_spmd) →
- * gs_partition for 2 and for 4 devices → gs_module_verify and the cost model of each
+ * gs_module_verify → the cost model (gs_cost_step) → gs_compile for 2 devices (SPMD propagation
+ * and partitioning), then gs_partition of the propagated module for 4 devices →
+ * gs_module_verify and the cost model of each
  * partitioned program; then, for small modules, the 2-device program runs on the threads backend
  * (gs_run_partitioned) and its result is compared with the reference interpreter
  * (gs_verify_outputs).
@@ -22,9 +23,8 @@
  *
  * Built only with clang and -DGSPMD_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by `make fuzz`.
  */
+#include "gspmd/compile.h"
 #include "gspmd/cost.h"
-#include "gspmd/partition.h"
-#include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
@@ -116,10 +116,7 @@ static gs_module *partition(const gs_module *m, int n) {
         return NULL;
     }
     gs_diags dv = {0};
-    if (gs_module_verify(p, &dv) != GS_OK)
-        finding(n == 2 ? "the 2-device program does not verify"
-                       : "the 4-device program does not verify",
-                &dv, p);
+    if (gs_module_verify(p, &dv) != GS_OK) finding("the program does not verify", &dv, p);
     gs_diags_free(&dv);
     return p;
 }
@@ -206,18 +203,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (m && gs_module_verify(m, &d) == GS_OK &&
         count_instrs(m, &runnable) <= MAX_PARTITION_INSTRS) {
         cost(m);
-        gs_propagate_options po = {0};
-        po.is_spmd = true;
+        /* 2 devices through the whole compile (gs_compile: propagate, partition, checks),
+         * 4 devices by the partitioner alone on the module it propagated. */
+        gs_compile_options co;
+        gs_compile_options_init(&co, 2);
+        co.partition.no_warnings = true;
+        gs_compiled compiled = {0};
         int errors = d.n_errors;
-        gs_status st = gs_propagate(m, &po, &d);
+        gs_status st = gs_compile(m, &co, &compiled, &d);
         if (st != GS_OK && d.n_errors == errors)
-            finding("propagation failed without an error", &d, NULL);
+            finding("the compile failed without an error", &d, NULL);
+        p2 = compiled.program;
         if (st == GS_OK) {
             gs_diags dv = {0};
             if (gs_module_verify(m, &dv) != GS_OK)
                 finding("the propagated module does not verify", &dv, NULL);
+            if (gs_module_verify(p2, &dv) != GS_OK)
+                finding("the 2-device program does not verify", &dv, p2);
             gs_diags_free(&dv);
-            p2 = partition(m, 2);
             p4 = partition(m, 4);
             if (p2) cost(p2);
             if (p4) cost(p4);
