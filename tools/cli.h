@@ -14,6 +14,8 @@
 #include "gspmd/partition.h"
 #include "gspmd/sharding.h"
 
+#include <stdarg.h>
+
 /* `gspmd run ...` (cmd_run.c); argv[0] is "run". */
 int gs_cli_run(int argc, char **argv);
 /* `gspmd propagate ...` (cmd_propagate.c); argv[0] is "propagate". */
@@ -59,6 +61,39 @@ void gs_cli_shardings_free(gs_cli_shardings *o);
 
 /* ---- common helpers (cli_common.c) */
 
+/* What a subcommand's argument parser returns when the command should go on; any other value
+ * is the exit code to return now (0 after --help, 2 after a usage message). */
+#define GS_CLI_CONTINUE (-1)
+
+/* Bad usage of subcommand cmd: prints `gspmd CMD: MESSAGE` and, when usage is not NULL,
+ * `usage: USAGE` on stderr; returns 2. */
+int gs_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int gs_cli_vusage_error(const char *cmd, const char *usage, const char *fmt, va_list ap);
+/* True for --help and -h. */
+bool gs_cli_is_help(const char *arg);
+/* --help: prints `usage: USAGE`, a blank line and help, a printf format whose one %s (if it has
+ * one) is GS_CLI_SHARDING_HELP; returns 0. */
+int gs_cli_print_help(const char *usage, const char *help);
+/* An argument of subcommand cmd that none of its options took: `unknown option` when it starts
+ * with '-' (a lone "-" is standard input), `more than one WHAT ('ARG')` when *operand is set
+ * already; both print usage and return 2. Otherwise sets *operand and returns GS_CLI_CONTINUE. */
+int gs_cli_operand(const char *cmd, const char *usage, const char *arg, const char *what,
+                   const char **operand);
+/* After the arguments of a command taking FILE --num-partitions N: `missing FILE` or
+ * `missing --num-partitions N` (2 after usage), else GS_CLI_CONTINUE. */
+int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *file, long n);
+/* The options of the commands that partition (run, partition, cost): --num-partitions N (N in
+ * 1..max_devices, gs_cli_devices_option), the windowed einsum ones into *win
+ * (gs_cli_windowed_option) and --mesh / --shard into *sh (gs_cli_sharding_option). 1 when
+ * argv[*i] is one of them, 0 when not, -1 after a message (the caller exits 2). */
+int gs_cli_partition_option(int argc, char **argv, int *i, const char *cmd, long max_devices,
+                            long *n, gs_partition_options *win, gs_cli_shardings *sh);
+/* If argv[*i] is --seed S: sets *seed and returns 1; -1 after usage (usage: cmd's usage line)
+ * for an S that is no non-negative integer; 0 for another option. */
+int gs_cli_seed_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                       uint64_t *seed);
+
 /* If argv[*i] is `NAME V` or `NAME=V`, sets *value, advances *i past V and returns true. */
 bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
 /* If argv[*i] is --windowed-einsum-threshold-mib M or --bidirectional-windowed-einsum: sets
@@ -87,8 +122,10 @@ int gs_cli_mkdirs(const char *path);
 /* Reads and parses FILE ("-" = stdin); on failure prints the diagnostics and returns NULL. *src
  * receives the source text (free it after the module). */
 gs_module *gs_cli_load_module(const char *path, gs_source **src);
-/* Records an --input NAME=FILE.npy value of subcommand cmd. Returns 0, or the exit code after
- * printing why (2 malformed, 1 out of memory). */
+/* Loads FILE (gs_cli_load_module), calls act(ctx, m, &d), renders d on stderr and frees it all:
+ * returns 0 when act returned GS_OK, else 1 (also when FILE did not load). */
+int gs_cli_with_module(const char *path, gs_status (*act)(void *ctx, gs_module *m, gs_diags *d),
+                       void *ctx);
 /* Prints what partitioned program p costs one device against module m (unpartitioned): the
  * collectives of st by kind, the instructions taking the default action and those computed
  * whole, full rematerializations, dot/convolution FLOPs and peak memory with their ratios to
@@ -96,6 +133,8 @@ gs_module *gs_cli_load_module(const char *path, gs_source **src);
 void gs_cli_print_stats(FILE *f, const gs_module *m, const gs_module *p,
                         const gs_partition_stats *st);
 
+/* Records an --input NAME=FILE.npy value of subcommand cmd. Returns 0, or the exit code after
+ * printing why (2 malformed, 1 out of memory). */
 int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *inputs);
 
 /* Says on f what the random entry arguments of m were drawn from (seed, the uniform range, and

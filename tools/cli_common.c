@@ -1,6 +1,7 @@
 /*
- * cli_common.c — helpers every subcommand uses: `--name V` / `--name=V` options, creating output
- * folders, and loading a module with its diagnostics rendered (see cli.h).
+ * cli_common.c — helpers every subcommand uses: usage errors and --help, `--name V` / `--name=V`
+ * options and the FILE operand, creating output folders, and loading a module with its
+ * diagnostics rendered (see cli.h).
  */
 #include "cli.h"
 #include "gspmd/cost.h"
@@ -12,6 +13,46 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+int gs_cli_vusage_error(const char *cmd, const char *usage, const char *fmt, va_list ap) {
+    fprintf(stderr, "gspmd %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    if (usage) fprintf(stderr, "usage: %s\n", usage);
+    return 2;
+}
+
+int gs_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = gs_cli_vusage_error(cmd, usage, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+bool gs_cli_is_help(const char *arg) {
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int gs_cli_print_help(const char *usage, const char *help) {
+    printf("usage: %s\n\n", usage);
+    printf(help, GS_CLI_SHARDING_HELP);
+    return 0;
+}
+
+int gs_cli_operand(const char *cmd, const char *usage, const char *arg, const char *what,
+                   const char **operand) {
+    if (arg[0] == '-' && arg[1]) return gs_cli_usage_error(cmd, usage, "unknown option '%s'", arg);
+    if (*operand) return gs_cli_usage_error(cmd, usage, "more than one %s ('%s')", what, arg);
+    *operand = arg;
+    return GS_CLI_CONTINUE;
+}
+
+int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *file, long n) {
+    if (!file) return gs_cli_usage_error(cmd, usage, "missing FILE");
+    if (n < 1) return gs_cli_usage_error(cmd, usage, "missing --num-partitions N");
+    return GS_CLI_CONTINUE;
+}
 
 bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value) {
     size_t n = strlen(name);
@@ -87,6 +128,20 @@ gs_module *gs_cli_load_module(const char *path, gs_source **src) {
         *src = NULL;
     }
     return m;
+}
+
+int gs_cli_with_module(const char *path, gs_status (*act)(void *ctx, gs_module *m, gs_diags *d),
+                       void *ctx) {
+    gs_source *src;
+    gs_module *m = gs_cli_load_module(path, &src);
+    if (!m) return 1;
+    gs_diags d = {0};
+    gs_status st = act(ctx, m, &d);
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    gs_module_free(m);
+    gs_source_free(src);
+    return st == GS_OK ? 0 : 1;
 }
 
 int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *inputs) {
@@ -211,6 +266,27 @@ int gs_cli_count_option(int argc, char **argv, int *i, const char *cmd, const ch
 
 int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n) {
     return gs_cli_count_option(argc, argv, i, cmd, "--num-partitions", "devices", max, n);
+}
+
+int gs_cli_partition_option(int argc, char **argv, int *i, const char *cmd, long max_devices,
+                            long *n, gs_partition_options *win, gs_cli_shardings *sh) {
+    int k = gs_cli_devices_option(argc, argv, i, cmd, max_devices, n);
+    if (k == 0) k = gs_cli_windowed_option(argc, argv, i, cmd, win);
+    if (k == 0) k = gs_cli_sharding_option(argc, argv, i, sh);
+    return k;
+}
+
+int gs_cli_seed_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                       uint64_t *seed) {
+    const char *v;
+    if (!gs_cli_opt_value(argc, argv, i, "--seed", &v)) return 0;
+    char *end;
+    *seed = strtoull(v, &end, 10);
+    if (*end || !*v) {
+        gs_cli_usage_error(cmd, usage, "--seed wants a non-negative integer, not '%s'", v);
+        return -1;
+    }
+    return 1;
 }
 
 int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max) {

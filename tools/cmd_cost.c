@@ -50,13 +50,6 @@ static const char *COST_HELP =
     "Example:\n"
     "  gspmd cost examples/transformer_scan.hlo --num-partitions 8 --machine a100\n";
 
-static int cost_usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "gspmd cost: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s\n", COST_USAGE);
-    return 2;
-}
-
 /* Loads --machine: a built-in name or a profile file. Prints an error and returns 1. */
 static int load_machine(const char *spec, gs_machine *mc) {
     if (gs_machine_builtin(spec, mc)) return 0;
@@ -142,103 +135,90 @@ static void print_json(const char *file, long n, const gs_machine *mc, const gs_
     printf("\"unknown_trip_counts\": %d}\n", c->unknown_trip_counts);
 }
 
-int gs_cli_cost(int argc, char **argv) {
-    const char *file = NULL, *machine = "tpu-v3";
-    double given_flops = 0;
-    long n = 0;
-    bool propagate = true, json = false;
-    gs_compile_options co;
-    gs_compile_options_init(&co, 0);
-    co.partition.no_warnings = true;
-    gs_cli_shardings sh = {0};
-    int rc = 2;
+/* What one command line asks for. */
+typedef struct cost_args {
+    const char *file;
+    const char *machine;    /* --machine */
+    double model_flops;     /* --model-flops, or 0 */
+    long n;                 /* --num-partitions */
+    bool propagate, json;   /* --propagate, --json */
+    gs_compile_options co;  /* --spmd, --strict, the windowed einsum options */
+    gs_cli_shardings sh;    /* --mesh / --shard */
+    gs_machine mc;          /* the loaded --machine */
+} cost_args;
+
+/* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 2 bad usage). */
+static int cost_parse_args(int argc, char **argv, cost_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *v;
         int k;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\n", COST_USAGE);
-            printf(COST_HELP, GS_CLI_SHARDING_HELP);
-            rc = 0;
-            goto done;
-        } else if (gs_cli_propagate_option(argv[i], &propagate)) {
-        } else if (strcmp(argv[i], "--spmd") == 0) {
-            co.spmd_input = true;
+        if (gs_cli_is_help(argv[i])) return gs_cli_print_help(COST_USAGE, COST_HELP);
+        if (gs_cli_propagate_option(argv[i], &a->propagate)) continue;
+        if (strcmp(argv[i], "--spmd") == 0) {
+            a->co.spmd_input = true;
         } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
+            a->json = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
-            co.partition.strict = true;
-            co.partition.no_warnings = false;
+            a->co.partition.strict = true;
+            a->co.partition.no_warnings = false;
         } else if (gs_cli_opt_value(argc, argv, &i, "--machine", &v)) {
-            machine = v;
+            a->machine = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--model-flops", &v)) {
             char *end;
-            given_flops = strtod(v, &end);
-            if (*end || !(given_flops > 0) || given_flops > 1e30) {
-                rc = cost_usage("--model-flops wants a number of FLOPs > 0, not '%s'", v);
-                goto done;
-            }
-        } else if ((k = gs_cli_devices_option(argc, argv, &i, "cost", 1L << 20, &n)) != 0) {
-            if (k < 0) goto done;
-        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "cost", &co.partition)) != 0) {
-            if (k < 0) goto done;
-        } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
-            if (k < 0) goto done;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = cost_usage("unknown option '%s'", argv[i]);
-            goto done;
-        } else if (file) {
-            rc = cost_usage("more than one FILE ('%s')", argv[i]);
-            goto done;
-        } else {
-            file = argv[i];
+            a->model_flops = strtod(v, &end);
+            if (*end || !(a->model_flops > 0) || a->model_flops > 1e30)
+                return gs_cli_usage_error("cost", COST_USAGE,
+                                          "--model-flops wants a number of FLOPs > 0, not '%s'", v);
+        } else if ((k = gs_cli_partition_option(argc, argv, &i, "cost", 1L << 20, &a->n,
+                                                &a->co.partition, &a->sh)) != 0) {
+            if (k < 0) return 2;
+        } else if ((k = gs_cli_operand("cost", COST_USAGE, argv[i], "FILE", &a->file)) !=
+                   GS_CLI_CONTINUE) {
+            return k;
         }
     }
-    if (!file) {
-        rc = cost_usage("missing FILE%s", "");
-        goto done;
-    }
-    if (n < 1) {
-        rc = cost_usage("missing --num-partitions N%s", "");
-        goto done;
-    }
-    rc = 1;
-    co.num_partitions = n;
-    co.no_propagate = !propagate;
-    gs_machine mc;
-    if (load_machine(machine, &mc) != 0) goto done;
-    gs_source *src;
-    gs_module *m = gs_cli_load_module(file, &src);
-    if (!m) goto done;
-    gs_diags d = {0};
+    return gs_cli_need_file_devices("cost", COST_USAGE, a->file, a->n);
+}
+
+/* Compiles m, predicts a step of the program on the machine and prints it. */
+static gs_status cost_module(void *ctx, gs_module *m, gs_diags *d) {
+    cost_args *a = ctx;
     gs_compiled out = {0};
     gs_mesh mesh;
     double compile_s = -1, model_flops = 0;
-    if (gs_cli_sharding_requests(&sh, &m->arena, &mesh, &co) != 0) goto fail;
+    gs_step_cost c, whole;
+    gs_status st = GS_ERR;
+    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) != 0) goto done;
     double t0 = now_s();
-    if (gs_compile(m, &co, &out, &d) != GS_OK) goto fail;
+    if ((st = gs_compile(m, &a->co, &out, d)) != GS_OK) goto done;
     const gs_module *p = out.program ? out.program : m;
     if (out.program) {
         compile_s = now_s() - t0;
-        gs_step_cost whole;
-        if (gs_cost_step(m, &mc, &whole, &d) != GS_OK) goto fail;
+        if ((st = gs_cost_step(m, &a->mc, &whole, d)) != GS_OK) goto done;
         model_flops = whole.matmul_flops;
     }
-    if (given_flops > 0) model_flops = given_flops;
-    gs_step_cost c;
-    if (gs_cost_step(p, &mc, &c, &d) != GS_OK) goto fail;
+    if (a->model_flops > 0) model_flops = a->model_flops;
+    if ((st = gs_cost_step(p, &a->mc, &c, d)) != GS_OK) goto done;
     gs_cost site; /* each loop body once, as the FLOPs ratios (and flops.py) count */
     gs_cost_module(p, &site);
-    if (json) print_json(file, n, &mc, &c, model_flops, compile_s, site.flops);
-    else print_text(file, n, &mc, &c, model_flops, compile_s, site.flops);
-    rc = 0;
-fail:
-    gs_diags_render(&d, stderr);
-    gs_diags_free(&d);
-    gs_compiled_free(&out);
-    gs_module_free(m);
-    gs_source_free(src);
+    if (a->json) print_json(a->file, a->n, &a->mc, &c, model_flops, compile_s, site.flops);
+    else print_text(a->file, a->n, &a->mc, &c, model_flops, compile_s, site.flops);
 done:
-    gs_cli_shardings_free(&sh);
+    gs_compiled_free(&out);
+    return st;
+}
+
+int gs_cli_cost(int argc, char **argv) {
+    cost_args a = {.machine = "tpu-v3", .propagate = true};
+    gs_compile_options_init(&a.co, 0);
+    a.co.partition.no_warnings = true;
+    int rc = cost_parse_args(argc, argv, &a);
+    if (rc == GS_CLI_CONTINUE) {
+        a.co.num_partitions = a.n;
+        a.co.no_propagate = !a.propagate;
+        rc = load_machine(a.machine, &a.mc) != 0 ? 1 : gs_cli_with_module(a.file, cost_module, &a);
+    }
+    gs_cli_shardings_free(&a.sh);
     return rc;
 }
 

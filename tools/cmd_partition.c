@@ -52,84 +52,67 @@ static const char *PART_HELP =
     "  gspmd partition examples/mlp.hlo --num-partitions 4 --mesh data=2,model=2 \\\n"
     "      --shard x=data,None --shard w1=None,model\n";
 
-static int part_usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "gspmd partition: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s\n", PART_USAGE);
-    return 2;
+/* What one command line asks for. */
+typedef struct part_args {
+    const char *file;
+    long n;                 /* --num-partitions */
+    bool propagate, stats;  /* --propagate, --stats */
+    gs_compile_options co;  /* --strict, the windowed einsum options */
+    gs_cli_shardings sh;    /* --mesh / --shard */
+} part_args;
+
+/* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 2 bad usage). */
+static int part_parse_args(int argc, char **argv, part_args *a) {
+    for (int i = 1; i < argc; i++) {
+        int k;
+        if (gs_cli_is_help(argv[i])) return gs_cli_print_help(PART_USAGE, PART_HELP);
+        if (gs_cli_propagate_option(argv[i], &a->propagate)) continue;
+        if (strcmp(argv[i], "--stats") == 0) {
+            a->stats = true;
+        } else if (strcmp(argv[i], "--strict") == 0) {
+            a->co.partition.strict = true;
+        } else if ((k = gs_cli_partition_option(argc, argv, &i, "partition", 1L << 20, &a->n,
+                                                &a->co.partition, &a->sh)) != 0) {
+            if (k < 0) return 2;
+        } else if ((k = gs_cli_operand("partition", PART_USAGE, argv[i], "FILE", &a->file)) !=
+                   GS_CLI_CONTINUE) {
+            return k;
+        }
+    }
+    return gs_cli_need_file_devices("partition", PART_USAGE, a->file, a->n);
+}
+
+/* Compiles m and prints the program (and with --stats its costs). */
+static gs_status partition_module(void *ctx, gs_module *m, gs_diags *d) {
+    part_args *a = ctx;
+    gs_compiled out = {0};
+    gs_mesh mesh;
+    gs_status st = GS_ERR;
+    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) == 0)
+        st = gs_compile(m, &a->co, &out, d);
+    char *text = st == GS_OK ? gs_module_to_string(out.program) : NULL;
+    if (st == GS_OK && !text) {
+        gs_error(d, gs_span_none(), "out of memory");
+        st = GS_ERR;
+    }
+    if (text) {
+        fputs(text, stdout);
+        free(text);
+        if (a->stats) gs_cli_print_stats(stderr, m, out.program, &out.stats);
+    }
+    gs_compiled_free(&out);
+    return st;
 }
 
 int gs_cli_partition(int argc, char **argv) {
-    const char *file = NULL;
-    long n = 0;
-    bool propagate = false, stats = false;
-    gs_compile_options co;
-    gs_compile_options_init(&co, 0);
-    gs_cli_shardings sh = {0};
-    int rc = 2;
-    for (int i = 1; i < argc; i++) {
-        int k;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\n", PART_USAGE);
-            printf(PART_HELP, GS_CLI_SHARDING_HELP);
-            rc = 0;
-            goto done;
-        } else if (gs_cli_propagate_option(argv[i], &propagate)) {
-        } else if (strcmp(argv[i], "--stats") == 0) {
-            stats = true;
-        } else if (strcmp(argv[i], "--strict") == 0) {
-            co.partition.strict = true;
-        } else if ((k = gs_cli_devices_option(argc, argv, &i, "partition", 1L << 20, &n)) != 0) {
-            if (k < 0) goto done;
-        } else if ((k = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
-            if (k < 0) goto done;
-        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "partition", &co.partition)) != 0) {
-            if (k < 0) goto done;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = part_usage("unknown option '%s'", argv[i]);
-            goto done;
-        } else if (file) {
-            rc = part_usage("more than one FILE ('%s')", argv[i]);
-            goto done;
-        } else {
-            file = argv[i];
-        }
+    part_args a = {0};
+    gs_compile_options_init(&a.co, 0);
+    int rc = part_parse_args(argc, argv, &a);
+    if (rc == GS_CLI_CONTINUE) {
+        a.co.num_partitions = a.n;
+        a.co.no_propagate = !a.propagate;
+        rc = gs_cli_with_module(a.file, partition_module, &a);
     }
-    if (!file) {
-        rc = part_usage("missing FILE%s", "");
-        goto done;
-    }
-    if (n < 1) {
-        rc = part_usage("missing --num-partitions N%s", "");
-        goto done;
-    }
-    rc = 1;
-    co.num_partitions = n;
-    co.no_propagate = !propagate;
-    gs_source *src;
-    gs_module *m = gs_cli_load_module(file, &src);
-    if (!m) goto done;
-    gs_diags d = {0};
-    gs_compiled out = {0};
-    gs_mesh mesh;
-    if (gs_cli_sharding_requests(&sh, &m->arena, &mesh, &co) != 0) goto fail;
-    if (gs_compile(m, &co, &out, &d) != GS_OK) goto fail;
-    char *text = gs_module_to_string(out.program);
-    if (!text) {
-        gs_error(&d, gs_span_none(), "out of memory");
-        goto fail;
-    }
-    fputs(text, stdout);
-    free(text);
-    if (stats) gs_cli_print_stats(stderr, m, out.program, &out.stats);
-    rc = 0;
-fail:
-    gs_diags_render(&d, stderr);
-    gs_diags_free(&d);
-    gs_compiled_free(&out);
-    gs_module_free(m);
-    gs_source_free(src);
-done:
-    gs_cli_shardings_free(&sh);
+    gs_cli_shardings_free(&a.sh);
     return rc;
 }

@@ -33,14 +33,8 @@ static const char *HELP =
     "  --cse-prevention-only          keep only the shardings of scalar broadcasts\n"
     "  --explain NAME                 print where NAME's sharding came from instead of the\n"
     "                                 module: each hop back to an annotation, with its rule,\n"
-    "                                 direction and aggressiveness level\n";
-
-static int usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "gspmd propagate: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s\n", USAGE);
-    return 2;
-}
+    "                                 direction and aggressiveness level\n"
+    "%s";
 
 /* Parses `true,false,...` into a malloc'd vector; -1 on bad text. */
 static int parse_bools(const char *text, bool **out) {
@@ -67,92 +61,97 @@ static int parse_bools(const char *text, bool **out) {
     return n;
 }
 
-int gs_cli_propagate(int argc, char **argv) {
-    const char *path = NULL, *explain = NULL, *v;
-    gs_propagate_options opts;
-    memset(&opts, 0, sizeof opts);
-    bool *to_out = NULL, *to_par = NULL;
-    gs_cli_shardings sh = {0};
-    int rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
+/* What one command line asks for. */
+typedef struct prop_args {
+    const char *path;
+    const char *explain;        /* --explain NAME, or NULL */
+    gs_propagate_options opts;  /* --spmd, --cse-prevention-only, --propagate-to-... */
+    bool *to_out, *to_par;      /* the --propagate-to-output / -parameters vectors (malloc'd) */
+    gs_cli_shardings sh;        /* --mesh / --shard */
+} prop_args;
+
+/* --propagate-to-output / --propagate-to-parameters B[,B...] (option `name`) into *vec (freed
+ * first) and *n: GS_CLI_CONTINUE, or 2 after usage for bad values. */
+static int bools_option(const char *name, const char *v, bool **vec, int *n) {
+    free(*vec);
+    *vec = NULL;
+    int k = parse_bools(v, vec);
+    *n = k < 0 ? 0 : k;
+    if (k < 0) return gs_cli_usage_error("propagate", USAGE, "%s wants true/false values, not '%s'",
+                                         name, v);
+    return GS_CLI_CONTINUE;
+}
+
+/* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 2 bad usage). */
+static int prop_parse_args(int argc, char **argv, prop_args *a) {
+    int rc = GS_CLI_CONTINUE;
+    for (int i = 1; i < argc && rc == GS_CLI_CONTINUE; i++) {
+        const char *v;
         int r;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\n%s%s", USAGE, HELP, GS_CLI_SHARDING_HELP);
-            free(to_out);
-            free(to_par);
-            gs_cli_shardings_free(&sh);
-            return 0;
+        if (gs_cli_is_help(argv[i])) {
+            rc = gs_cli_print_help(USAGE, HELP);
         } else if (strcmp(argv[i], "--spmd") == 0) {
-            opts.is_spmd = true;
+            a->opts.is_spmd = true;
         } else if (strcmp(argv[i], "--cse-prevention-only") == 0) {
-            opts.cse_prevention_only = true;
+            a->opts.cse_prevention_only = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--propagate-to-output", &v)) {
-            free(to_out);
-            to_out = NULL;
-            int n = parse_bools(v, &to_out);
-            if (n < 0) rc = usage("--propagate-to-output wants true/false values, not '%s'", v);
-            opts.n_to_output = n < 0 ? 0 : n;
-            opts.to_output = to_out;
+            rc = bools_option("--propagate-to-output", v, &a->to_out, &a->opts.n_to_output);
+            a->opts.to_output = a->to_out;
         } else if (gs_cli_opt_value(argc, argv, &i, "--propagate-to-parameters", &v)) {
-            free(to_par);
-            to_par = NULL;
-            int n = parse_bools(v, &to_par);
-            if (n < 0)
-                rc = usage("--propagate-to-parameters wants true/false values, not '%s'", v);
-            opts.n_to_parameters = n < 0 ? 0 : n;
-            opts.to_parameters = to_par;
+            rc = bools_option("--propagate-to-parameters", v, &a->to_par, &a->opts.n_to_parameters);
+            a->opts.to_parameters = a->to_par;
         } else if (gs_cli_opt_value(argc, argv, &i, "--explain", &v)) {
-            explain = v;
-        } else if ((r = gs_cli_sharding_option(argc, argv, &i, &sh)) != 0) {
+            a->explain = v;
+        } else if ((r = gs_cli_sharding_option(argc, argv, &i, &a->sh)) != 0) {
             if (r < 0) rc = 2;
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            rc = usage("unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
+            rc = gs_cli_usage_error("propagate", USAGE, "unknown option '%s'", argv[i]);
+        } else if (!a->path) {
+            a->path = argv[i];
         } else {
-            rc = usage("unexpected argument '%s'", argv[i]);
+            rc = gs_cli_usage_error("propagate", USAGE, "unexpected argument '%s'", argv[i]);
         }
     }
-    if (rc == 0 && !path) rc = usage("%s", "missing FILE");
-    gs_source *src = NULL;
-    gs_module *m = NULL;
-    if (rc == 0 && !(m = gs_cli_load_module(path, &src))) rc = 1;
-    if (rc == 0) {
-        gs_compile_options co;
-        gs_compile_options_init(&co, 1);
-        co.propagate = opts;
-        co.no_partition = true;
-        co.keep_provenance = explain != NULL;
-        gs_diags d = {0};
-        gs_compiled out = {0};
-        gs_mesh mesh;
-        gs_status st = GS_ERR;
-        if (gs_cli_sharding_requests(&sh, &m->arena, &mesh, &co) == 0)
-            st = gs_compile(m, &co, &out, &d);
-        if (st == GS_OK && explain) {
-            gs_sb sb = {0};
-            st = gs_propagate_explain(out.info, explain, &sb, &d);
-            if (st == GS_OK) fputs(gs_sb_str(&sb), stdout);
-            gs_sb_free(&sb);
-        } else if (st == GS_OK) {
-            char *text = gs_module_to_string(m);
-            if (text) {
-                fputs(text, stdout);
-                free(text);
-            } else {
-                gs_error(&d, gs_span_none(), "out of memory");
-                st = GS_ERR;
-            }
-        }
-        gs_diags_render(&d, stderr);
-        gs_diags_free(&d);
-        gs_compiled_free(&out);
-        if (st != GS_OK) rc = 1;
+    if (rc == GS_CLI_CONTINUE && !a->path)
+        rc = gs_cli_usage_error("propagate", USAGE, "missing FILE");
+    return rc;
+}
+
+/* Propagates m's shardings and prints the module, or with --explain where NAME's came from. */
+static gs_status propagate_module(void *ctx, gs_module *m, gs_diags *d) {
+    prop_args *a = ctx;
+    gs_compile_options co;
+    gs_compile_options_init(&co, 1);
+    co.propagate = a->opts;
+    co.no_partition = true;
+    co.keep_provenance = a->explain != NULL;
+    gs_compiled out = {0};
+    gs_mesh mesh;
+    gs_status st = GS_ERR;
+    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &co) == 0)
+        st = gs_compile(m, &co, &out, d);
+    if (st == GS_OK && a->explain) {
+        gs_sb sb = {0};
+        st = gs_propagate_explain(out.info, a->explain, &sb, d);
+        if (st == GS_OK) fputs(gs_sb_str(&sb), stdout);
+        gs_sb_free(&sb);
+    } else if (st == GS_OK) {
+        char *text = gs_module_to_string(m);
+        if (text) fputs(text, stdout);
+        else gs_error(d, gs_span_none(), "out of memory");
+        if (!text) st = GS_ERR;
+        free(text);
     }
-    gs_module_free(m);
-    gs_source_free(src);
-    gs_cli_shardings_free(&sh);
-    free(to_out);
-    free(to_par);
+    gs_compiled_free(&out);
+    return st;
+}
+
+int gs_cli_propagate(int argc, char **argv) {
+    prop_args a = {0};
+    int rc = prop_parse_args(argc, argv, &a);
+    if (rc == GS_CLI_CONTINUE) rc = gs_cli_with_module(a.path, propagate_module, &a);
+    gs_cli_shardings_free(&a.sh);
+    free(a.to_out);
+    free(a.to_par);
     return rc;
 }

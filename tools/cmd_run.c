@@ -100,13 +100,6 @@ static const char *RUN_HELP =
     "  gspmd run --spmd tests/runtime/all_reduce_sum.hlo --num-partitions 4 --output-dir /tmp/o\n"
     "  mpirun -np 4 gspmd run model.hlo --num-partitions 4 --verify\n";
 
-static int run_usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "gspmd run: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s\n", RUN_USAGE);
-    return 2;
-}
-
 /* Everything one command line asks for. */
 typedef struct run_args {
     const char *file;         /* the module */
@@ -270,8 +263,11 @@ static void print_shared(const run_args *a, const gs_comm *comm) {
             comm->share_work ? "" : " (--no-share-work)");
 }
 
-/* Ends an MPI run the same way on every rank; returns the final exit code. */
-static int agree(gs_comm *comm, bool mpi, int rc) {
+/* Renders and clears d, then ends an MPI run the same way on every rank; returns the final exit
+ * code. */
+static int finish_run(gs_comm *comm, bool mpi, int rc, gs_diags *d) {
+    gs_diags_render(d, stderr);
+    gs_diags_clear(d);
     if (!mpi || !comm) return rc;
     bool all_ok;
     if (!gs_mpi_agree(comm, rc == 0, &all_ok)) {
@@ -288,15 +284,20 @@ static int agree(gs_comm *comm, bool mpi, int rc) {
 
 /* ------------------------------------------------------------------ --spmd */
 
-/* Frees the values of a run: the per-device arguments, the global arguments, this process's
- * results and the gathered results (any may be NULL). */
-static void free_run_values(const gs_comm *comm, gs_value ***dev_args, gs_value **args,
-                            int n_args, gs_value **results, gs_value **all, int n) {
+/* Frees each local device's copies of the n_args arguments (dev_args may be NULL). */
+static void free_dev_args(const gs_comm *comm, gs_value ***dev_args, int n_args) {
     for (int k = 0; comm && dev_args && k < comm->local_devices; k++) {
         for (int i = 0; dev_args[k] && i < n_args; i++) gs_value_free(dev_args[k][i]);
         free(dev_args[k]);
     }
     free(dev_args);
+}
+
+/* Frees the values of a run: the per-device arguments, the global arguments, this process's
+ * results and the gathered results (any may be NULL). */
+static void free_run_values(const gs_comm *comm, gs_value ***dev_args, gs_value **args,
+                            int n_args, gs_value **results, gs_value **all, int n) {
+    free_dev_args(comm, dev_args, n_args);
     for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
     free(args);
     for (int k = 0; comm && results && k < comm->local_devices; k++) gs_value_free(results[k]);
@@ -323,35 +324,10 @@ static int check_memory(const run_args *a, const gs_module *m, const gs_module *
     return gs_cli_check_memory(a->file, what, need, a->max_memory);
 }
 
-static int run_spmd(const run_args *a, bool mpi) {
-    gs_source *src;
-    gs_module *m = gs_cli_load_module(a->file, &src);
-    if (!m) return 1;
-    gs_diags d = {0};
-    gs_comm *comm = NULL;
-    gs_value **args = NULL, ***dev_args = NULL, **results = NULL, **all = NULL;
-    int n_args = 0, rc = 1;
-    int64_t n = a->n_devices;
-    if (a->num_replicas) {
-        if (m->replica_count > 1 && m->replica_count != a->num_replicas) {
-            gs_error(&d, gs_span_none(), "--num-replicas %ld, but the module says replica_count=%lld",
-                     a->num_replicas, (long long)m->replica_count);
-            goto finish;
-        }
-        m->replica_count = a->num_replicas;
-    }
-    gs_compile_options co;
-    gs_compile_options_init(&co, n);
-    co.spmd_input = true;
-    co.runnable = true;
-    gs_compiled checked;
-    if (gs_compile(m, &co, &checked, &d) != GS_OK) goto finish;
-    if (check_memory(a, NULL, m, mpi) != 0) goto finish;
-    if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
-    if (!mpi || gs_mpi_rank() == 0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, 0);
-    if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
-    /* Each device gets its own copies: values are reference counted per thread. */
-    dev_args = calloc((size_t)comm->local_devices, sizeof *dev_args);
+/* Each local device's own copies of the n_args arguments (values are reference counted per
+ * thread); NULL after an error in d. Free with free_run_values. */
+static gs_value ***copy_dev_args(const gs_comm *comm, gs_value **args, int n_args, gs_diags *d) {
+    gs_value ***dev_args = calloc((size_t)comm->local_devices, sizeof *dev_args);
     for (int k = 0; dev_args && k < comm->local_devices; k++) {
         dev_args[k] = calloc((size_t)(n_args ? n_args : 1), sizeof **dev_args);
         for (int i = 0; dev_args[k] && i < n_args; i++) dev_args[k][i] = gs_value_copy(args[i]);
@@ -362,27 +338,62 @@ static int run_spmd(const run_args *a, bool mpi) {
         for (int i = 0; complete && i < n_args; i++) complete = dev_args[k][i] != NULL;
     }
     if (!complete) {
-        gs_error(&d, gs_span_none(), "out of memory");
-        goto finish;
+        free_dev_args(comm, dev_args, n_args);
+        gs_error(d, gs_span_none(), "out of memory");
+        return NULL;
     }
+    return dev_args;
+}
+
+/* Checks that m, an SPMD program, runs on a's devices (and --num-replicas against its
+ * replica_count, which it then sets). */
+static gs_status check_spmd(const run_args *a, gs_module *m, gs_diags *d) {
+    if (a->num_replicas) {
+        if (m->replica_count > 1 && m->replica_count != a->num_replicas) {
+            gs_error(d, gs_span_none(),
+                     "--num-replicas %ld, but the module says replica_count=%lld", a->num_replicas,
+                     (long long)m->replica_count);
+            return GS_ERR;
+        }
+        m->replica_count = a->num_replicas;
+    }
+    gs_compile_options co;
+    gs_compile_options_init(&co, a->n_devices);
+    co.spmd_input = true;
+    co.runnable = true;
+    gs_compiled checked;
+    return gs_compile(m, &co, &checked, d);
+}
+
+static int run_spmd(const run_args *a, bool mpi) {
+    gs_source *src;
+    gs_module *m = gs_cli_load_module(a->file, &src);
+    if (!m) return 1;
+    gs_diags d = {0};
+    gs_comm *comm = NULL;
+    gs_value **args = NULL, ***dev_args = NULL, **results = NULL, **all = NULL;
+    int n_args = 0, rc = 1;
+    if (check_spmd(a, m, &d) != GS_OK || check_memory(a, NULL, m, mpi) != 0) goto finish;
+    if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
+    if (!mpi || gs_mpi_rank() == 0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, 0);
+    if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
+    if (!(dev_args = copy_dev_args(comm, args, n_args, &d))) goto finish;
     if (gs_run_spmd(m, comm, (gs_value **const *)dev_args, &results, a->seed, &d) != GS_OK)
         goto finish;
     print_shared(a, comm);
     if (gs_gather_results(comm, m, results, &all, &d) != GS_OK) goto finish;
     rc = 0;
 finish:
-    gs_diags_render(&d, stderr);
-    gs_diags_clear(&d);
-    rc = agree(comm, mpi, rc);
+    rc = finish_run(comm, mpi, rc, &d);
     if (rc == 0 && all) {
-        rc = write_dev_outputs(a->out_dir, all, (int)n, &d);
+        rc = write_dev_outputs(a->out_dir, all, (int)a->n_devices, &d);
         gs_diags_render(&d, stderr);
         if (rc == 0)
             printf("ran %s on %ld devices (%s backend); outputs in %s/dev*/\n", a->file,
                    a->n_devices, mpi ? "mpi" : "threads", a->out_dir);
     }
     gs_diags_free(&d);
-    free_run_values(comm, dev_args, args, n_args, results, all, (int)n);
+    free_run_values(comm, dev_args, args, n_args, results, all, (int)a->n_devices);
     if (comm) comm->ops->free(comm);
     gs_module_free(m);
     gs_source_free(src);
@@ -392,20 +403,12 @@ finish:
 
 /* ------------------------------------------------------------------ sharded modules */
 
-static int run_sharded(const run_args *a, bool mpi) {
-    gs_source *src;
-    gs_module *m = gs_cli_load_module(a->file, &src);
-    if (!m) return 1;
-    gs_diags d = {0};
-    gs_comm *comm = NULL;
-    gs_compiled compiled = {0};
-    const gs_module *p = NULL;
-    gs_value **args = NULL, *global = NULL;
-    int n_args = 0, rc = 1;
-    int64_t n = a->n_devices;
-    bool rank0 = !mpi || gs_mpi_rank() == 0;
+/* Propagates (unless --no-propagate) and partitions m for a's devices into *out, with the
+ * --mesh / --shard requests; rank0: this process prints the warnings. */
+static gs_status compile_for_run(const run_args *a, gs_module *m, bool rank0, gs_compiled *out,
+                                 gs_diags *d) {
     gs_compile_options co;
-    gs_compile_options_init(&co, n);
+    gs_compile_options_init(&co, a->n_devices);
     co.no_propagate = !a->propagate;
     co.partition = a->win;
     co.partition.no_warnings = !rank0;
@@ -414,66 +417,95 @@ static int run_sharded(const run_args *a, bool mpi) {
     co.fill_elided = a->fill_elided;
     co.seed = a->seed;
     gs_mesh mesh;
-    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &co) != 0) goto finish;
-    if (gs_compile(m, &co, &compiled, &d) != GS_OK) goto finish;
-    p = compiled.program;
+    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &co) != 0) return GS_ERR;
+    return gs_compile(m, &co, out, d);
+}
+
+/* --save-program FILE: program p as HLO text; an error in d when it cannot be written. */
+static gs_status save_program(const char *path, const gs_module *p, gs_diags *d) {
+    char *text = gs_module_to_string(p);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    bool ok = f && fputs(text, f) >= 0 && fflush(f) == 0;
+    int err = errno;
+    if (f && fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    const char *why = text ? strerror(err) : "out of memory";
+    free(text);
+    if (ok) return GS_OK;
+    gs_error(d, gs_span_none(), "cannot write '%s': %s", path, why);
+    return GS_ERR;
+}
+
+/* --verify: runs the reference on the same arguments and compares with global, printing a
+ * line per output and the verdict; 0 when everything matches, else 1. */
+static int verify_run(const run_args *a, const gs_module *m, gs_value **args, int n_args,
+                      gs_value *global, gs_diags *d) {
+    gs_leaf_check *checks = NULL;
+    int n_checks = 0, rc = 0;
+    bool all_ok = false;
+    if (gs_verify_outputs(m, args, n_args, a->seed, (int)a->n_devices, global, &checks, &n_checks,
+                          &all_ok, d) != GS_OK) {
+        rc = 1;
+    } else if (!print_checks(global, checks, n_checks) || !all_ok) {
+        printf("verify: %s on %lld devices does NOT match the reference\n", a->file,
+               (long long)a->n_devices);
+        rc = 1;
+    } else {
+        printf("verify: %s on %lld devices matches the reference\n", a->file,
+               (long long)a->n_devices);
+    }
+    free(checks);
+    return rc;
+}
+
+/* After a successful run: the outputs into --output-dir (or, without it and --verify, the line
+ * saying it ran). */
+static int report_sharded(const run_args *a, bool mpi, gs_value *global, gs_diags *d) {
+    const char *backend = mpi ? "mpi" : "threads";
+    if (!a->out_dir) {
+        if (!a->verify)
+            printf("ran %s on %lld devices (%s backend)\n", a->file, (long long)a->n_devices,
+                   backend);
+        return 0;
+    }
+    int rc = write_outputs(a->out_dir, global, d);
+    gs_diags_render(d, stderr);
+    if (rc == 0)
+        printf("ran %s on %lld devices (%s backend); outputs in %s/\n", a->file,
+               (long long)a->n_devices, backend, a->out_dir);
+    return rc;
+}
+
+static int run_sharded(const run_args *a, bool mpi) {
+    gs_source *src;
+    gs_module *m = gs_cli_load_module(a->file, &src);
+    if (!m) return 1;
+    gs_diags d = {0};
+    gs_comm *comm = NULL;
+    gs_compiled compiled = {0};
+    gs_value **args = NULL, *global = NULL;
+    int n_args = 0, rc = 1;
+    bool rank0 = !mpi || gs_mpi_rank() == 0;
+    if (compile_for_run(a, m, rank0, &compiled, &d) != GS_OK) goto finish;
+    const gs_module *p = compiled.program;
     if (a->stats && rank0) gs_cli_print_stats(stderr, m, p, &compiled.stats);
     if (check_memory(a, m, p, mpi) != 0) goto finish;
-    if (a->save && rank0) {
-        char *text = gs_module_to_string(p);
-        FILE *f = text ? fopen(a->save, "w") : NULL;
-        bool ok = f && fputs(text, f) >= 0 && fflush(f) == 0;
-        int err = errno;
-        if (f && fclose(f) != 0 && ok) {
-            ok = false;
-            err = errno;
-        }
-        const char *why = text ? strerror(err) : "out of memory";
-        free(text);
-        if (!ok) {
-            gs_error(&d, gs_span_none(), "cannot write '%s': %s", a->save, why);
-            goto finish;
-        }
-    }
+    if (a->save && rank0 && save_program(a->save, p, &d) != GS_OK) goto finish;
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
     if (rank0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, compiled.n_filled);
-    if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, n, &args, &n_args, &d) != GS_OK)
+    if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, a->n_devices, &args, &n_args, &d) !=
+        GS_OK)
         goto finish;
     if (gs_run_sharded(m, p, comm, args, n_args, a->seed, &global, &d) != GS_OK) goto finish;
-    if (!mpi || gs_mpi_rank() == 0) print_shared(a, comm);
-    rc = 0;
-    if (global && a->verify) {
-        gs_leaf_check *checks = NULL;
-        int n_checks = 0;
-        bool all_ok = false;
-        if (gs_verify_outputs(m, args, n_args, a->seed, (int)a->n_devices, global, &checks, &n_checks, &all_ok,
-                              &d) != GS_OK) {
-            rc = 1;
-        } else if (!print_checks(global, checks, n_checks) || !all_ok) {
-            printf("verify: %s on %lld devices does NOT match the reference\n", a->file,
-                   (long long)n);
-            rc = 1;
-        } else {
-            printf("verify: %s on %lld devices matches the reference\n", a->file, (long long)n);
-        }
-        free(checks);
-    }
+    if (rank0) print_shared(a, comm);
+    rc = global && a->verify ? verify_run(a, m, args, n_args, global, &d) : 0;
 finish:
-    gs_diags_render(&d, stderr);
-    gs_diags_clear(&d);
-    rc = agree(comm, mpi, rc);
-    if (rc == 0 && global && a->out_dir) {
-        rc = write_outputs(a->out_dir, global, &d);
-        gs_diags_render(&d, stderr);
-        if (rc == 0)
-            printf("ran %s on %lld devices (%s backend); outputs in %s/\n", a->file,
-                   (long long)n, mpi ? "mpi" : "threads", a->out_dir);
-    } else if (rc == 0 && global && !a->verify) {
-        printf("ran %s on %lld devices (%s backend)\n", a->file, (long long)n,
-               mpi ? "mpi" : "threads");
-    }
+    rc = finish_run(comm, mpi, rc, &d);
+    if (rc == 0 && global) rc = report_sharded(a, mpi, global, &d);
     gs_diags_free(&d);
-    free_run_values(comm, NULL, args, n_args, NULL, NULL, (int)n);
+    free_run_values(comm, NULL, args, n_args, NULL, NULL, (int)a->n_devices);
     gs_value_free(global);
     if (comm) comm->ops->free(comm);
     gs_compiled_free(&compiled);
@@ -483,121 +515,122 @@ finish:
     return rc;
 }
 
-int gs_cli_run(int argc, char **argv) {
-    run_args a = {0};
-    a.propagate = true;
-    a.timeout = 60;
-    a.per_rank = 1;
-    a.share_work = -1;
-    a.max_memory = gs_cli_machine_memory();
-    int rc = 2;
+/* Flags without a value: true when arg is one (recorded in *a). */
+static bool run_flag(const char *arg, run_args *a) {
+    if (gs_cli_propagate_option(arg, &a->propagate)) return true;
+    if (strcmp(arg, "--spmd") == 0) a->spmd = true;
+    else if (strcmp(arg, "--verify") == 0) a->verify = true;
+    else if (strcmp(arg, "--stats") == 0) a->stats = true;
+    else if (strcmp(arg, "--fill-elided") == 0) a->fill_elided = true;
+    else if (strcmp(arg, "--strict") == 0) a->strict = true;
+    else if (strcmp(arg, "--share-work") == 0) a->share_work = 1;
+    else if (strcmp(arg, "--no-share-work") == 0) a->share_work = 0;
+    else return false;
+    return true;
+}
+
+/* The numeric options but --num-partitions: 1 when argv[*i] is one (recorded in *a), 0 when
+ * not, -1 after a message for a bad value (the caller exits 2). */
+static int run_number_option(int argc, char **argv, int *i, run_args *a) {
+    const char *v;
+    char *end;
+    int k;
+    if ((k = gs_cli_count_option(argc, argv, i, "run", "--num-replicas", "replicas", 65536,
+                                 &a->num_replicas)) != 0 ||
+        (k = gs_cli_memory_option(argc, argv, i, "run", &a->max_memory)) != 0 ||
+        (k = gs_cli_seed_option(argc, argv, i, "run", RUN_USAGE, &a->seed)) != 0)
+        return k;
+    if (gs_cli_opt_value(argc, argv, i, "--devices-per-rank", &v)) {
+        a->per_rank = strtol(v, &end, 10);
+        if (*end || a->per_rank < 1 || a->per_rank > 1024) {
+            gs_cli_usage_error("run", RUN_USAGE,
+                               "--devices-per-rank wants a number in 1..1024, not '%s'", v);
+            return -1;
+        }
+    } else if (gs_cli_opt_value(argc, argv, i, "--timeout", &v)) {
+        a->timeout = strtod(v, &end);
+        if (*end || a->timeout <= 0) {
+            gs_cli_usage_error("run", RUN_USAGE,
+                               "--timeout wants a positive number of seconds, not '%s'", v);
+            return -1;
+        }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The options naming things: --input, --backend, --output-dir, --save-program.
+ * GS_CLI_CONTINUE when argv[*i] is one of them, 0 when not; otherwise the exit code after a
+ * message (2 bad usage, 1 out of memory). */
+static int run_name_option(int argc, char **argv, int *i, run_args *a) {
+    const char *v;
+    int rc;
+    if (gs_cli_opt_value(argc, argv, i, "--input", &v)) {
+        if ((rc = gs_cli_input_option("run", v, &a->inputs)) != 0) return rc;
+    } else if (gs_cli_opt_value(argc, argv, i, "--backend", &v)) {
+        if (strcmp(v, "threads") != 0 && strcmp(v, "mpi") != 0)
+            return gs_cli_usage_error("run", RUN_USAGE, "--backend is threads or mpi, not '%s'", v);
+        a->backend_name = v;
+    } else if (gs_cli_opt_value(argc, argv, i, "--output-dir", &v)) {
+        a->out_dir = v;
+    } else if (gs_cli_opt_value(argc, argv, i, "--save-program", &v)) {
+        a->save = v;
+    } else {
+        return 0;
+    }
+    return GS_CLI_CONTINUE;
+}
+
+/* The combinations of options the command line may not ask for. */
+static int run_check_args(const run_args *a) {
+    int rc = gs_cli_need_file_devices("run", RUN_USAGE, a->file, a->n_devices);
+    if (rc != GS_CLI_CONTINUE) return rc;
+    if (a->spmd && !a->out_dir)
+        return gs_cli_usage_error("run", RUN_USAGE, "missing --output-dir DIR");
+    if (a->num_replicas && !a->spmd)
+        return gs_cli_usage_error("run", RUN_USAGE,
+                                  "--num-replicas is for a per-replica program (--spmd)");
+    if (a->num_replicas && a->n_devices % a->num_replicas != 0)
+        return gs_cli_usage_error("run", RUN_USAGE,
+                                  "--num-replicas must divide the devices (--num-partitions)");
+    if (a->spmd && (a->verify || a->sh.n > 0 || a->save || a->strict || a->fill_elided))
+        return gs_cli_usage_error("run", RUN_USAGE,
+                                  "--verify, --shard, --save-program, --strict and "
+                                  "--fill-elided need a module to partition (drop --spmd)");
+    return GS_CLI_CONTINUE;
+}
+
+/* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 1 out of memory, 2 bad
+ * usage). */
+static int run_parse_args(int argc, char **argv, run_args *a) {
     for (int i = 1; i < argc; i++) {
-        const char *v;
         int k;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\n", RUN_USAGE);
-            printf(RUN_HELP, GS_CLI_SHARDING_HELP);
-            rc = 0;
-            goto done;
-        } else if (strcmp(argv[i], "--spmd") == 0) {
-            a.spmd = true;
-        } else if ((k = gs_cli_count_option(argc, argv, &i, "run", "--num-replicas", "replicas",
-                                            65536, &a.num_replicas)) != 0) {
-            if (k < 0) goto done;
-        } else if (gs_cli_propagate_option(argv[i], &a.propagate)) {
-        } else if (strcmp(argv[i], "--verify") == 0) {
-            a.verify = true;
-        } else if (strcmp(argv[i], "--stats") == 0) {
-            a.stats = true;
-        } else if (strcmp(argv[i], "--fill-elided") == 0) {
-            a.fill_elided = true;
-        } else if (strcmp(argv[i], "--strict") == 0) {
-            a.strict = true;
-        } else if (strcmp(argv[i], "--share-work") == 0) {
-            a.share_work = 1;
-        } else if (strcmp(argv[i], "--no-share-work") == 0) {
-            a.share_work = 0;
-        } else if ((k = gs_cli_memory_option(argc, argv, &i, "run", &a.max_memory)) != 0) {
-            if (k < 0) goto done;
-        } else if ((k = gs_cli_windowed_option(argc, argv, &i, "run", &a.win)) != 0) {
-            if (k < 0) goto done;
-        } else if ((k = gs_cli_devices_option(argc, argv, &i, "run", 65536, &a.n_devices)) != 0) {
-            if (k < 0) goto done;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--devices-per-rank", &v)) {
-            char *end;
-            a.per_rank = strtol(v, &end, 10);
-            if (*end || a.per_rank < 1 || a.per_rank > 1024) {
-                rc = run_usage("--devices-per-rank wants a number in 1..1024, not '%s'", v);
-                goto done;
-            }
-        } else if (gs_cli_opt_value(argc, argv, &i, "--backend", &v)) {
-            if (strcmp(v, "threads") != 0 && strcmp(v, "mpi") != 0) {
-                rc = run_usage("--backend is threads or mpi, not '%s'", v);
-                goto done;
-            }
-            a.backend_name = v;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
-            a.out_dir = v;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--save-program", &v)) {
-            a.save = v;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--seed", &v)) {
-            char *end;
-            a.seed = strtoull(v, &end, 10);
-            if (*end || !*v) {
-                rc = run_usage("--seed wants a non-negative integer, not '%s'", v);
-                goto done;
-            }
-        } else if (gs_cli_opt_value(argc, argv, &i, "--timeout", &v)) {
-            char *end;
-            a.timeout = strtod(v, &end);
-            if (*end || a.timeout <= 0) {
-                rc = run_usage("--timeout wants a positive number of seconds, not '%s'", v);
-                goto done;
-            }
-        } else if (gs_cli_opt_value(argc, argv, &i, "--input", &v)) {
-            if ((rc = gs_cli_input_option("run", v, &a.inputs)) != 0) goto done;
-            rc = 2;
-        } else if ((k = gs_cli_sharding_option(argc, argv, &i, &a.sh)) != 0) {
-            if (k < 0) goto done;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = run_usage("unknown option '%s'", argv[i]);
-            goto done;
-        } else if (a.file) {
-            rc = run_usage("more than one FILE ('%s')", argv[i]);
-            goto done;
-        } else {
-            a.file = argv[i];
+        if (gs_cli_is_help(argv[i])) return gs_cli_print_help(RUN_USAGE, RUN_HELP);
+        if (run_flag(argv[i], a)) continue;
+        if ((k = run_number_option(argc, argv, &i, a)) != 0 ||
+            (k = gs_cli_partition_option(argc, argv, &i, "run", 65536, &a->n_devices, &a->win,
+                                         &a->sh)) != 0) {
+            if (k < 0) return 2;
+        } else if ((k = run_name_option(argc, argv, &i, a)) != 0) {
+            if (k != GS_CLI_CONTINUE) return k;
+        } else if ((k = gs_cli_operand("run", RUN_USAGE, argv[i], "FILE", &a->file)) !=
+                   GS_CLI_CONTINUE) {
+            return k;
         }
     }
-    if (!a.file) {
-        rc = run_usage("missing FILE%s", "");
-        goto done;
+    return run_check_args(a);
+}
+
+int gs_cli_run(int argc, char **argv) {
+    run_args a = {.propagate = true, .timeout = 60, .per_rank = 1, .share_work = -1};
+    a.max_memory = gs_cli_machine_memory();
+    int rc = run_parse_args(argc, argv, &a);
+    if (rc == GS_CLI_CONTINUE) {
+        bool mpi = a.backend_name ? strcmp(a.backend_name, "mpi") == 0
+                                  : (gs_mpi_available() && gs_mpi_launched());
+        rc = a.spmd ? run_spmd(&a, mpi) : run_sharded(&a, mpi);
     }
-    if (a.n_devices < 1) {
-        rc = run_usage("missing --num-partitions N%s", "");
-        goto done;
-    }
-    if (a.spmd && !a.out_dir) {
-        rc = run_usage("missing --output-dir DIR%s", "");
-        goto done;
-    }
-    if (a.num_replicas && !a.spmd) {
-        rc = run_usage("%s", "--num-replicas is for a per-replica program (--spmd)");
-        goto done;
-    }
-    if (a.num_replicas && a.n_devices % a.num_replicas != 0) {
-        rc = run_usage("%s", "--num-replicas must divide the devices (--num-partitions)");
-        goto done;
-    }
-    if (a.spmd && (a.verify || a.sh.n > 0 || a.save || a.strict || a.fill_elided)) {
-        rc = run_usage("%s", "--verify, --shard, --save-program, --strict and "
-                             "--fill-elided need a module to partition (drop --spmd)");
-        goto done;
-    }
-    bool mpi = a.backend_name ? strcmp(a.backend_name, "mpi") == 0
-                              : (gs_mpi_available() && gs_mpi_launched());
-    rc = a.spmd ? run_spmd(&a, mpi) : run_sharded(&a, mpi);
-done:
     gs_interp_inputs_free(&a.inputs);
     gs_cli_shardings_free(&a.sh);
     return rc;

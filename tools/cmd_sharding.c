@@ -46,14 +46,6 @@ const char *const GS_CLI_SHARDING_HELP =
     "                                 sharding SPEC: a PartitionSpec over --mesh ('batch,None')\n"
     "                                 or XLA sharding text ('{devices=[2,1]<=[2]}')\n";
 
-static int usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "gspmd show-sharding: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s\n", SHOW_USAGE);
-    return 2;
-}
-
-
 /* Renders d against a one-line source holding the argument text, so errors get a caret. */
 static void render(gs_diags *d) { gs_diags_render(d, stderr); }
 
@@ -72,147 +64,198 @@ int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out) {
     return rc;
 }
 
-int gs_cli_show_sharding(int argc, char **argv) {
-    const char *text = NULL, *shape_arg = NULL, *mesh_arg = NULL, *svg = NULL, *ndev_arg = NULL;
-    bool json = false;
-    int color = -1;
+/* What one command line asks for. */
+typedef struct show_args {
+    const char *text;      /* SHARDING */
+    const char *shape;     /* --shape */
+    const char *mesh;      /* --mesh, or NULL */
+    const char *svg;       /* --svg, or NULL */
+    const char *ndev;      /* --devices, or NULL */
+    int64_t n_devices;     /* --devices N, or 0 */
+    bool json;             /* --json */
+    int color;             /* --color 1, --no-color 0, else -1 */
+} show_args;
+
+/* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 2 bad usage). */
+static int show_parse_args(int argc, char **argv, show_args *o) {
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\n%s", SHOW_USAGE, SHOW_HELP);
-            return 0;
+        if (gs_cli_is_help(argv[i])) {
+            return gs_cli_print_help(SHOW_USAGE, SHOW_HELP); /* SHOW_HELP has no % */
         } else if (gs_cli_opt_value(argc, argv, &i, "--shape", &v)) {
-            shape_arg = v;
+            o->shape = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--mesh", &v)) {
-            mesh_arg = v;
+            o->mesh = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--svg", &v)) {
-            svg = v;
+            o->svg = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--devices", &v)) {
-            ndev_arg = v;
+            o->ndev = v;
         } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
+            o->json = true;
         } else if (strcmp(argv[i], "--color") == 0) {
-            color = 1;
+            o->color = 1;
         } else if (strcmp(argv[i], "--no-color") == 0) {
-            color = 0;
+            o->color = 0;
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            return usage("unknown option '%s'", argv[i]);
-        } else if (text) {
-            return usage("more than one SHARDING ('%s')", argv[i]);
+            return gs_cli_usage_error("show-sharding", SHOW_USAGE, "unknown option '%s'", argv[i]);
+        } else if (o->text) {
+            return gs_cli_usage_error("show-sharding", SHOW_USAGE, "more than one SHARDING ('%s')",
+                                      argv[i]);
         } else {
-            text = argv[i];
+            o->text = argv[i];
         }
     }
-    if (!text) return usage("missing SHARDING%s", "");
-    if (!shape_arg) return usage("missing --shape SHAPE%s", "");
-    int64_t n_devices = 0;
-    if (ndev_arg) {
+    if (!o->text) return gs_cli_usage_error("show-sharding", SHOW_USAGE, "missing SHARDING");
+    if (!o->shape) return gs_cli_usage_error("show-sharding", SHOW_USAGE, "missing --shape SHAPE");
+    if (o->ndev) {
         char *end;
         errno = 0;
-        n_devices = strtoll(ndev_arg, &end, 10);
-        if (*end || !*ndev_arg || n_devices < 1 || errno)
-            return usage("--devices wants a positive integer, not '%s'", ndev_arg);
+        o->n_devices = strtoll(o->ndev, &end, 10);
+        if (*end || !*o->ndev || o->n_devices < 1 || errno)
+            return gs_cli_usage_error("show-sharding", SHOW_USAGE,
+                                      "--devices wants a positive integer, not '%s'", o->ndev);
     }
-    gs_arena a;
-    gs_arena_init(&a);
-    gs_diags d = {0};
-    int rc = 1;
-    gs_source *shape_src = gs_source_from_string("--shape", shape_arg);
-    gs_source *src = gs_source_from_string("SHARDING", text);
-    gs_mesh mesh;
-    bool have_mesh = false;
-    gs_shape *shape = NULL;
-    gs_sharding *s = NULL;
-    if (!shape_src || !src) {
-        fprintf(stderr, "error: out of memory\n");
-        goto done;
+    return GS_CLI_CONTINUE;
+}
+
+/* Parses --shape: one array, every dimension's size known. */
+static gs_status parse_show_shape(gs_arena *a, gs_source *src, gs_shape **shape, gs_diags *d) {
+    if (gs_parse_shape(a, src, GS_F32, shape, d) != GS_OK) return GS_ERR;
+    if (!gs_shape_is_array(*shape)) {
+        gs_error(d, gs_span_none(), "show-sharding draws one array, not %s",
+                 gs_shape_is_tuple(*shape) ? "a tuple" : "a token");
+        return GS_ERR;
     }
-    if (gs_parse_shape(&a, shape_src, GS_F32, &shape, &d) != GS_OK) goto done;
-    if (!gs_shape_is_array(shape)) {
-        gs_error(&d, gs_span_none(), "show-sharding draws one array, not %s",
-                 gs_shape_is_tuple(shape) ? "a tuple" : "a token");
-        goto done;
-    }
-    for (int i = 0; i < shape->rank; i++)
-        if (shape->dims[i] < 0) {
-            gs_error(&d, gs_span_none(), "show-sharding needs every dimension's size, but "
+    for (int i = 0; i < (*shape)->rank; i++)
+        if ((*shape)->dims[i] < 0) {
+            gs_error(d, gs_span_none(), "show-sharding needs every dimension's size, but "
                      "dimension %d is unbounded ('?')", i);
-            goto done;
+            return GS_ERR;
         }
-    int rank = shape->rank;
-    const int64_t *dims = shape->dims;
-    gs_type type = shape->type;
-    if (mesh_arg) {
-        if (gs_cli_parse_mesh(&a, mesh_arg, &mesh) != 0) goto done;
-        have_mesh = true;
-        if (!n_devices) n_devices = mesh.n_devices;
-    }
+    return GS_OK;
+}
+
+/* Parses SHARDING: XLA sharding text, or a PartitionSpec over mesh (NULL: no --mesh). */
+static gs_status parse_show_sharding(gs_arena *a, gs_source *src, const gs_mesh *mesh, int rank,
+                                     gs_sharding **s, gs_diags *d) {
     gs_span sp = {src, 1, 1};
     const char *t = src->text;
     while (*t == ' ') t++;
-    if (*t == '{') {
-        if (gs_sharding_parse(&a, src->text, src->len, &s, &d, sp) != GS_OK) goto done;
-    } else if (have_mesh) {
-        if (gs_sharding_from_spec(&a, &mesh, src->text, src->len, rank, &s, &d, sp) != GS_OK)
-            goto done;
-    } else {
-        gs_error(&d, sp, "expected XLA sharding text '{...}', or a PartitionSpec with --mesh");
-        goto done;
-    }
-    gs_sb shape_text = {0};
-    gs_sb_printf(&shape_text, "%s[", gs_type_name(type));
-    for (int i = 0; i < rank; i++)
-        gs_sb_printf(&shape_text, "%s%lld", i ? "," : "", (long long)dims[i]);
-    gs_sb_putc(&shape_text, ']');
+    if (*t == '{') return gs_sharding_parse(a, src->text, src->len, s, d, sp);
+    if (mesh) return gs_sharding_from_spec(a, mesh, src->text, src->len, rank, s, d, sp);
+    gs_error(d, sp, "expected XLA sharding text '{...}', or a PartitionSpec with --mesh");
+    return GS_ERR;
+}
+
+/* Whether s can be drawn over shape (text: its name) on n_devices devices; else an error. */
+static bool show_fits(const show_args *o, const gs_sharding *s, const gs_shape *shape,
+                      const char *text, int64_t n_devices, gs_diags *d) {
     if (s->kind == GS_SHARDING_TUPLE) {
-        gs_error(&d, gs_span_none(),
+        gs_error(d, gs_span_none(),
                  "show-sharding draws one array, but the sharding is a "
                  "tuple of %d",
                  s->n_tuple);
     } else if (s->kind == GS_SHARDING_TILED && n_devices && s->tiles.n != n_devices) {
-        gs_error(&d, gs_span_none(), "the sharding uses %lld devices but %s %lld",
-                 (long long)s->tiles.n, ndev_arg ? "--devices says" : "the mesh has",
+        gs_error(d, gs_span_none(), "the sharding uses %lld devices but %s %lld",
+                 (long long)s->tiles.n, o->ndev ? "--devices says" : "the mesh has",
                  (long long)n_devices);
-    } else if (s->kind == GS_SHARDING_TILED && s->data_rank != rank) {
-        gs_error(&d, gs_span_none(), "the sharding has %d data dims but the shape %s has rank %d",
-                 s->data_rank, gs_sb_str(&shape_text), rank);
+    } else if (s->kind == GS_SHARDING_TILED && s->data_rank != shape->rank) {
+        gs_error(d, gs_span_none(), "the sharding has %d data dims but the shape %s has rank %d",
+                 s->data_rank, text, shape->rank);
     } else {
-        rc = 0;
-        if (json) {
-            char *js = gs_sharding_layout_json(s, gs_sb_str(&shape_text), rank, dims, n_devices);
-            if (js) {
-                printf("%s\n", js);
-                free(js);
-            } else {
-                fprintf(stderr, "error: out of memory\n");
-                rc = 1;
-            }
-        } else {
-            gs_sb pic = {0};
-            gs_sharding_print(&pic, s);
-            gs_sb_printf(&pic, "  %s\n", gs_sb_str(&shape_text));
-            bool use_color = color == 1 || (color == -1 && isatty(STDOUT_FILENO));
-            gs_sharding_draw_text(&pic, s, rank, dims, n_devices, use_color);
-            fputs(gs_sb_str(&pic), stdout);
-            gs_sb_free(&pic);
-        }
-        if (rc == 0 && svg) {
-            gs_sb pic = {0};
-            gs_sharding_draw_svg(&pic, s, rank, dims, n_devices);
-            FILE *f = fopen(svg, "w");
-            if (!f || fputs(gs_sb_str(&pic), f) < 0) {
-                fprintf(stderr, "error: cannot write '%s': %s\n", svg, strerror(errno));
-                rc = 1;
-            }
-            if (f && fclose(f) != 0 && rc == 0) {
-                fprintf(stderr, "error: cannot write '%s': %s\n", svg, strerror(errno));
-                rc = 1;
-            }
-            gs_sb_free(&pic);
-        }
+        return true;
     }
-    gs_sb_free(&shape_text);
-done:
+    return false;
+}
+
+/* --json: the layout per device. */
+static int print_layout_json(const gs_sharding *s, const char *text, const gs_shape *shape,
+                             int64_t n_devices) {
+    char *js = gs_sharding_layout_json(s, text, shape->rank, shape->dims, n_devices);
+    if (!js) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    printf("%s\n", js);
+    free(js);
+    return 0;
+}
+
+/* The grid of which device holds which block, coloured per --color / a terminal. */
+static void print_grid(const show_args *o, const gs_sharding *s, const char *text,
+                       const gs_shape *shape, int64_t n_devices) {
+    gs_sb pic = {0};
+    gs_sharding_print(&pic, s);
+    gs_sb_printf(&pic, "  %s\n", text);
+    bool use_color = o->color == 1 || (o->color == -1 && isatty(STDOUT_FILENO));
+    gs_sharding_draw_text(&pic, s, shape->rank, shape->dims, n_devices, use_color);
+    fputs(gs_sb_str(&pic), stdout);
+    gs_sb_free(&pic);
+}
+
+/* --svg FILE: the picture as SVG. 0, or 1 after an error. */
+static int write_svg(const char *path, const gs_sharding *s, const gs_shape *shape,
+                     int64_t n_devices) {
+    gs_sb pic = {0};
+    int rc = 0;
+    gs_sharding_draw_svg(&pic, s, shape->rank, shape->dims, n_devices);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(gs_sb_str(&pic), f) < 0) {
+        fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+        rc = 1;
+    }
+    if (f && fclose(f) != 0 && rc == 0) {
+        fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+        rc = 1;
+    }
+    gs_sb_free(&pic);
+    return rc;
+}
+
+/* Parses what o names (errors into d) and prints it. 0, or 1 on bad input. */
+static int show(const show_args *o, gs_arena *a, gs_source *shape_src, gs_source *src,
+                gs_diags *d) {
+    gs_shape *shape = NULL;
+    gs_sharding *s = NULL;
+    gs_mesh mesh;
+    int64_t n_devices = o->n_devices;
+    if (parse_show_shape(a, shape_src, &shape, d) != GS_OK) return 1;
+    if (o->mesh) {
+        if (gs_cli_parse_mesh(a, o->mesh, &mesh) != 0) return 1;
+        if (!n_devices) n_devices = mesh.n_devices;
+    }
+    if (parse_show_sharding(a, src, o->mesh ? &mesh : NULL, shape->rank, &s, d) != GS_OK) return 1;
+    gs_sb text = {0};
+    gs_sb_printf(&text, "%s[", gs_type_name(shape->type));
+    for (int i = 0; i < shape->rank; i++)
+        gs_sb_printf(&text, "%s%lld", i ? "," : "", (long long)shape->dims[i]);
+    gs_sb_putc(&text, ']');
+    int rc = 1;
+    if (show_fits(o, s, shape, gs_sb_str(&text), n_devices, d)) {
+        rc = 0;
+        if (o->json) rc = print_layout_json(s, gs_sb_str(&text), shape, n_devices);
+        else print_grid(o, s, gs_sb_str(&text), shape, n_devices);
+        if (rc == 0 && o->svg) rc = write_svg(o->svg, s, shape, n_devices);
+    }
+    gs_sb_free(&text);
+    return rc;
+}
+
+int gs_cli_show_sharding(int argc, char **argv) {
+    show_args o = {.color = -1};
+    int rc = show_parse_args(argc, argv, &o);
+    if (rc != GS_CLI_CONTINUE) return rc;
+    gs_arena a;
+    gs_arena_init(&a);
+    gs_diags d = {0};
+    gs_source *shape_src = gs_source_from_string("--shape", o.shape);
+    gs_source *src = gs_source_from_string("SHARDING", o.text);
+    if (!shape_src || !src) {
+        fprintf(stderr, "error: out of memory\n");
+        rc = 1;
+    } else {
+        rc = show(&o, &a, shape_src, src, &d);
+    }
     render(&d);
     gs_diags_free(&d);
     gs_source_free(shape_src);

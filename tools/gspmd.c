@@ -38,20 +38,20 @@ static const command *find_command(const char *name);
 
 /* ------------------------------------------------------------------ helpers */
 
+/* The usage line of command cmd (NULL for an unknown one). */
+static const char *usage_of(const char *cmd) {
+    const command *c = find_command(cmd);
+    return c ? c->usage : NULL;
+}
+
 static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "gspmd %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    int rc = gs_cli_vusage_error(cmd, usage_of(cmd), fmt, ap);
     va_end(ap);
-    const command *c = find_command(cmd);
-    if (c) fprintf(stderr, "usage: %s\n", c->usage);
-    return 2;
+    return rc;
 }
-
-static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
 static int print_help(const char *cmd) {
     const command *c = find_command(cmd);
@@ -59,24 +59,37 @@ static int print_help(const char *cmd) {
     return 0;
 }
 
+/* The FILE operand of parse, verify and eval: an option the command does not know, or a second
+ * FILE, is bad usage (2); else GS_CLI_CONTINUE. */
+static int file_operand(const char *cmd, const char *arg, const char **file) {
+    if (arg[0] == '-' && arg[1]) return usage_error(cmd, "unknown option '%s'", arg);
+    if (*file) return usage_error(cmd, "more than one FILE");
+    *file = arg;
+    return GS_CLI_CONTINUE;
+}
 
+/* The arguments of a command that takes FILE alone (parse, verify): GS_CLI_CONTINUE, or the
+ * exit code. */
+static int file_args(const char *cmd, int argc, char **argv, const char **file) {
+    for (int i = 1; i < argc; i++) {
+        if (gs_cli_is_help(argv[i])) return print_help(cmd);
+        int rc = file_operand(cmd, argv[i], file);
+        if (rc != GS_CLI_CONTINUE) return rc;
+    }
+    return *file ? GS_CLI_CONTINUE : usage_error(cmd, "missing FILE");
+}
 
 /* ------------------------------------------------------------------ parse */
 
 static int cmd_parse(int argc, char **argv) {
     const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (is_help(argv[i])) return print_help("parse");
-        if (argv[i][0] == '-' && argv[i][1]) return usage_error("parse", "unknown option '%s'", argv[i]);
-        if (file) return usage_error("parse", "more than one FILE");
-        file = argv[i];
-    }
-    if (!file) return usage_error("parse", "missing FILE");
+    int rc = file_args("parse", argc, argv, &file);
+    if (rc != GS_CLI_CONTINUE) return rc;
     gs_source *src;
     gs_module *m = gs_cli_load_module(file, &src);
     if (!m) return 1;
     char *text = gs_module_to_string(m);
-    int rc = 0;
+    rc = 0;
     if (!text) {
         fprintf(stderr, "error: out of memory\n");
         rc = 1;
@@ -93,13 +106,8 @@ static int cmd_parse(int argc, char **argv) {
 
 static int cmd_verify(int argc, char **argv) {
     const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (is_help(argv[i])) return print_help("verify");
-        if (argv[i][0] == '-' && argv[i][1]) return usage_error("verify", "unknown option '%s'", argv[i]);
-        if (file) return usage_error("verify", "more than one FILE");
-        file = argv[i];
-    }
-    if (!file) return usage_error("verify", "missing FILE");
+    int rc = file_args("verify", argc, argv, &file);
+    if (rc != GS_CLI_CONTINUE) return rc;
     gs_source *src;
     gs_module *m = gs_cli_load_module(file, &src);
     if (!m) return 1;
@@ -148,97 +156,84 @@ static void print_value_summary(FILE *out, const char *label, const gs_value *v)
     fprintf(out, "%s]\n", v->n > shown ? ", ..." : "");
 }
 
-static int cmd_eval(int argc, char **argv) {
-    const char *file = NULL, *out_dir = NULL;
-    uint64_t seed = 0;
-    bool print = false, fill = false;
-    gs_interp_inputs inputs = {0};
-    int64_t max_memory = gs_cli_machine_memory();
-    int rc = 2;
+/* What an eval command line asks for. */
+typedef struct eval_args {
+    const char *file;
+    const char *out_dir;     /* --output-dir, or NULL */
+    uint64_t seed;           /* --seed */
+    bool print, fill;        /* --print, --fill-elided */
+    gs_interp_inputs inputs; /* --input */
+    int64_t max_memory;      /* --max-memory */
+} eval_args;
+
+/* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 1 out of memory, 2 bad
+ * usage). */
+static int eval_parse_args(int argc, char **argv, eval_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *v;
         int k;
-        if (is_help(argv[i])) {
-            rc = print_help("eval");
-            goto done;
-        } else if ((k = gs_cli_memory_option(argc, argv, &i, "eval", &max_memory)) != 0) {
-            if (k < 0) goto done;
+        if (gs_cli_is_help(argv[i])) return print_help("eval");
+        if ((k = gs_cli_memory_option(argc, argv, &i, "eval", &a->max_memory)) != 0 ||
+            (k = gs_cli_seed_option(argc, argv, &i, "eval", usage_of("eval"), &a->seed)) != 0) {
+            if (k < 0) return 2;
         } else if (strcmp(argv[i], "--print") == 0) {
-            print = true;
+            a->print = true;
         } else if (strcmp(argv[i], "--fill-elided") == 0) {
-            fill = true;
+            a->fill = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
-            out_dir = v;
-        } else if (gs_cli_opt_value(argc, argv, &i, "--seed", &v)) {
-            char *end;
-            seed = strtoull(v, &end, 10);
-            if (*end || !*v) {
-                rc = usage_error("eval", "--seed wants a non-negative integer, not '%s'", v);
-                goto done;
-            }
+            a->out_dir = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--input", &v)) {
-            if ((rc = gs_cli_input_option("eval", v, &inputs)) != 0) goto done;
-            rc = 2;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = usage_error("eval", "unknown option '%s'", argv[i]);
-            goto done;
-        } else if (file) {
-            rc = usage_error("eval", "more than one FILE");
-            goto done;
-        } else {
-            file = argv[i];
+            if ((k = gs_cli_input_option("eval", v, &a->inputs)) != 0) return k;
+        } else if ((k = file_operand("eval", argv[i], &a->file)) != GS_CLI_CONTINUE) {
+            return k;
         }
     }
-    if (!file) {
-        rc = usage_error("eval", "missing FILE");
-        goto done;
-    }
-    if (!out_dir && !print) {
-        rc = usage_error("eval", "missing --output-dir DIR (or --print)");
-        goto done;
-    }
-    gs_source *src;
-    gs_module *m = gs_cli_load_module(file, &src);
-    if (!m) {
-        rc = 1;
-        goto done;
-    }
-    gs_diags d = {0};
-    rc = 1;
+    if (!a->file) return usage_error("eval", "missing FILE");
+    if (!a->out_dir && !a->print)
+        return usage_error("eval", "missing --output-dir DIR (or --print)");
+    return GS_CLI_CONTINUE;
+}
+
+/* Runs the reference interpreter on m: checks, the memory it needs, then the outputs (printed
+ * with --print, written to --output-dir). */
+static gs_status eval_module(void *ctx, gs_module *m, gs_diags *d) {
+    const eval_args *a = ctx;
     int filled = 0;
-    if (gs_module_verify(m, &d) == GS_OK &&
-        gs_module_check_bounded(m, "evaluation", &d) == GS_OK &&
-        (!fill || gs_module_fill_elided(m, seed, &filled, &d) == GS_OK)) {
-        gs_cli_note_random(stderr, m, &inputs, seed, filled);
-        gs_value **outs = NULL;
-        int n_outs = 0;
-        gs_cost cost;
-        gs_cost_module(m, &cost);
-        if (gs_cli_check_memory(file, "evaluating this module", (double)cost.run_peak_bytes,
-                                max_memory) != 0) {
-            /* reported */
-        } else if (out_dir && gs_cli_mkdirs(out_dir) != 0) {
-            fprintf(stderr, "error: cannot create directory '%s': %s\n", out_dir, strerror(errno));
-        } else if (gs_interp_run_entry(m, &inputs, seed, &outs, &n_outs, &d) == GS_OK) {
-            rc = 0;
-            for (int i = 0; i < n_outs && rc == 0; i++) {
-                char path[4096], label[32];
-                snprintf(label, sizeof label, "out%d", i);
-                if (print) print_value_summary(stdout, label, outs[i]);
-                if (!out_dir) continue;
-                snprintf(path, sizeof path, "%s/out%d.npy", out_dir, i);
-                if (gs_npy_write(path, outs[i], &d) != GS_OK) rc = 1;
-            }
-            for (int i = 0; i < n_outs; i++) gs_value_free(outs[i]);
-            free(outs);
-        }
+    if (gs_module_verify(m, d) != GS_OK || gs_module_check_bounded(m, "evaluation", d) != GS_OK ||
+        (a->fill && gs_module_fill_elided(m, a->seed, &filled, d) != GS_OK))
+        return GS_ERR;
+    gs_cli_note_random(stderr, m, &a->inputs, a->seed, filled);
+    gs_cost cost;
+    gs_cost_module(m, &cost);
+    if (gs_cli_check_memory(a->file, "evaluating this module", (double)cost.run_peak_bytes,
+                            a->max_memory) != 0)
+        return GS_ERR;
+    if (a->out_dir && gs_cli_mkdirs(a->out_dir) != 0) {
+        fprintf(stderr, "error: cannot create directory '%s': %s\n", a->out_dir, strerror(errno));
+        return GS_ERR;
     }
-    gs_diags_render(&d, stderr);
-    gs_diags_free(&d);
-    gs_module_free(m);
-    gs_source_free(src);
-done:
-    gs_interp_inputs_free(&inputs);
+    gs_value **outs = NULL;
+    int n_outs = 0;
+    if (gs_interp_run_entry(m, &a->inputs, a->seed, &outs, &n_outs, d) != GS_OK) return GS_ERR;
+    gs_status st = GS_OK;
+    for (int i = 0; i < n_outs && st == GS_OK; i++) {
+        char path[4096], label[32];
+        snprintf(label, sizeof label, "out%d", i);
+        if (a->print) print_value_summary(stdout, label, outs[i]);
+        if (!a->out_dir) continue;
+        snprintf(path, sizeof path, "%s/out%d.npy", a->out_dir, i);
+        st = gs_npy_write(path, outs[i], d);
+    }
+    for (int i = 0; i < n_outs; i++) gs_value_free(outs[i]);
+    free(outs);
+    return st;
+}
+
+static int cmd_eval(int argc, char **argv) {
+    eval_args a = {.max_memory = gs_cli_machine_memory()};
+    int rc = eval_parse_args(argc, argv, &a);
+    if (rc == GS_CLI_CONTINUE) rc = gs_cli_with_module(a.file, eval_module, &a);
+    gs_interp_inputs_free(&a.inputs);
     return rc;
 }
 
@@ -247,7 +242,7 @@ done:
 static int cmd_help(int argc, char **argv);
 
 static int cmd_version(int argc, char **argv) {
-    if (argc > 1 && is_help(argv[1])) return print_help("version");
+    if (argc > 1 && gs_cli_is_help(argv[1])) return print_help("version");
     if (argc > 1) return usage_error("version", "unexpected argument '%s'", argv[1]);
     printf("gspmd %s\n", GSPMD_VERSION_STRING);
     return 0;
@@ -370,7 +365,7 @@ int main(int argc, char **argv) {
         cmd_help(1, argv);
         return finish_stdout(2);
     }
-    if (is_help(argv[1])) return finish_stdout(cmd_help(1, argv));
+    if (gs_cli_is_help(argv[1])) return finish_stdout(cmd_help(1, argv));
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
         return finish_stdout(cmd_version(argc - 1, argv + 1));
     const command *c = find_command(argv[1]);
