@@ -13,6 +13,7 @@
 #include "gspmd/cost.h"
 #include "gspmd/partition.h"
 #include "gspmd/propagate.h"
+#include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
 #include <stdlib.h>
