@@ -210,6 +210,9 @@ gs_sharding *gs_sharding_unreduced(gs_arena *a);
 gs_sharding *gs_sharding_maximal(gs_arena *a, int64_t device);
 /* A tuple of n leaf shardings (copied pointer list; tuple elements are flattened). */
 gs_sharding *gs_sharding_tuple(gs_arena *a, int n, gs_sharding *const *elems);
+/* The sharding of leaf `leaf` (depth-first) of a value of shape s sharded by sh (a tuple
+ * sharding, or one sharding applying to every leaf). */
+const gs_sharding *gs_sharding_leaf(const gs_sharding *sh, const gs_shape *s, int leaf);
 /* XLA's HloSharding::Tile: every tile dim is a data dim. */
 gs_sharding *gs_sharding_tiled(gs_arena *a, const gs_tile_assignment *t);
 /* XLA's PartialTile: the last tile dim replicates. Canonicalises (may return {replicated} or a

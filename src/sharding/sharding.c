@@ -57,6 +57,12 @@ gs_sharding *gs_sharding_tuple(gs_arena *a, int n, gs_sharding *const *elems) {
     return s;
 }
 
+const gs_sharding *gs_sharding_leaf(const gs_sharding *sh, const gs_shape *s, int leaf) {
+    (void)s;
+    if (sh->kind != GS_SHARDING_TUPLE) return sh;
+    return leaf < sh->n_tuple ? sh->tuple[leaf] : sh;
+}
+
 /* A tiled sharding over t with the last n_sub dims subgroups of the given (canonical) types. */
 static gs_sharding *make_tiled(gs_arena *a, const gs_tile_assignment *t, int n_sub,
                                const gs_subgroup_kind *types) {
