@@ -174,6 +174,11 @@ typedef struct gs_ints {
     const int64_t *v;
 } gs_ints;
 
+/* The index of the first x in v, or -1 when v does not hold it. */
+int gs_ints_index(gs_ints v, int64_t x);
+/* Does v hold x? */
+bool gs_ints_contains(gs_ints v, int64_t x);
+
 /* One dimension of slice={[start:limit:stride]}. */
 typedef struct gs_slice_dim {
     int64_t start, limit, stride;
