@@ -1,7 +1,7 @@
 /*
  * base/internal.h — helpers the library's passes share that are not part of the public API:
- * the invariant check, a growable array and a string map (include/gspmd/base.h has the public
- * ground).
+ * the invariant check (arena.c), growable arrays (vec.c) and a string map (strmap.c)
+ * (include/gspmd/base.h has the public ground).
  */
 #ifndef GSPMD_BASE_INTERNAL_H
 #define GSPMD_BASE_INTERNAL_H
@@ -17,6 +17,11 @@
 void gs_assert_fail(const char *file, int line, const char *expr);
 
 /* ------------------------------------------------------------------ growable arrays */
+
+/* Grows the malloc'ed array *buf of *cap elements of elem_size bytes to hold at least `need`,
+ * doubling from `first`; both unchanged when it is large enough. GS_ERR on allocation failure
+ * (both unchanged). */
+gs_status gs_grow(void **buf, size_t *cap, size_t need, size_t elem_size, size_t first);
 
 /* A malloc-backed vector of elements of `elem_size`; for scratch lists during parsing. */
 typedef struct gs_vec {

@@ -2,6 +2,7 @@
  * strbuf.c — a growable string (gs_sb) and shortest round-trip formatting of floats.
  */
 #include "gspmd/base.h"
+#include "base/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,16 +10,12 @@
 
 static bool sb_reserve(gs_sb *sb, size_t extra) {
     if (sb->failed) return false;
-    if (sb->len + extra + 1 <= sb->cap) return true;
-    size_t cap = sb->cap ? sb->cap : 256;
-    while (cap < sb->len + extra + 1) cap *= 2;
-    char *buf = realloc(sb->buf, cap);
-    if (!buf) {
+    void *buf = sb->buf;
+    if (gs_grow(&buf, &sb->cap, sb->len + extra + 1, 1, 256) != GS_OK) {
         sb->failed = true;
         return false;
     }
     sb->buf = buf;
-    sb->cap = cap;
     return true;
 }
 
