@@ -141,6 +141,10 @@ const char *gs_op_name(gs_opcode op);
 /* The opcode spelled s[0..n), or -1. */
 int gs_op_from_name(const char *s, size_t n);
 const char *gs_op_family_name(gs_op_family f);
+/* Does family f only move its operands' elements: broadcast, reshape, transpose, reverse, slice,
+ * dynamic-slice, dynamic-update-slice, concatenate, pad (each result element is an operand
+ * element or the padding value, of the operand's type)? */
+bool gs_op_family_moves_data(gs_op_family f);
 
 /* ------------------------------------------------------------------ attributes */
 

@@ -316,22 +316,10 @@ static void report_whole(gs_part_ctx *c, const gs_instr *in, bool took_default,
  * verifier allows for mixed precision)? The handlers build such ops from their operands'
  * types, so they take the default action, which keeps the instruction as written. */
 static bool mixed_precision(const gs_instr *in) {
-    switch (gs_op_info_of(in->op)->family) {
-    case GS_FAM_UNARY:
-    case GS_FAM_BINARY:
-    case GS_FAM_TERNARY:
-    case GS_FAM_BROADCAST:
-    case GS_FAM_RESHAPE:
-    case GS_FAM_TRANSPOSE:
-    case GS_FAM_REVERSE:
-    case GS_FAM_SLICE:
-    case GS_FAM_DYNAMIC_SLICE:
-    case GS_FAM_DYNAMIC_UPDATE_SLICE:
-    case GS_FAM_CONCATENATE:
-    case GS_FAM_PAD:
-    case GS_FAM_COPY: break;
-    default: return false;
-    }
+    gs_op_family f = gs_op_info_of(in->op)->family;
+    if (!gs_op_family_moves_data(f) && f != GS_FAM_UNARY && f != GS_FAM_BINARY &&
+        f != GS_FAM_TERNARY && f != GS_FAM_COPY)
+        return false;
     gs_type rt = in->shape->type;
     if (!gs_type_is_float(rt)) return false;
     for (int k = 0; k < in->n_operands; k++) {

@@ -92,9 +92,9 @@ int gs_prop_parse_unspec(gs_arena *a, const gs_instr *in, int64_t **out) {
 
 /* ------------------------------------------------------------------ users and post order */
 
-/* Fills every node's distinct users (aliases looked through), in text order. */
-static gs_status build_users(gs_prop_ctx *c) {
-    for (int i = 0; i < c->n_nodes; i++) c->nodes[i].n_users = 0;
+/* Walks every (operand, user) pair once per distinct operand of each user (aliases looked
+ * through), in text order: counts each node's users, or with `fill` also stores them. */
+static void visit_users(gs_prop_ctx *c, bool fill) {
     for (int ci = 0; ci < c->m->n_comps; ci++) {
         gs_computation *comp = c->m->comps[ci];
         for (int k = 0; k < comp->n_instrs; k++) {
@@ -104,29 +104,26 @@ static gs_status build_users(gs_prop_ctx *c) {
                 gs_instr *op = gs_prop_operand(in, j);
                 bool seen = false;
                 for (int l = 0; l < j && !seen; l++) seen = gs_prop_operand(in, l) == op;
-                if (!seen) GS_PROP_NODE(op)->n_users++;
+                if (seen) continue;
+                gs_prop_node *n = GS_PROP_NODE(op);
+                if (fill) n->users[n->n_users] = in;
+                n->n_users++;
             }
         }
     }
+}
+
+/* Fills every node's distinct users (aliases looked through), in text order. */
+static gs_status build_users(gs_prop_ctx *c) {
+    for (int i = 0; i < c->n_nodes; i++) c->nodes[i].n_users = 0;
+    visit_users(c, false);
     for (int i = 0; i < c->n_nodes; i++) {
         gs_prop_node *n = &c->nodes[i];
         n->users = n->n_users ? GS_NEW_ARRAY(&c->scratch, gs_instr *, n->n_users) : NULL;
         if (n->n_users && !n->users) return GS_ERR;
         n->n_users = 0;
     }
-    for (int ci = 0; ci < c->m->n_comps; ci++) {
-        gs_computation *comp = c->m->comps[ci];
-        for (int k = 0; k < comp->n_instrs; k++) {
-            gs_instr *in = comp->instrs[k];
-            if (GS_PROP_NODE(in)->alias) continue;
-            for (int j = 0; j < in->n_operands; j++) {
-                gs_instr *op = gs_prop_operand(in, j);
-                bool seen = false;
-                for (int l = 0; l < j && !seen; l++) seen = gs_prop_operand(in, l) == op;
-                if (!seen) GS_PROP_NODE(op)->users[GS_PROP_NODE(op)->n_users++] = in;
-            }
-        }
-    }
+    visit_users(c, true);
     return GS_OK;
 }
 

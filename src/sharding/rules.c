@@ -591,6 +591,7 @@ static bool custom_call_is(const gs_instr *in, const char *target) {
 }
 
 bool gs_op_family_has_rule(gs_op_family f) {
+    if (gs_op_family_moves_data(f)) return true;
     switch (f) {
     case GS_FAM_PARAMETER:
     case GS_FAM_CONSTANT:
@@ -600,15 +601,6 @@ bool gs_op_family_has_rule(gs_op_family f) {
     case GS_FAM_TERNARY:
     case GS_FAM_COMPARE:
     case GS_FAM_CONVERT:
-    case GS_FAM_BROADCAST:
-    case GS_FAM_RESHAPE:
-    case GS_FAM_TRANSPOSE:
-    case GS_FAM_REVERSE:
-    case GS_FAM_SLICE:
-    case GS_FAM_DYNAMIC_SLICE:
-    case GS_FAM_DYNAMIC_UPDATE_SLICE:
-    case GS_FAM_CONCATENATE:
-    case GS_FAM_PAD:
     case GS_FAM_DOT:
     case GS_FAM_CONVOLUTION:
     case GS_FAM_REDUCE:
