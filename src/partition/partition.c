@@ -28,34 +28,6 @@
 
 /* ------------------------------------------------------------------ validation */
 
-static gs_status check_one(const gs_instr *in, const gs_sharding *s, int64_t n, gs_diags *d) {
-    if (!s) return GS_OK;
-    if (s->kind == GS_SHARDING_TUPLE) {
-        for (int i = 0; i < s->n_tuple; i++)
-            if (check_one(in, s->tuple[i], n, d) != GS_OK) return GS_ERR;
-        return GS_OK;
-    }
-    if (s->kind == GS_SHARDING_TILED && s->tiles.n != n)
-        return gs_error(d, in->span,
-                        "the sharding of %%%s spans %lld devices, but the program is partitioned "
-                        "for %lld (--num-partitions)",
-                        in->name, (long long)s->tiles.n, (long long)n);
-    if (s->kind == GS_SHARDING_TILED) {
-        /* Every device 0..n-1 must appear (explicit lists may name others). */
-        for (int64_t k = 0; !s->tiles.iota && k < s->tiles.n; k++)
-            if (gs_tile_device_at(&s->tiles, k) >= n)
-                return gs_error(d, in->span, "the sharding of %%%s names device %lld, but the "
-                                "program is partitioned for %lld devices", in->name,
-                                (long long)gs_tile_device_at(&s->tiles, k), (long long)n);
-    }
-    if (s->kind == GS_SHARDING_MAXIMAL && (s->device < 0 || s->device >= n))
-        return gs_error(d, in->span,
-                        "the sharding of %%%s puts it on device %lld, but the program is "
-                        "partitioned for %lld devices",
-                        in->name, (long long)s->device, (long long)n);
-    return GS_OK;
-}
-
 gs_status gs_partition_check(const gs_module *m, int64_t n, gs_diags *d) {
     if (n < 1) return gs_error(d, gs_span_none(), "the number of partitions must be at least 1");
     if (m->num_partitions > 1 && m->num_partitions != n)
@@ -76,7 +48,7 @@ gs_status gs_partition_check(const gs_module *m, int64_t n, gs_diags *d) {
         for (int i = 0; i < comp->n_instrs; i++) {
             const gs_instr *in = comp->instrs[i];
             const gs_sharding *s = gs_instr_get_sharding(in);
-            if (check_one(in, s, n, d) != GS_OK) {
+            if (gs_sharding_check_devices(s, in, n, d) != GS_OK) {
                 st = GS_ERR;
                 continue;
             }

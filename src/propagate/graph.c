@@ -251,27 +251,16 @@ static gs_status check_fit(gs_prop_ctx *c, const gs_instr *in, const gs_sharding
                 idx[stack_n++] = 0;
             }
         }
-        if (l->kind == GS_SHARDING_TILED) {
-            if (leaf && leaf->type != GS_TUPLE && leaf->type != GS_TOKEN &&
-                l->data_rank != leaf->rank)
-                return gs_error(c->d, in->span,
-                                "the sharding of '%s' has %d tile dims but the instruction has "
-                                "rank %d",
-                                in->name, l->data_rank, leaf ? leaf->rank : 0);
-            if (c->m->num_partitions > 1 && l->tiles.n != c->m->num_partitions)
-                return gs_error(c->d, in->span,
-                                "the sharding of '%s' uses %lld devices but the module has "
-                                "num_partitions=%lld",
-                                in->name, (long long)l->tiles.n,
-                                (long long)c->m->num_partitions);
-        }
-        if (l->kind == GS_SHARDING_MAXIMAL && c->m->num_partitions > 1 &&
-            l->device >= c->m->num_partitions)
+        if (l->kind == GS_SHARDING_TILED && leaf && leaf->type != GS_TUPLE &&
+            leaf->type != GS_TOKEN && l->data_rank != leaf->rank)
             return gs_error(c->d, in->span,
-                            "the sharding of '%s' places it on device %lld but the module has "
-                            "num_partitions=%lld",
-                            in->name, (long long)l->device, (long long)c->m->num_partitions);
+                            "the sharding of '%s' has %d tile dims but the instruction has "
+                            "rank %d",
+                            in->name, l->data_rank, leaf ? leaf->rank : 0);
     }
+    /* A module that says num_partitions fixes the devices its shardings may use. */
+    if (c->m->num_partitions > 1)
+        return gs_sharding_check_devices(s, in, c->m->num_partitions, c->d);
     return GS_OK;
 }
 

@@ -335,6 +335,34 @@ int64_t gs_sharding_num_devices(const gs_sharding *s) {
     return s->kind == GS_SHARDING_MAXIMAL ? 1 : 0;
 }
 
+gs_status gs_sharding_check_devices(const gs_sharding *s, const gs_instr *in, int64_t n,
+                                    gs_diags *d) {
+    if (!s) return GS_OK;
+    if (s->kind == GS_SHARDING_TUPLE) {
+        for (int i = 0; i < s->n_tuple; i++)
+            if (gs_sharding_check_devices(s->tuple[i], in, n, d) != GS_OK) return GS_ERR;
+        return GS_OK;
+    }
+    if (s->kind == GS_SHARDING_TILED && s->tiles.n != n)
+        return gs_error(d, in->span,
+                        "the sharding of %%%s spans %lld devices, but the program is partitioned "
+                        "for %lld devices",
+                        in->name, (long long)s->tiles.n, (long long)n);
+    /* Every device 0..n-1 must appear (explicit lists may name others). */
+    for (int64_t k = 0; s->kind == GS_SHARDING_TILED && !s->tiles.iota && k < s->tiles.n; k++)
+        if (gs_tile_device_at(&s->tiles, k) >= n)
+            return gs_error(d, in->span,
+                            "the sharding of %%%s names device %lld, but the program is "
+                            "partitioned for %lld devices",
+                            in->name, (long long)gs_tile_device_at(&s->tiles, k), (long long)n);
+    if (s->kind == GS_SHARDING_MAXIMAL && (s->device < 0 || s->device >= n))
+        return gs_error(d, in->span,
+                        "the sharding of %%%s puts it on device %lld, but the program is "
+                        "partitioned for %lld devices",
+                        in->name, (long long)s->device, (long long)n);
+    return GS_OK;
+}
+
 /* Full tile index (every tile dim) of device d, or false. */
 static bool full_index(const gs_sharding *s, int64_t device, int64_t *index) {
     int64_t pos = gs_tile_position(&s->tiles, device);
