@@ -18,17 +18,14 @@ void gs_assert_fail(const char *file, int line, const char *expr);
 
 /* ------------------------------------------------------------------ growable arrays */
 
-/* Grows the malloc'ed array *buf of *cap elements of elem_size bytes to hold at least `need`,
- * doubling from `first`; both unchanged when it is large enough. GS_ERR on allocation failure
- * (both unchanged). */
-gs_status gs_grow(void **buf, size_t *cap, size_t need, size_t elem_size, size_t first);
-
-/* A malloc-backed vector of elements of `elem_size`; for scratch lists during parsing. */
+/* A growable array of elements of `elem_size` bytes, for scratch lists during parsing. Its bytes
+ * live in a gs_sb; readers use data and n (and may set n to 0 to empty it). Allocation failure
+ * is sticky, as in gs_sb. */
 typedef struct gs_vec {
-    void *data;
-    size_t n;
-    size_t cap;
-    size_t elem_size;
+    void *data;       /* the elements, n of them (NULL until the first push) */
+    size_t n;         /* element count */
+    size_t elem_size; /* bytes per element */
+    gs_sb bytes;      /* holds them */
 } gs_vec;
 
 void gs_vec_init(gs_vec *v, size_t elem_size);

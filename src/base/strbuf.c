@@ -2,7 +2,6 @@
  * strbuf.c — a growable string (gs_sb) and shortest round-trip formatting of floats.
  */
 #include "gspmd/base.h"
-#include "base/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,12 +9,16 @@
 
 static bool sb_reserve(gs_sb *sb, size_t extra) {
     if (sb->failed) return false;
-    void *buf = sb->buf;
-    if (gs_grow(&buf, &sb->cap, sb->len + extra + 1, 1, 256) != GS_OK) {
+    if (sb->len + extra + 1 <= sb->cap) return true;
+    size_t cap = sb->cap ? sb->cap : 256;
+    while (cap < sb->len + extra + 1) cap *= 2;
+    char *buf = realloc(sb->buf, cap);
+    if (!buf) {
         sb->failed = true;
         return false;
     }
     sb->buf = buf;
+    sb->cap = cap;
     return true;
 }
 
