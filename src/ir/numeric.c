@@ -184,11 +184,11 @@ int64_t gs_int_wrap(gs_type t, int64_t v) {
 }
 
 /* Loaders of one stored value of each width at byte address p (any alignment). */
-#define LOADER(name, type)                                                                     \
-    static type name(const unsigned char *p) {                                                 \
-        type v;                                                                                \
-        memcpy(&v, p, sizeof v);                                                               \
-        return v;                                                                              \
+#define LOADER(name, type)                                                                         \
+    static type name(const unsigned char *p) {                                                     \
+        type v;                                                                                    \
+        memcpy(&v, p, sizeof v);                                                                   \
+        return v;                                                                                  \
     }
 LOADER(load_f32, float)
 LOADER(load_f64, double)

@@ -64,7 +64,7 @@ static bool fits_leaves(const gs_shape *s, const gs_sharding *sh) {
 }
 
 const gs_sharding *gs_part_normalize(gs_arena *a, const gs_shape *s, const gs_sharding *sh,
-                                      const char **why) {
+                                     const char **why) {
     *why = NULL;
     if (s->type == GS_TUPLE) {
         int n = gs_shape_n_leaves(s);
@@ -119,7 +119,7 @@ const gs_sharding *gs_part_sharding_of(gs_part_ctx *c, const gs_instr *in) {
     const char *why;
     const gs_sharding *s =
         gs_part_normalize(gs_part_arena(c), in->shape,
-                  without_groups(gs_part_arena(c), gs_instr_get_sharding(in)), &why);
+                          without_groups(gs_part_arena(c), gs_instr_get_sharding(in)), &why);
     if (!s) {
         if (why)
             gs_part_error(c, "%%%s has %s", in->name, why);
@@ -338,8 +338,8 @@ static gs_computation *copy_comp(void *ctx, gs_computation *src) {
 
 /* What partitioning one computation keeps: saved and restored around a called one. */
 typedef struct scope {
-    gs_builder b;                 /* appends to the computation */
-    gs_instr *pid, *s32[64];      /* its partition id and small constants */
+    gs_builder b;                  /* appends to the computation */
+    gs_instr *pid, *s32[64];       /* its partition id and small constants */
     gs_part_offset_entry *offsets; /* its tile indices */
     gs_part_value *vals;           /* its values */
     bool *done;
@@ -462,4 +462,3 @@ void gs_part_copy_attrs(gs_part_ctx *c, const gs_instr *in, gs_instr *out, int n
         if (in->attrs[i].key != GS_ATTR_CONTROL_PREDECESSORS)
             gs_build_copy_attr(gs_part_builder(c), out, &in->attrs[i], map_comp, &am);
 }
-
