@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "gspmd/cost.h"
+#include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
 #include <stdlib.h>

@@ -85,8 +85,8 @@ typedef struct gs_machine {
 } gs_machine;
 
 /* The built-in profiles: tpu-v3 (one core, as the GSPMD paper counts devices), tpu-v4, a100,
- * h100, h200 and this-cpu (one core of a typical x86 server; `gspmd calibrate` measures the
- * real one). NULL-terminated. */
+ * h100, h200 and this-cpu (one core of a typical x86 server; gs_machine_calibrate in
+ * gspmd/runtime.h measures the real one). NULL-terminated. */
 const char *const *gs_machine_names(void);
 /* Fills *out with built-in profile `name`; false when there is none. */
 bool gs_machine_builtin(const char *name, gs_machine *out);
@@ -98,11 +98,6 @@ bool gs_machine_builtin(const char *name, gs_machine *out);
 gs_status gs_machine_parse(const gs_source *src, gs_machine *out, gs_diags *d);
 /* Writes m as profile text (what gs_machine_parse reads). */
 void gs_machine_print(const gs_machine *m, FILE *out);
-/* Measures this machine as one device of gspmd's threads backend (src/cost/calibrate.c):
- * sgemm and dgemm on one thread, an elementwise loop, memcpy bandwidth, the interpreter's cost
- * per instruction, and all-reduces between 2 device threads (bandwidth and latency; the same
- * figures stand for inter-node links). Takes a few seconds. GS_ERR only on allocation failure. */
-gs_status gs_machine_calibrate(gs_machine *out, gs_diags *d);
 
 /* ------------------------------------------------------------------ a step on a machine */
 

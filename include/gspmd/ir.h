@@ -141,6 +141,10 @@ const char *gs_op_name(gs_opcode op);
 /* The opcode spelled s[0..n), or -1. */
 int gs_op_from_name(const char *s, size_t n);
 const char *gs_op_family_name(gs_op_family f);
+/* Does family f only move its operands' elements: broadcast, reshape, transpose, reverse, slice,
+ * dynamic-slice, dynamic-update-slice, concatenate, pad (each result element is an operand
+ * element or the padding value, of the operand's type)? */
+bool gs_op_family_moves_data(gs_op_family f);
 
 /* ------------------------------------------------------------------ attributes */
 
@@ -173,6 +177,11 @@ typedef struct gs_ints {
     int n;
     const int64_t *v;
 } gs_ints;
+
+/* The index of the first x in v, or -1 when v does not hold it. */
+int gs_ints_index(gs_ints v, int64_t x);
+/* Does v hold x? */
+bool gs_ints_contains(gs_ints v, int64_t x);
 
 /* One dimension of slice={[start:limit:stride]}. */
 typedef struct gs_slice_dim {

@@ -122,10 +122,6 @@ gs_status gs_partition(const gs_module *m, const gs_partition_options *opts, gs_
 const gs_sharding *gs_partition_param_sharding(gs_arena *a, const gs_module *m, int param);
 const gs_sharding *gs_partition_root_sharding(gs_arena *a, const gs_module *m);
 
-/* The sharding of leaf `leaf` (depth-first) of a value of shape s sharded by sh (a tuple
- * sharding, or one sharding applying to every leaf). */
-const gs_sharding *gs_sharding_leaf(const gs_sharding *sh, const gs_shape *s, int leaf);
-
 /* Checks that every sharding in m spans n devices (tiled and maximal ones), and that m's own
  * num_partitions (when written and > 1) is n. Errors at the instruction. */
 gs_status gs_partition_check(const gs_module *m, int64_t n, gs_diags *d);

@@ -15,6 +15,7 @@
 #ifndef GSPMD_RUNTIME_H
 #define GSPMD_RUNTIME_H
 
+#include "gspmd/cost.h"
 #include "gspmd/interp.h"
 #include "gspmd/sharding.h"
 
@@ -225,6 +226,15 @@ bool gs_check_leaf(const gs_value *got, const gs_value *want, const gs_value *bo
 gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_args, uint64_t seed,
                             int n_devices, gs_value *got, gs_leaf_check **checks, int *n_checks,
                             bool *all_ok, gs_diags *d);
+
+/* ------------------------------------------------------------------ calibration */
+
+/* Measures this machine as one device of gspmd's threads backend (src/runtime/calibrate.c) for
+ * the cost model's `this-cpu` profile: sgemm and dgemm on one thread, an elementwise loop,
+ * memcpy bandwidth, the interpreter's cost per instruction, and all-reduces between 2 device
+ * threads (bandwidth and latency; the same figures stand for inter-node links). Takes a few
+ * seconds. GS_ERR only on allocation failure. */
+gs_status gs_machine_calibrate(gs_machine *out, gs_diags *d);
 
 #ifdef __cplusplus
 }

@@ -210,6 +210,9 @@ gs_sharding *gs_sharding_unreduced(gs_arena *a);
 gs_sharding *gs_sharding_maximal(gs_arena *a, int64_t device);
 /* A tuple of n leaf shardings (copied pointer list; tuple elements are flattened). */
 gs_sharding *gs_sharding_tuple(gs_arena *a, int n, gs_sharding *const *elems);
+/* The sharding of leaf `leaf` (depth-first) of a value of shape s sharded by sh (a tuple
+ * sharding, or one sharding applying to every leaf). */
+const gs_sharding *gs_sharding_leaf(const gs_sharding *sh, const gs_shape *s, int leaf);
 /* XLA's HloSharding::Tile: every tile dim is a data dim. */
 gs_sharding *gs_sharding_tiled(gs_arena *a, const gs_tile_assignment *t);
 /* XLA's PartialTile: the last tile dim replicates. Canonicalises (may return {replicated} or a
@@ -278,6 +281,13 @@ int64_t gs_sharding_num_tiles(const gs_sharding *s);
 /* Devices a tiled sharding spans (tile dims product); 1 for maximal; 0 when the kind does not
  * say (replicated, manual, unknown, unreduced, tuple). */
 int64_t gs_sharding_num_devices(const gs_sharding *s);
+/* Does sharding s (NULL: none; tuples leaf by leaf), written on instruction `in`, fit a program
+ * of n devices: every tiled leaf spans exactly n devices and names none beyond them, every
+ * maximal one puts the value on one of them? Else an error at in's span naming in, what the
+ * sharding uses and n. The one check behind partitioning (n from num_partitions), propagation
+ * and --shard (n from the module's num_partitions). */
+gs_status gs_sharding_check_devices(const gs_sharding *s, const gs_instr *in, int64_t n,
+                                    gs_diags *d);
 /* The data tile index (data_rank entries) of device d. False when d holds no tile. Non-tiled
  * kinds have no tile dims: true without writing index (maximal: only for its device). */
 bool gs_sharding_tile_index(const gs_sharding *s, int64_t device, int64_t *index);

@@ -1,7 +1,7 @@
 /*
  * base/internal.h — helpers the library's passes share that are not part of the public API:
- * the invariant check, a growable array and a string map (include/gspmd/base.h has the public
- * ground).
+ * the invariant check (arena.c), growable arrays (vec.c) and a string map (strmap.c)
+ * (include/gspmd/base.h has the public ground).
  */
 #ifndef GSPMD_BASE_INTERNAL_H
 #define GSPMD_BASE_INTERNAL_H
@@ -18,12 +18,14 @@ void gs_assert_fail(const char *file, int line, const char *expr);
 
 /* ------------------------------------------------------------------ growable arrays */
 
-/* A malloc-backed vector of elements of `elem_size`; for scratch lists during parsing. */
+/* A growable array of elements of `elem_size` bytes, for scratch lists during parsing. Its bytes
+ * live in a gs_sb; readers use data and n (and may set n to 0 to empty it). Allocation failure
+ * is sticky, as in gs_sb. */
 typedef struct gs_vec {
-    void *data;
-    size_t n;
-    size_t cap;
-    size_t elem_size;
+    void *data;       /* the elements, n of them (NULL until the first push) */
+    size_t n;         /* element count */
+    size_t elem_size; /* bytes per element */
+    gs_sb bytes;      /* holds them */
 } gs_vec;
 
 void gs_vec_init(gs_vec *v, size_t elem_size);

@@ -731,30 +731,20 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
             st = in->op == GS_OP_BITCAST_CONVERT ? fallback(ev, in, ops, bops, r, &b)
                                                  : converted(ev, in, ops, bops, r, &b);
             break;
-        case GS_FAM_BROADCAST:
-        case GS_FAM_RESHAPE:
-        case GS_FAM_TRANSPOSE:
-        case GS_FAM_REVERSE:
-        case GS_FAM_SLICE:
-        case GS_FAM_DYNAMIC_SLICE:
-        case GS_FAM_DYNAMIC_UPDATE_SLICE:
-        case GS_FAM_CONCATENATE:
-        case GS_FAM_PAD:
-        case GS_FAM_GATHER:
-        case GS_FAM_TUPLE:
-        case GS_FAM_GET_TUPLE_ELEMENT:
-        case GS_FAM_CUSTOM_CALL:
-            if (gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) &&
-                strcmp(gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET), "TopK") == 0)
+        case GS_FAM_CUSTOM_CALL: {
+            const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
+            if (target && strcmp(target, "TopK") == 0)
                 st = ordered(ev, in, ops, bops, r, &b);
-            else if (gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) &&
-                     strcmp(gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET),
-                            "__op$block_scaled_dot") == 0)
+            else if (target && strcmp(target, "__op$block_scaled_dot") == 0)
                 st = scaled_contraction(ev, in, ops, bops, r, &b);
             else
                 st = moved(ev, in, bops, &b);
             break;
+        }
         case GS_FAM_DYNAMIC_SHAPE: st = resized(ev, in, ops, bops, &b); break;
+        case GS_FAM_GATHER:
+        case GS_FAM_TUPLE:
+        case GS_FAM_GET_TUPLE_ELEMENT:
         case GS_FAM_COPY:
         case GS_FAM_COLLECTIVE:
         case GS_FAM_TOKEN: st = moved(ev, in, bops, &b); break;
@@ -770,7 +760,10 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
         case GS_FAM_SCATTER: st = reduction(ev, in, ops, bops, r, &b); break;
         case GS_FAM_SORT:
         case GS_FAM_TOPK: st = ordered(ev, in, ops, bops, r, &b); break;
-        default: st = fallback(ev, in, ops, bops, r, &b); break;
+        default: /* data movement (broadcast, slice, pad...) moves the bounds with the values */
+            st = gs_op_family_moves_data(info->family) ? moved(ev, in, bops, &b)
+                                                       : fallback(ev, in, ops, bops, r, &b);
+            break;
         }
     }
     if (st != GS_OK) {

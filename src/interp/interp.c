@@ -336,7 +336,8 @@ static gs_status k_conditional(gs_eval *ev, const gs_instr *in, gs_value *const 
     return gs_eval_call(ev, branch, &ops[k], branch->n_params, out);
 }
 
-static gs_status k_after_all(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+/* after-all and outfeed: a token (an outfeed's data goes nowhere). */
+static gs_status k_token(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     *out = gs_value_new_token();
     return *out ? GS_OK : gs_eval_oom(ev, in);
 }
@@ -555,7 +556,8 @@ static gs_kernel_fn structural_kernel(gs_opcode op) {
     case GS_OP_FUSION: return k_call;
     case GS_OP_WHILE: return k_while;
     case GS_OP_CONDITIONAL: return k_conditional;
-    case GS_OP_AFTER_ALL: return k_after_all;
+    case GS_OP_AFTER_ALL:
+    case GS_OP_OUTFEED: return k_token;
     case GS_OP_PARTITION_ID:
     case GS_OP_REPLICA_ID: return k_device_id;
     case GS_OP_CUSTOM_CALL: return k_custom_call;
@@ -579,7 +581,11 @@ static gs_kernel_fn kernel_of(gs_opcode op) {
     if (!k) k = gs_kernel_shape(op);
     if (!k) k = gs_kernel_dot(op);
     if (!k) k = gs_kernel_reduce(op);
-    if (!k) k = gs_kernel_misc(op);
+    if (!k) k = gs_kernel_dynamic_shape(op);
+    if (!k) k = gs_kernel_fft(op);
+    if (!k) k = gs_kernel_random(op);
+    if (!k) k = gs_kernel_batch_norm(op);
+    if (!k) k = gs_kernel_linalg(op);
     return k;
 }
 

@@ -232,16 +232,10 @@ static bool blas_fits(int64_t v) { return v >= 0 && v <= INT_MAX; }
 /* ------------------------------------------------------------------ dot */
 
 /* Position of v in list l, or -1. */
-static int find_dim(gs_ints l, int64_t v) {
-    for (int i = 0; i < l.n; i++)
-        if (l.v[i] == v) return i;
-    return -1;
-}
-
 /* Checks that dimension lists name distinct dims of a rank-`rank` operand. */
 static bool dims_valid(int rank, gs_ints a, gs_ints b) {
     for (int i = 0; i < a.n; i++) {
-        if (a.v[i] < 0 || a.v[i] >= rank || find_dim(b, a.v[i]) >= 0) return false;
+        if (a.v[i] < 0 || a.v[i] >= rank || gs_ints_index(b, a.v[i]) >= 0) return false;
         for (int j = 0; j < i; j++)
             if (a.v[j] == a.v[i]) return false;
     }
@@ -272,7 +266,7 @@ static void operand_strides(const gs_value *v, gs_ints batch, gs_ints contr, boo
     }
     s = is_lhs ? n_contr : 1;
     for (int d = v->rank - 1; d >= 0; d--) {
-        if (find_dim(batch, d) >= 0 || find_dim(contr, d) >= 0) continue;
+        if (gs_ints_index(batch, d) >= 0 || gs_ints_index(contr, d) >= 0) continue;
         dstride[d] = s;
         s *= v->dims[d];
     }
@@ -298,7 +292,7 @@ static bool strided_layout(const gs_value *v, gs_ints batch, gs_ints contr, bool
     gs_strides(v->rank, v->dims, st);
     int n_free = 0, free_first = -1;
     for (int d = 0; d < v->rank; d++) {
-        if (find_dim(batch, d) >= 0 || find_dim(contr, d) >= 0) continue;
+        if (gs_ints_index(batch, d) >= 0 || gs_ints_index(contr, d) >= 0) continue;
         if (n_free > 0 && d != free_first + n_free) return false; /* free dims not adjacent */
         if (n_free == 0) free_first = d;
         n_free++;
@@ -395,9 +389,9 @@ static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
         M = 1;
         N = 1;
         for (int d = 0; d < l->rank; d++)
-            if (find_dim(lb, d) < 0 && find_dim(lc, d) < 0) M *= l->dims[d];
+            if (gs_ints_index(lb, d) < 0 && gs_ints_index(lc, d) < 0) M *= l->dims[d];
         for (int d = 0; d < r->rank; d++)
-            if (find_dim(rb, d) < 0 && find_dim(rc, d) < 0) N *= r->dims[d];
+            if (gs_ints_index(rb, d) < 0 && gs_ints_index(rc, d) < 0) N *= r->dims[d];
     }
     gs_value *res = gs_eval_new_result(ev, in);
     if (!res) return GS_ERR;

@@ -1,6 +1,7 @@
 /*
  * kernels.h — the interpreter's internal interface between the driver (interp.c) and the kernel
- * files (one per op family group: k_elementwise.c, k_shape.c, k_dot.c, k_reduce.c, k_misc.c).
+ * files (one per op family group: k_elementwise.c, k_shape.c, k_dynamic_shape.c, k_dot.c,
+ * k_scaled_dot.c, k_reduce.c, k_fft.c, k_random.c, k_batch_norm.c, k_linalg.c).
  *
  * A kernel computes one instruction from its operand values into a new value. Operands are
  * borrowed; the result is a new reference owned by the caller. Kernels report problems with
@@ -236,6 +237,10 @@ gs_kernel_fn gs_kernel_elementwise(gs_opcode op);
 gs_kernel_fn gs_kernel_shape(gs_opcode op);
 gs_kernel_fn gs_kernel_dot(gs_opcode op);
 gs_kernel_fn gs_kernel_reduce(gs_opcode op);
-gs_kernel_fn gs_kernel_misc(gs_opcode op);
+gs_kernel_fn gs_kernel_dynamic_shape(gs_opcode op);
+gs_kernel_fn gs_kernel_fft(gs_opcode op);
+gs_kernel_fn gs_kernel_random(gs_opcode op);
+gs_kernel_fn gs_kernel_batch_norm(gs_opcode op);
+gs_kernel_fn gs_kernel_linalg(gs_opcode op);
 
 #endif /* GSPMD_INTERP_KERNELS_H */

@@ -120,12 +120,6 @@ static inline void copy_dims(int64_t *dst, const gs_shape *s) {
     if (s->rank > 0) memcpy(dst, s->dims, sizeof(int64_t) * (size_t)s->rank);
 }
 
-static inline bool in_list(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return true;
-    return false;
-}
-
 /* A new array shape (in c->a) of type t; dyn (may be NULL) gives the dynamic flags. */
 static inline gs_shape *new_array(ictx *c, gs_type t, int rank, const int64_t *dims,
                                   const bool *dyn) {

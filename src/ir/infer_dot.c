@@ -15,11 +15,11 @@ static gs_status check_dot_dims(ictx *c, const gs_shape *l, const gs_shape *r, g
         gs_infer_check_dims(c, rc, r->rank, r, "rhs contracting dimension", false) != GS_OK)
         return GS_ERR;
     for (int i = 0; i < lc.n; i++)
-        if (in_list(lb, lc.v[i]))
+        if (gs_ints_contains(lb, lc.v[i]))
             return fail(c, "lhs dimension %lld is both a batch and a contracting dimension",
                         (long long)lc.v[i]);
     for (int i = 0; i < rc.n; i++)
-        if (in_list(rb, rc.v[i]))
+        if (gs_ints_contains(rb, rc.v[i]))
             return fail(c, "rhs dimension %lld is both a batch and a contracting dimension",
                         (long long)rc.v[i]);
     if (lc.n != rc.n)
@@ -65,11 +65,11 @@ gs_status gs_infer_dot(ictx *c, gs_shape **out) {
         rg = gs_instr_ints(c->in, GS_ATTR_RHS_GROUP_DIMS);
         if (gs_infer_check_dims(c, rg, r->rank, r, "rhs group dimension", false) != GS_OK)
             return GS_ERR;
-        if (in_list(lc, lr.v[0]))
+        if (gs_ints_contains(lc, lr.v[0]))
             n_groups = g->dims[g->rank - 1];
-        else if (!in_list(lb, lr.v[0]) && rg.n != 1)
+        else if (!gs_ints_contains(lb, lr.v[0]) && rg.n != 1)
             return fail(c, "a ragged non-contracting lhs dimension needs one rhs group dimension");
-        if (n_groups >= 0 || in_list(lb, lr.v[0])) rg.n = 0;
+        if (n_groups >= 0 || gs_ints_contains(lb, lr.v[0])) rg.n = 0;
     }
     bool sparse = c->in->op == GS_OP_DOT && c->in->n_operands > 2;
     if (check_dot_dims(c, l, r, lb, lc, rb, rc, sparse) != GS_OK) return GS_ERR;
@@ -88,12 +88,12 @@ gs_status gs_infer_dot(ictx *c, gs_shape **out) {
         dims[n++] = l->dims[lb.v[i]];
     }
     for (int i = 0; i < l->rank; i++)
-        if (!in_list(lb, i) && !in_list(lc, i)) {
+        if (!gs_ints_contains(lb, i) && !gs_ints_contains(lc, i)) {
             dyn[n] = dyn_at(l, i);
             dims[n++] = l->dims[i];
         }
     for (int i = 0; i < r->rank; i++)
-        if (!in_list(rb, i) && !in_list(rc, i) && !in_list(rg, i)) {
+        if (!gs_ints_contains(rb, i) && !gs_ints_contains(rc, i) && !gs_ints_contains(rg, i)) {
             dyn[n] = dyn_at(r, i);
             dims[n++] = r->dims[i];
         }

@@ -43,7 +43,7 @@ static gs_status check_batching(ictx *c, const gs_shape *op, gs_ints obd, const 
 
 static gs_status disjoint(ictx *c, gs_ints a, gs_ints b, const char *an, const char *bn) {
     for (int i = 0; i < a.n; i++)
-        if (in_list(b, a.v[i]))
+        if (gs_ints_contains(b, a.v[i]))
             return fail(c, "dimension %lld is both a %s and a %s", (long long)a.v[i], an, bn);
     return GS_OK;
 }
@@ -93,7 +93,7 @@ gs_status gs_infer_gather(ictx *c, gs_shape **out) {
         if (sizes.v[i] < 0 || (op->dims[i] >= 0 && sizes.v[i] > op->dims[i]))
             return fail(c, "slice size %lld of dimension %d is out of range for %s",
                         (long long)sizes.v[i], i, sh(c, op));
-        if ((in_list(collapsed, i) || in_list(obd, i)) && sizes.v[i] > 1)
+        if ((gs_ints_contains(collapsed, i) || gs_ints_contains(obd, i)) && sizes.v[i] > 1)
             return fail(c,
                         "slice size of collapsed or batching dimension %d must be 0 or 1, "
                         "not %lld",
@@ -103,8 +103,8 @@ gs_status gs_infer_gather(ictx *c, gs_shape **out) {
     bool dyn[GS_MAX_RANK];
     int oi = 0, bi = 0;
     for (int i = 0; i < out_rank; i++) {
-        if (in_list(offset, i)) {
-            while (in_list(collapsed, oi) || in_list(obd, oi)) oi++;
+        if (gs_ints_contains(offset, i)) {
+            while (gs_ints_contains(collapsed, oi) || gs_ints_contains(obd, oi)) oi++;
             dyn[i] = sizes.v[oi] == op->dims[oi] && dyn_at(op, oi);
             dims[i] = sizes.v[oi++];
         } else {
@@ -170,7 +170,7 @@ gs_status gs_infer_scatter(ictx *c, gs_shape **out) {
             return GS_ERR;
         int w = 0;
         for (int i = 0; i < op->rank; i++) {
-            if (in_list(iwd, i) || in_list(ibd, i)) continue;
+            if (gs_ints_contains(iwd, i) || gs_ints_contains(ibd, i)) continue;
             int64_t ud = up->dims[uwd.v[w++]];
             if (op->dims[i] >= 0 && ud > op->dims[i])
                 return fail(c,
@@ -180,7 +180,7 @@ gs_status gs_infer_scatter(ictx *c, gs_shape **out) {
         }
         int bi = 0;
         for (int i = 0; i < up->rank; i++) {
-            if (in_list(uwd, i)) continue;
+            if (gs_ints_contains(uwd, i)) continue;
             if (bi == ivd) bi++;
             if (!dim_eq(up->dims[i], exp[bi]))
                 return fail(c,

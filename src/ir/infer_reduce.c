@@ -42,7 +42,7 @@ gs_status gs_infer_reduce(ictx *c, gs_shape **out) {
     bool dyn[GS_MAX_RANK];
     int k = 0;
     for (int i = 0; i < s0->rank; i++)
-        if (!in_list(v, i)) {
+        if (!gs_ints_contains(v, i)) {
             dyn[k] = dyn_at(s0, i);
             dims[k++] = s0->dims[i];
         }

@@ -1,5 +1,6 @@
 /*
- * module.c — modules, computations and instructions: construction and attribute queries.
+ * module.c — modules, computations and instructions: construction and attribute queries (and
+ * the lookup in an attribute's integer list, gs_ints).
  */
 #include "gspmd/ir.h"
 
@@ -67,6 +68,14 @@ const gs_attr *gs_instr_attr_named(const gs_instr *in, const char *name) {
         if (strcmp(in->attrs[i].name, name) == 0) return &in->attrs[i];
     return NULL;
 }
+
+int gs_ints_index(gs_ints v, int64_t x) {
+    for (int i = 0; i < v.n; i++)
+        if (v.v[i] == x) return i;
+    return -1;
+}
+
+bool gs_ints_contains(gs_ints v, int64_t x) { return gs_ints_index(v, x) >= 0; }
 
 gs_ints gs_instr_ints(const gs_instr *in, gs_attr_key k) {
     const gs_attr *a = gs_instr_attr(in, k);

@@ -183,39 +183,31 @@ int64_t gs_int_wrap(gs_type t, int64_t v) {
     return (int64_t)u;
 }
 
+/* Loaders of one stored value of each width at byte address p (any alignment). */
+#define LOADER(name, type)                                                                         \
+    static type name(const unsigned char *p) {                                                     \
+        type v;                                                                                    \
+        memcpy(&v, p, sizeof v);                                                                   \
+        return v;                                                                                  \
+    }
+LOADER(load_f32, float)
+LOADER(load_f64, double)
+LOADER(load_u16, uint16_t)
+LOADER(load_s16, int16_t)
+LOADER(load_u32, uint32_t)
+LOADER(load_s32, int32_t)
+LOADER(load_s64, int64_t)
+#undef LOADER
+
 double gs_elem_get_f(const void *base, gs_type t, int64_t i) {
     const unsigned char *p = base;
     switch (t) {
-    case GS_F32: {
-        float f;
-        memcpy(&f, p + i * 4, 4);
-        return f;
-    }
-    case GS_F64: {
-        double d;
-        memcpy(&d, p + i * 8, 8);
-        return d;
-    }
-    case GS_BF16: {
-        uint16_t b;
-        memcpy(&b, p + i * 2, 2);
-        return gs_bf16_to_float(b);
-    }
-    case GS_F16: {
-        uint16_t h;
-        memcpy(&h, p + i * 2, 2);
-        return gs_narrow_to_double(GS_F16, h);
-    }
-    case GS_C64: {
-        float f;
-        memcpy(&f, p + i * 8, 4);
-        return f;
-    }
-    case GS_C128: {
-        double d;
-        memcpy(&d, p + i * 16, 8);
-        return d;
-    }
+    case GS_F32: return load_f32(p + i * 4);
+    case GS_F64: return load_f64(p + i * 8);
+    case GS_BF16: return gs_bf16_to_float(load_u16(p + i * 2));
+    case GS_F16: return gs_narrow_to_double(GS_F16, load_u16(p + i * 2));
+    case GS_C64: return load_f32(p + i * 8);   /* the real part */
+    case GS_C128: return load_f64(p + i * 16); /* the real part */
     default:
         if (gs_type_is_float(t)) return gs_narrow_to_double(t, p[i]);
         if (t == GS_U64) return (double)(uint64_t)gs_elem_get_i(base, t, i);
@@ -231,32 +223,12 @@ int64_t gs_elem_get_i(const void *base, gs_type t, int64_t i) {
     case GS_U2: case GS_U4: return gs_int_wrap(t, p[i]);
     case GS_S8: return (int8_t)p[i];
     case GS_U8: return p[i];
-    case GS_S16: {
-        int16_t v;
-        memcpy(&v, p + i * 2, 2);
-        return v;
-    }
-    case GS_U16: {
-        uint16_t v;
-        memcpy(&v, p + i * 2, 2);
-        return v;
-    }
-    case GS_S32: {
-        int32_t v;
-        memcpy(&v, p + i * 4, 4);
-        return v;
-    }
-    case GS_U32: {
-        uint32_t v;
-        memcpy(&v, p + i * 4, 4);
-        return v;
-    }
+    case GS_S16: return load_s16(p + i * 2);
+    case GS_U16: return load_u16(p + i * 2);
+    case GS_S32: return load_s32(p + i * 4);
+    case GS_U32: return load_u32(p + i * 4);
     case GS_S64:
-    case GS_U64: {
-        int64_t v;
-        memcpy(&v, p + i * 8, 8);
-        return v;
-    }
+    case GS_U64: return load_s64(p + i * 8);
     default: {
         double d = gs_elem_get_f(base, t, i);
         if (isnan(d)) return 0;
@@ -270,15 +242,11 @@ int64_t gs_elem_get_i(const void *base, gs_type t, int64_t i) {
 void gs_elem_get_c(const void *base, gs_type t, int64_t i, double *re, double *im) {
     const unsigned char *p = base;
     if (t == GS_C64) {
-        float f[2];
-        memcpy(f, p + i * 8, 8);
-        *re = f[0];
-        *im = f[1];
+        *re = load_f32(p + i * 8);
+        *im = load_f32(p + i * 8 + 4);
     } else if (t == GS_C128) {
-        double d[2];
-        memcpy(d, p + i * 16, 16);
-        *re = d[0];
-        *im = d[1];
+        *re = load_f64(p + i * 16);
+        *im = load_f64(p + i * 16 + 8);
     } else {
         *re = gs_type_is_float(t) ? gs_elem_get_f(base, t, i)
                                   : (t == GS_U64 ? (double)(uint64_t)gs_elem_get_i(base, t, i)

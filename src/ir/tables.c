@@ -104,6 +104,21 @@ const char *gs_op_family_name(gs_op_family f) {
     return (unsigned)f < GS_N_FAMILIES ? FAMILIES[f] : "?";
 }
 
+bool gs_op_family_moves_data(gs_op_family f) {
+    switch (f) {
+    case GS_FAM_BROADCAST:
+    case GS_FAM_RESHAPE:
+    case GS_FAM_TRANSPOSE:
+    case GS_FAM_REVERSE:
+    case GS_FAM_SLICE:
+    case GS_FAM_DYNAMIC_SLICE:
+    case GS_FAM_DYNAMIC_UPDATE_SLICE:
+    case GS_FAM_CONCATENATE:
+    case GS_FAM_PAD: return true;
+    default: return false;
+    }
+}
+
 typedef struct attr_info {
     const char *name;
     gs_attr_kind kind;

@@ -36,12 +36,6 @@
 
 enum { MAX_PLANS = 10 };
 
-static bool contains(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return true;
-    return false;
-}
-
 static bool build_space(const gs_instr *in, gs_part_space *sp) {
     const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
     gs_ints lb = gs_instr_ints(in, GS_ATTR_LHS_BATCH_DIMS);
@@ -73,12 +67,12 @@ static bool build_space(const gs_instr *in, gs_part_space *sp) {
     }
     int k = sp->nb;
     for (int d = 0; d < l->rank; d++)
-        if (!contains(lb, d) && !contains(lc, d)) {
+        if (!gs_ints_contains(lb, d) && !gs_ints_contains(lc, d)) {
             sp->lhs.to[d] = k;
             sp->size[k++] = l->dims[d];
         }
     for (int d = 0; d < r->rank; d++)
-        if (!contains(rb, d) && !contains(rc, d)) {
+        if (!gs_ints_contains(rb, d) && !gs_ints_contains(rc, d)) {
             sp->rhs.to[d] = k;
             sp->size[k++] = r->dims[d];
         }

@@ -28,18 +28,6 @@
 
 #include <string.h>
 
-static bool member(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return true;
-    return false;
-}
-
-static int index_of(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return i;
-    return -1;
-}
-
 /* ------------------------------------------------------------------ gather */
 
 typedef struct gather_dims {
@@ -70,7 +58,8 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
      * the others the indices' dims other than the index vector dim, in order. */
     int op_of_offset[GS_MAX_RANK], ix_of_batch[GS_MAX_RANK], no = 0, nbo = 0;
     for (int d = 0; d < a->rank; d++)
-        if (!member(g->collapsed, d) && !member(g->obatch, d)) op_of_offset[no++] = d;
+        if (!gs_ints_contains(g->collapsed, d) && !gs_ints_contains(g->obatch, d))
+            op_of_offset[no++] = d;
     for (int d = 0; d < ri; d++)
         if (d != g->ivd) ix_of_batch[nbo++] = d;
     if (no != g->offset.n || no + nbo != o->rank) return false;
@@ -78,7 +67,7 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
     for (int d = 0; d < a->rank; d++) out_of_op[d] = -1;
     for (int d = 0; d < ri; d++) out_of_ix[d] = -1;
     for (int i = 0, j = 0, od = 0; od < o->rank; od++) {
-        if (member(g->offset, od))
+        if (gs_ints_contains(g->offset, od))
             out_of_op[op_of_offset[i++]] = od;
         else
             out_of_ix[ix_of_batch[j++]] = od;
@@ -88,15 +77,16 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
     int kind_ix[GS_MAX_RANK]; /* 0 b, 1 n, 3 forced */
     int pair_of_op[GS_MAX_RANK];
     for (int d = 0; d < a->rank; d++) {
-        pair_of_op[d] = index_of(g->obatch, d);
+        pair_of_op[d] = gs_ints_index(g->obatch, d);
         if (pair_of_op[d] >= 0)
             kind_op[d] = 0;
-        else if (member(g->collapsed, d))
-            kind_op[d] = member(g->start_map, d) && g->sizes.v[d] == 1 ? 2 : 3;
+        else if (gs_ints_contains(g->collapsed, d))
+            kind_op[d] = gs_ints_contains(g->start_map, d) && g->sizes.v[d] == 1 ? 2 : 3;
         else
             kind_op[d] = g->sizes.v[d] == a->dims[d] ? 1 : 3;
     }
-    for (int d = 0; d < ri; d++) kind_ix[d] = d == g->ivd ? 3 : member(g->ibatch, d) ? 0 : 1;
+    for (int d = 0; d < ri; d++)
+        kind_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->ibatch, d) ? 0 : 1;
     int cnt[4] = {0};
     for (int d = 0; d < a->rank; d++) cnt[kind_op[d]]++;
     int nn = 0;
@@ -129,7 +119,7 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
     for (int d = 0; d < ri; d++) {
         int s;
         if (kind_ix[d] == 0)
-            s = index_of(g->ibatch, d);
+            s = gs_ints_index(g->ibatch, d);
         else if (kind_ix[d] == 1)
             s = nidx++;
         else
@@ -225,7 +215,7 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
         int d = (int)g.start_map.v[j];
         /* Only collapsed one-element slices; a whole slice's index is clamped to 0 anyway. */
         if (d < 0 || d >= ash->rank || gs_sharding_tiles_in_dim(a.sharding, d) <= 1 ||
-            !member(g.collapsed, d) || g.sizes.v[d] != 1)
+            !gs_ints_contains(g.collapsed, d) || g.sizes.v[d] != 1)
             continue;
         gs_instr *ok;
         idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], g.sizes.v[d],
@@ -251,7 +241,7 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
         int64_t bd[GS_MAX_RANK];
         int nb = 0;
         for (int od = 0; od < in->shape->rank; od++)
-            if (!member(g.offset, od)) bd[nb++] = od;
+            if (!gs_ints_contains(g.offset, od)) bd[nb++] = od;
         gs_builder *b = gs_part_builder(c);
         if (g.ivd < idx->shape->rank) {
             /* Drop the size-1 index vector dim. */
@@ -303,7 +293,8 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
      * batching; its other dims (scatter dims) in order the indices' dims but the vector dim. */
     int op_of_win[GS_MAX_RANK], ix_of_sc[GS_MAX_RANK], nw = 0, nsc = 0;
     for (int d = 0; d < ra; d++)
-        if (!member(g->inserted, d) && !member(g->obatch, d)) op_of_win[nw++] = d;
+        if (!gs_ints_contains(g->inserted, d) && !gs_ints_contains(g->obatch, d))
+            op_of_win[nw++] = d;
     if (nw != g->window.n) return false;
     for (int d = 0; d < ri; d++)
         if (d != g->ivd) ix_of_sc[nsc++] = d;
@@ -312,7 +303,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     for (int d = 0; d < ra; d++) u_of_op[d] = -1;
     for (int d = 0; d < ri; d++) u_of_ix[d] = -1;
     for (int i = 0, j = 0, ud = 0; ud < ru; ud++) {
-        if (member(g->window, ud))
+        if (gs_ints_contains(g->window, ud))
             u_of_op[op_of_win[i++]] = ud;
         else
             u_of_ix[ix_of_sc[j++]] = ud;
@@ -320,15 +311,15 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     /* Space dims by role; count first. */
     int role_op[GS_MAX_RANK], role_ix[GS_MAX_RANK]; /* 0 b, 1 m, 2 k, 3 forced */
     for (int d = 0; d < ra; d++) {
-        if (member(g->obatch, d))
+        if (gs_ints_contains(g->obatch, d))
             role_op[d] = 0;
-        else if (member(g->inserted, d))
-            role_op[d] = member(g->to_operand, d) ? 1 : 3;
+        else if (gs_ints_contains(g->inserted, d))
+            role_op[d] = gs_ints_contains(g->to_operand, d) ? 1 : 3;
         else
             role_op[d] = u->dims[u_of_op[d]] == a->dims[d] ? 0 : 3;
     }
     for (int d = 0; d < ri; d++)
-        role_ix[d] = d == g->ivd ? 3 : member(g->ibatch, d) ? 0 : splittable ? 2 : 3;
+        role_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->ibatch, d) ? 0 : splittable ? 2 : 3;
     int nb = 0, nm = 0, nk = 0, nf = 0;
     for (int d = 0; d < ra; d++) {
         nb += role_op[d] == 0;
@@ -353,8 +344,8 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     for (int i = 0; i < g->obatch.n; i++) space_of_pair[i] = next_b++;
     for (int d = 0; d < ra; d++) {
         int s;
-        if (role_op[d] == 0 && member(g->obatch, d))
-            s = space_of_pair[index_of(g->obatch, d)];
+        if (role_op[d] == 0 && gs_ints_contains(g->obatch, d))
+            s = space_of_pair[gs_ints_index(g->obatch, d)];
         else if (role_op[d] == 0)
             s = next_b++;
         else if (role_op[d] == 1)
@@ -368,7 +359,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     for (int d = 0; d < ri; d++) {
         int s;
         if (role_ix[d] == 0)
-            s = space_of_pair[index_of(g->ibatch, d)];
+            s = space_of_pair[gs_ints_index(g->ibatch, d)];
         else if (role_ix[d] == 2)
             s = next_k++;
         else
@@ -411,7 +402,7 @@ bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_shardin
         int d = (int)g.to_operand.v[j];
         /* Only inserted one-element windows; a whole window's index must be 0 anyway. */
         if (d < 0 || d >= ash->rank || gs_sharding_tiles_in_dim(a.sharding, d) <= 1 ||
-            !member(g.inserted, d))
+            !gs_ints_contains(g.inserted, d))
             continue;
         idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], 1, a.hlo->shape->dims[d],
                        false, NULL);

@@ -6,7 +6,10 @@
  *
  * Files:
  *   partition.c     the driver: validation, entry parameters and root, visiting order, the
- *                   handler table, the default action, copies of called computations
+ *                   handler table, the default action; no other file calls it
+ *   context.c       what every file works through: errors, builder and arena, operands'
+ *                   values, shardings as read, clones and copies of called computations,
+ *                   scopes, partitioned called computations
  *   reshard.c       the reshard ladder (each rung a small function) and its cache
  *   offsets.c       partition-id arithmetic (tile index of a device from an iota tile assignment,
  *                   tables only for explicit device lists), padding, masking with identities
@@ -116,9 +119,16 @@ typedef struct gs_part_ctx {
     gs_part_cost_entry *costs[256];   /* reshard costs already found (buckets) */
     int64_t channel;                  /* next channel id */
     bool failed;                      /* sticky: an error was reported (or allocation failed) */
+    /* The driver's walk of one computation (partition.c): src partitioned into the empty dst
+     * with its parameters sharded by param_sh and its root resharded to root_sh (NULL: as it
+     * came). gs_part_partition_called runs it on a called computation, so the handlers reach
+     * the driver only through the context. */
+    void (*partition_comp)(struct gs_part_ctx *c, const gs_computation *src, gs_computation *dst,
+                           const gs_sharding *const *param_sh, const gs_sharding *root_sh,
+                           bool keep_names);
 } gs_part_ctx;
 
-/* ---- partition.c */
+/* ---- context.c */
 
 /* Reports an error at the current instruction; sets c->failed. */
 void gs_part_error(gs_part_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -135,6 +145,11 @@ gs_builder *gs_part_builder(gs_part_ctx *c);
 gs_arena *gs_part_arena(gs_part_ctx *c);
 /* The partitioned value of source operand k of `in`. */
 const gs_part_value *gs_part_operand(gs_part_ctx *c, const gs_instr *in, int k);
+/* The sharding as the partitioner reads it for a value of shape s (sh NULL: replicated; a tuple
+ * sharding for tuple shapes), in arena a; NULL when sh does not fit the shape (*why says how)
+ * or allocation fails (*why NULL). */
+const gs_sharding *gs_part_normalize(gs_arena *a, const gs_shape *s, const gs_sharding *sh,
+                                     const char **why);
 /* The sharding of a source instruction as the partitioner reads it: its own, or replicated,
  * expanded to a tuple sharding for tuple shapes. */
 const gs_sharding *gs_part_sharding_of(gs_part_ctx *c, const gs_instr *in);
@@ -154,9 +169,9 @@ gs_computation *gs_part_partition_called(gs_part_ctx *c, const gs_computation *s
  * those in from[0..n) by to[0..n), the others copied verbatim. */
 void gs_part_copy_attrs(gs_part_ctx *c, const gs_instr *in, gs_instr *out, int n,
                         const gs_computation *const *from, gs_computation *const *to);
-/* The default action: every operand replicated, the op computed on whole values, the result
- * replicated. */
-void gs_part_default(gs_part_ctx *c, const gs_instr *in, gs_part_value *out);
+/* The instructions of comp with operands first (text order when it already is), in arena a;
+ * NULL on allocation failure. */
+const gs_instr **gs_part_topo_order(gs_arena *a, const gs_computation *comp);
 /* Clones `in` with new operands and result shape (attributes and called computations copied,
  * sharding dropped). */
 gs_instr *gs_part_clone(gs_part_ctx *c, const gs_instr *in, const gs_shape *shape, int n,

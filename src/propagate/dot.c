@@ -22,12 +22,6 @@ static gs_prop_dim pdim(int64_t lhs, int64_t rhs, int64_t out, int64_t spatial) 
     return d;
 }
 
-static bool contains(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return true;
-    return false;
-}
-
 /* XLA SpatialIsBatch (either representation). */
 static bool spatial_is_batch(int64_t lhs_size, const gs_window_dim *w) {
     int64_t m = lhs_size - 1 > 1 ? lhs_size - 1 : 1;
@@ -89,10 +83,10 @@ void gs_prop_dot_dims(const gs_instr *in, gs_prop_dot *d) {
     for (int i = 0; i < lc.n && i < rc.n; i++)
         d->contract[d->n_contract++] = pdim(lc.v[i], rc.v[i], -1, -1);
     for (int i = 0; i < ls->rank; i++)
-        if (!contains(lb, i) && !contains(lc, i))
+        if (!gs_ints_contains(lb, i) && !gs_ints_contains(lc, i))
             d->lhs_nc[d->n_lhs_nc] = pdim(i, -1, lb.n + d->n_lhs_nc, -1), d->n_lhs_nc++;
     for (int i = 0; i < rs->rank; i++)
-        if (!contains(rb, i) && !contains(rc, i))
+        if (!gs_ints_contains(rb, i) && !gs_ints_contains(rc, i))
             d->rhs_nc[d->n_rhs_nc] = pdim(-1, i, lb.n + d->n_lhs_nc + d->n_rhs_nc, -1),
             d->n_rhs_nc++;
 }

@@ -40,12 +40,6 @@ typedef struct conn {
     int64_t output[GS_MAX_RANK];    /* output / update dims */
 } conn;
 
-static bool has(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return true;
-    return false;
-}
-
 static void gather_dims(const gs_instr *g, gdims *d) {
     memset(d, 0, sizeof *d);
     d->offset = gs_instr_ints(g, GS_ATTR_OFFSET_DIMS);
@@ -78,7 +72,7 @@ static void scatter_dims(const gs_instr *s, gdims *d) {
     const gs_shape *os = s->operands[0]->shape, *us = s->operands[n + 1]->shape;
     int k = 0;
     for (int i = 0; i < os->rank && i < GS_MAX_RANK; i++) {
-        if (has(d->collapsed, i) || has(d->op_batch, i)) {
+        if (gs_ints_contains(d->collapsed, i) || gs_ints_contains(d->op_batch, i)) {
             d->slice[i] = 1;
             continue;
         }
@@ -94,7 +88,7 @@ static void fill_output_dims(const gdims *d, conn *c) {
     for (int k = 0; k < c->n; k++) {
         c->output[k] = -1;
         for (int i = 0, idx = 0; i < d->out_rank; i++) {
-            if (has(d->offset, i)) continue;
+            if (gs_ints_contains(d->offset, i)) continue;
             int64_t index_dim = idx < d->ivd ? idx : idx + 1;
             if (index_dim == c->indices[k]) {
                 c->output[k] = i;
@@ -110,7 +104,7 @@ static void index_passthrough(const gdims *d, conn *c) {
     c->n = 0;
     int idx_rank = d->indices->shape->rank;
     for (int o = 0, i = 0; o < d->out_rank; o++) {
-        if (has(d->offset, o)) continue;
+        if (gs_ints_contains(d->offset, o)) continue;
         if (i == d->ivd) i++;
         if (i >= idx_rank) break;
         c->indices[c->n] = i;
@@ -125,7 +119,7 @@ static void operand_passthrough(const gdims *d, conn *c) {
     int cb = 0;
     const gs_shape *os = d->operand->shape;
     for (int i = 0; i < os->rank; i++) {
-        if (has(d->collapsed, i) || has(d->op_batch, i)) {
+        if (gs_ints_contains(d->collapsed, i) || gs_ints_contains(d->op_batch, i)) {
             cb++;
             continue;
         }
@@ -231,7 +225,7 @@ static bool implicit_parallel(gs_prop_ctx *c, const gdims *d, conn *out) {
         for (int k = 0; k < out->n; k++)
             if (out->indices[k] == ip) return false;
         if (opd < 0 || opd >= d->operand->shape->rank) continue;
-        if (d->slice[opd] == 1 && !has(d->idx_batch, ip)) {
+        if (d->slice[opd] == 1 && !gs_ints_contains(d->idx_batch, ip)) {
             if (d->operand->shape->dims[opd] != indices->shape->dims[ip]) return false;
             out->indices[out->n] = ip;
             out->operand[out->n++] = opd;

@@ -92,9 +92,9 @@ int gs_prop_parse_unspec(gs_arena *a, const gs_instr *in, int64_t **out) {
 
 /* ------------------------------------------------------------------ users and post order */
 
-/* Fills every node's distinct users (aliases looked through), in text order. */
-static gs_status build_users(gs_prop_ctx *c) {
-    for (int i = 0; i < c->n_nodes; i++) c->nodes[i].n_users = 0;
+/* Walks every (operand, user) pair once per distinct operand of each user (aliases looked
+ * through), in text order: counts each node's users, or with `fill` also stores them. */
+static void visit_users(gs_prop_ctx *c, bool fill) {
     for (int ci = 0; ci < c->m->n_comps; ci++) {
         gs_computation *comp = c->m->comps[ci];
         for (int k = 0; k < comp->n_instrs; k++) {
@@ -104,29 +104,26 @@ static gs_status build_users(gs_prop_ctx *c) {
                 gs_instr *op = gs_prop_operand(in, j);
                 bool seen = false;
                 for (int l = 0; l < j && !seen; l++) seen = gs_prop_operand(in, l) == op;
-                if (!seen) GS_PROP_NODE(op)->n_users++;
+                if (seen) continue;
+                gs_prop_node *n = GS_PROP_NODE(op);
+                if (fill) n->users[n->n_users] = in;
+                n->n_users++;
             }
         }
     }
+}
+
+/* Fills every node's distinct users (aliases looked through), in text order. */
+static gs_status build_users(gs_prop_ctx *c) {
+    for (int i = 0; i < c->n_nodes; i++) c->nodes[i].n_users = 0;
+    visit_users(c, false);
     for (int i = 0; i < c->n_nodes; i++) {
         gs_prop_node *n = &c->nodes[i];
         n->users = n->n_users ? GS_NEW_ARRAY(&c->scratch, gs_instr *, n->n_users) : NULL;
         if (n->n_users && !n->users) return GS_ERR;
         n->n_users = 0;
     }
-    for (int ci = 0; ci < c->m->n_comps; ci++) {
-        gs_computation *comp = c->m->comps[ci];
-        for (int k = 0; k < comp->n_instrs; k++) {
-            gs_instr *in = comp->instrs[k];
-            if (GS_PROP_NODE(in)->alias) continue;
-            for (int j = 0; j < in->n_operands; j++) {
-                gs_instr *op = gs_prop_operand(in, j);
-                bool seen = false;
-                for (int l = 0; l < j && !seen; l++) seen = gs_prop_operand(in, l) == op;
-                if (!seen) GS_PROP_NODE(op)->users[GS_PROP_NODE(op)->n_users++] = in;
-            }
-        }
-    }
+    visit_users(c, true);
     return GS_OK;
 }
 
@@ -254,27 +251,16 @@ static gs_status check_fit(gs_prop_ctx *c, const gs_instr *in, const gs_sharding
                 idx[stack_n++] = 0;
             }
         }
-        if (l->kind == GS_SHARDING_TILED) {
-            if (leaf && leaf->type != GS_TUPLE && leaf->type != GS_TOKEN &&
-                l->data_rank != leaf->rank)
-                return gs_error(c->d, in->span,
-                                "the sharding of '%s' has %d tile dims but the instruction has "
-                                "rank %d",
-                                in->name, l->data_rank, leaf ? leaf->rank : 0);
-            if (c->m->num_partitions > 1 && l->tiles.n != c->m->num_partitions)
-                return gs_error(c->d, in->span,
-                                "the sharding of '%s' uses %lld devices but the module has "
-                                "num_partitions=%lld",
-                                in->name, (long long)l->tiles.n,
-                                (long long)c->m->num_partitions);
-        }
-        if (l->kind == GS_SHARDING_MAXIMAL && c->m->num_partitions > 1 &&
-            l->device >= c->m->num_partitions)
+        if (l->kind == GS_SHARDING_TILED && leaf && leaf->type != GS_TUPLE &&
+            leaf->type != GS_TOKEN && l->data_rank != leaf->rank)
             return gs_error(c->d, in->span,
-                            "the sharding of '%s' places it on device %lld but the module has "
-                            "num_partitions=%lld",
-                            in->name, (long long)l->device, (long long)c->m->num_partitions);
+                            "the sharding of '%s' has %d tile dims but the instruction has "
+                            "rank %d",
+                            in->name, l->data_rank, leaf ? leaf->rank : 0);
     }
+    /* A module that says num_partitions fixes the devices its shardings may use. */
+    if (c->m->num_partitions > 1)
+        return gs_sharding_check_devices(s, in, c->m->num_partitions, c->d);
     return GS_OK;
 }
 

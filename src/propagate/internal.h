@@ -113,6 +113,12 @@ typedef struct gs_prop_ctx {
 } gs_prop_ctx;
 
 /* The node of an instruction. */
+/* Records an allocation failure (the sticky flag); NULL, for `return gs_prop_oom(c);`. */
+static inline const gs_sharding *gs_prop_oom(gs_prop_ctx *c) {
+    c->oom = true;
+    return NULL;
+}
+
 #define GS_PROP_NODE(in) ((gs_prop_node *)(in)->aux)
 /* The current sharding of an instruction (NULL: none). */
 #define GS_PROP_SHARDING(in) (GS_PROP_NODE(in)->sh)
@@ -136,7 +142,7 @@ int gs_prop_non_root_users(const gs_instr *in);
  * a). Returns the count (0 when absent); -1 on malformed text. */
 int gs_prop_parse_unspec(gs_arena *a, const gs_instr *in, int64_t **out);
 
-/* ------------------------------------------------------------------ util.c: shapes */
+/* ------------------------------------------------------------------ query.c: shapes */
 
 /* XLA's ShapeUtil::GetLeafCount (arrays and tokens count one; tuples the sum). */
 int gs_prop_leaf_count(const gs_shape *s);
@@ -147,7 +153,7 @@ bool gs_prop_compatible(const gs_shape *a, const gs_shape *b);
 /* Bytes of an array or tuple shape (XLA ByteSizeOf, tokens 0). */
 int64_t gs_prop_bytes(const gs_shape *s);
 
-/* ------------------------------------------------------------------ util.c: queries */
+/* ------------------------------------------------------------------ query.c: shardings */
 
 bool gs_prop_spatial(const gs_sharding *s);      /* XLA IsSpatiallyPartitioned */
 bool gs_prop_tile_maximal(const gs_sharding *s); /* IsTileMaximal (tuples: every leaf) */
@@ -160,11 +166,12 @@ int64_t gs_prop_num_tiles(const gs_sharding *s); /* NumTiles (1 unless tiled) */
 int64_t gs_prop_unique_device(const gs_sharding *s);
 /* XLA's IsShardingMoreSpecific (tuples leaf by leaf). */
 bool gs_prop_more_specific(const gs_sharding *lhs, const gs_sharding *rhs);
-/* XLA's IsSubTilingOrEqualSharding for an array of shape `shape`. */
-bool gs_prop_subtiling(gs_prop_ctx *c, const gs_shape *shape, const gs_sharding *potential,
-                       const gs_sharding *sharding);
+/* Whether s has the `_sharding_propagation_cse_prevention` marker. */
+bool gs_prop_is_cse_marked(const gs_sharding *s);
+/* A deep copy of s (tile arrays, tuple leaves, metadata) in arena a; NULL on failure. */
+gs_sharding *gs_prop_persist(gs_arena *a, const gs_sharding *s);
 
-/* ------------------------------------------------------------------ util.c: transforms */
+/* ------------------------------------------------------------------ transform.c */
 
 /* Element `index` of a tuple-shaped value's sharding (the sharding itself when not a tuple). */
 const gs_sharding *gs_prop_sub(gs_prop_ctx *c, const gs_sharding *s, const gs_shape *shape,
@@ -201,6 +208,9 @@ const gs_sharding *gs_prop_reshape(gs_prop_ctx *c, const gs_shape *from, const g
                                    const gs_sharding *s);
 /* s's tile assignment viewed with data dims `dims` (n entries) and the same subgroups. */
 const gs_sharding *gs_prop_retile(gs_prop_ctx *c, const gs_sharding *s, int n, const int64_t *dims);
+
+/* ------------------------------------------------------------------ merge.c */
+
 /* XLA MergeShardingIfCompatible: the merged sharding, or NULL when not compatible. */
 const gs_sharding *gs_prop_merge_compatible(gs_prop_ctx *c, const gs_sharding *to_merge,
                                             int64_t min_tiles, const gs_sharding *dst);
@@ -214,10 +224,9 @@ const gs_sharding *gs_prop_common(gs_prop_ctx *c, int n, const gs_sharding *cons
  * `cur` (NULL: none), or NULL when `from` does not improve it. */
 const gs_sharding *gs_prop_improved(gs_prop_ctx *c, const gs_sharding *from, const gs_sharding *cur,
                                     const gs_shape *shape, bool may_combine, bool aggressive);
-/* A deep copy of s (tile arrays, tuple leaves, metadata) in arena a; NULL on failure. */
-gs_sharding *gs_prop_persist(gs_arena *a, const gs_sharding *s);
-/* Whether s has the `_sharding_propagation_cse_prevention` marker. */
-bool gs_prop_is_cse_marked(const gs_sharding *s);
+/* XLA's IsSubTilingOrEqualSharding for an array of shape `shape`. */
+bool gs_prop_subtiling(gs_prop_ctx *c, const gs_shape *shape, const gs_sharding *potential,
+                       const gs_sharding *sharding);
 
 /* ------------------------------------------------------------------ driver.c: state changes */
 

@@ -11,7 +11,7 @@
  * device may free (a failing device unwinds its values before the run is aborted); the helper's
  * result passes to the device at the -done, under the queue's mutex.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 
 #include <pthread.h>

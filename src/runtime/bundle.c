@@ -7,7 +7,7 @@
  * executing the instruction with its part (gs_collective_execute), so the reference gives a
  * collective exactly the meaning the partitioned program's devices give it.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 
 #include <pthread.h>

@@ -7,7 +7,7 @@
  * then fold the module's computation in group order), and the -start forms. Plus the checks run
  * before a program starts (gs_check_collectives).
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 #include "gspmd/text.h"
 

@@ -16,7 +16,7 @@
  * then computes its own result from all devices' inputs in group order — simple and exact,
  * though it moves every input to every rank.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 
 #include <stdlib.h>

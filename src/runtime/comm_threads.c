@@ -11,7 +11,7 @@
  * Barriers wait with a timeout and report the devices that did not arrive; abort() wakes every
  * waiting device, which then reports the device that failed.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 
 #include <errno.h>

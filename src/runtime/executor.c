@@ -7,7 +7,7 @@
  * OpenBLAS runs single-threaded while several device threads share the machine, so device
  * threads and BLAS threads never oversubscribe the cores.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 
 #include <cblas.h>

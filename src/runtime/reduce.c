@@ -3,7 +3,7 @@
  * over n elements of any array type, with XLA's per-type semantics (narrow floats round after
  * each op; integers wrap; max/min propagate NaN; pred and/or/xor are logical).
  */
-#include "runtime_internal.h"
+#include "internal.h"
 
 #include <math.h>
 #include <string.h>

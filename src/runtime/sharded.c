@@ -3,7 +3,7 @@
  * their shardings (gs_value_shard, src/interp/shard.c), the program run on every device, the
  * outputs reassembled (gs_value_unshard). The path every sharded run takes.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 #include "gspmd/partition.h"
 

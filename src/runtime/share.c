@@ -12,7 +12,7 @@
  * GS_SHARE_MIN_FLOPS are computed by each device (sharing would cost more than it saves), and
  * entries stop being made once the copies reach GS_SHARE_MAX_BYTES.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 #include "gspmd/cost.h"
 

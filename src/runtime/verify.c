@@ -13,7 +13,7 @@
  *                          bounds are not tracked).
  * `gspmd run --verify`, the partition property test and the library share this one check.
  */
-#include "runtime_internal.h"
+#include "internal.h"
 #include "base/sysalloc.h"
 
 #include <math.h>

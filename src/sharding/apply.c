@@ -23,20 +23,15 @@ static gs_status request_error(gs_diags *d, const gs_shard_request *r, gs_diags 
     return GS_ERR;
 }
 
-/* Whether a tiled leaf's device count fits the module (when it says num_partitions > 1). */
+/* Whether s fits the devices of m (when it says num_partitions > 1); else the error, prefixed
+ * with the request. */
 static gs_status check_devices(gs_diags *d, const gs_shard_request *r, const gs_module *m,
-                               const gs_sharding *s) {
+                               const gs_instr *in, const gs_sharding *s) {
     if (m->num_partitions <= 1) return GS_OK;
-    int n = s->kind == GS_SHARDING_TUPLE ? s->n_tuple : 1;
-    for (int i = 0; i < n; i++) {
-        const gs_sharding *l = s->kind == GS_SHARDING_TUPLE ? s->tuple[i] : s;
-        if (l->kind == GS_SHARDING_TILED && l->tiles.n != m->num_partitions)
-            return gs_error(d, gs_span_none(),
-                            "shard request '%s=%s': the sharding uses %lld devices but the "
-                            "module has num_partitions=%lld",
-                            r->pattern, r->spec, (long long)l->tiles.n,
-                            (long long)m->num_partitions);
-    }
+    gs_diags inner = {0};
+    if (gs_sharding_check_devices(s, in, m->num_partitions, &inner) != GS_OK)
+        return request_error(d, r, &inner);
+    gs_diags_free(&inner);
     return GS_OK;
 }
 
@@ -113,7 +108,7 @@ gs_status gs_module_apply_shardings(gs_module *m, const gs_mesh *mesh, int n,
                         return request_error(d, r, &inner);
                     gs_diags_free(&inner);
                 }
-                if (check_fits(d, r, in, s) != GS_OK || check_devices(d, r, m, s) != GS_OK)
+                if (check_fits(d, r, in, s) != GS_OK || check_devices(d, r, m, in, s) != GS_OK)
                     return GS_ERR;
                 if (gs_instr_set_sharding(m, in, s) != GS_OK)
                     return gs_error(d, gs_span_none(), "out of memory");

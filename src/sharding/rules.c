@@ -82,18 +82,6 @@ static void collect_leaves(const gs_shape *s, const gs_shape **out, int *n) {
     }
 }
 
-static bool contains(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return true;
-    return false;
-}
-
-static int index_of(gs_ints v, int64_t x) {
-    for (int i = 0; i < v.n; i++)
-        if (v.v[i] == x) return i;
-    return -1;
-}
-
 /* Every dim of every tensor its own factor of kind k. */
 static void own_factors(builder *b, gs_factor_kind k) {
     for (int i = 0; i < b->in->n_operands; i++)
@@ -142,7 +130,7 @@ static bool rule_broadcast(builder *b) {
     for (int d = 0; d < rs->rank; d++) {
         int f = factor(b, GS_FACTOR_PASS_THROUGH, rs->dims[d]);
         add(b, &b->res[0], d, f);
-        int j = index_of(dims, d);
+        int j = gs_ints_index(dims, d);
         if (j >= 0 && op_shape(b, 0)->dims[j] == rs->dims[d]) add(b, &b->ops[0], j, f);
     }
     return true;
@@ -222,7 +210,7 @@ static bool rule_reverse(builder *b) {
     if (!same_rank_array(b)) return false;
     gs_ints dims = gs_instr_ints(b->in, GS_ATTR_DIMENSIONS);
     bool same[GS_MAX_RANK];
-    for (int d = 0; d < op_rank(b, 0); d++) same[d] = !contains(dims, d);
+    for (int d = 0; d < op_rank(b, 0); d++) same[d] = !gs_ints_contains(dims, d);
     per_dim(b, same, GS_FACTOR_PERMUTATION);
     return true;
 }
@@ -318,13 +306,13 @@ static bool rule_dot(builder *b) {
         add(b, &b->res[0], out++, f);
     }
     for (int d = 0; d < ls->rank; d++) {
-        if (contains(lb, d) || contains(lc, d)) continue;
+        if (gs_ints_contains(lb, d) || gs_ints_contains(lc, d)) continue;
         int f = factor(b, GS_FACTOR_PASS_THROUGH, ls->dims[d]);
         add(b, &b->ops[0], d, f);
         add(b, &b->res[0], out++, f);
     }
     for (int d = 0; d < rs->rank; d++) {
-        if (contains(rb, d) || contains(rc, d)) continue;
+        if (gs_ints_contains(rb, d) || gs_ints_contains(rc, d)) continue;
         int f = factor(b, GS_FACTOR_PASS_THROUGH, rs->dims[d]);
         add(b, &b->ops[1], d, f);
         add(b, &b->res[0], out++, f);
@@ -408,7 +396,7 @@ static bool rule_reduce(builder *b) {
         if (b->leaves[r]->rank != is->rank - rd.n) return false;
     int out = 0;
     for (int d = 0; d < is->rank; d++) {
-        bool reduced = contains(rd, d);
+        bool reduced = gs_ints_contains(rd, d);
         int f = factor(b, reduced ? GS_FACTOR_REDUCTION : GS_FACTOR_PASS_THROUGH, is->dims[d]);
         for (int i = 0; i < n; i++) add(b, &b->ops[i], d, f);
         if (!reduced) {
@@ -457,8 +445,9 @@ static bool rule_sort(builder *b) {
             return false;
     gs_ints sd = gs_instr_ints(b->in, GS_ATTR_DIMENSIONS);
     for (int d = 0; d < is->rank; d++) {
-        int f = factor(b, contains(sd, d) ? GS_FACTOR_NEED_REPLICATION : GS_FACTOR_PASS_THROUGH,
-                       is->dims[d]);
+        int f =
+            factor(b, gs_ints_contains(sd, d) ? GS_FACTOR_NEED_REPLICATION : GS_FACTOR_PASS_THROUGH,
+                   is->dims[d]);
         for (int i = 0; i < n; i++) {
             add(b, &b->ops[i], d, f);
             add(b, &b->res[i], d, f);
@@ -569,13 +558,13 @@ static bool rule_gather(builder *b) {
     /* Output batch dims <-> indices dims other than index_vector_dim, in order. */
     int xd = 0;
     for (int d = 0; d < rs->rank; d++) {
-        if (contains(offset, d)) continue;
+        if (gs_ints_contains(offset, d)) continue;
         if (xd == ivd) xd++;
         if (xd >= xs->rank) return false;
         int f = factor(b, GS_FACTOR_PASS_THROUGH, rs->dims[d]);
         add(b, &b->res[0], d, f);
         add(b, &b->ops[1], xd, f);
-        int k = index_of(ibatch, xd);
+        int k = gs_ints_index(ibatch, xd);
         if (k >= 0 && k < obatch.n) add(b, &b->ops[0], (int)obatch.v[k], f);
         xd++;
     }
@@ -584,14 +573,14 @@ static bool rule_gather(builder *b) {
     /* Operand dims that are not collapsed or batching <-> offset dims, in order. */
     int k = 0;
     for (int d = 0; d < os->rank; d++) {
-        if (contains(obatch, d)) continue;
-        if (contains(collapsed, d)) {
+        if (gs_ints_contains(obatch, d)) continue;
+        if (gs_ints_contains(collapsed, d)) {
             add(b, &b->ops[0], d, factor(b, GS_FACTOR_NEED_REPLICATION, os->dims[d]));
             continue;
         }
         if (k >= offset.n) return false;
         int od = (int)offset.v[k++];
-        if (sizes.v[d] == os->dims[d] && !contains(start_map, d)) {
+        if (sizes.v[d] == os->dims[d] && !gs_ints_contains(start_map, d)) {
             int f = factor(b, GS_FACTOR_PASS_THROUGH, os->dims[d]);
             add(b, &b->ops[0], d, f);
             add(b, &b->res[0], od, f);
@@ -609,6 +598,7 @@ static bool custom_call_is(const gs_instr *in, const char *target) {
 }
 
 bool gs_op_family_has_rule(gs_op_family f) {
+    if (gs_op_family_moves_data(f)) return true;
     switch (f) {
     case GS_FAM_PARAMETER:
     case GS_FAM_CONSTANT:
@@ -618,15 +608,6 @@ bool gs_op_family_has_rule(gs_op_family f) {
     case GS_FAM_TERNARY:
     case GS_FAM_COMPARE:
     case GS_FAM_CONVERT:
-    case GS_FAM_BROADCAST:
-    case GS_FAM_RESHAPE:
-    case GS_FAM_TRANSPOSE:
-    case GS_FAM_REVERSE:
-    case GS_FAM_SLICE:
-    case GS_FAM_DYNAMIC_SLICE:
-    case GS_FAM_DYNAMIC_UPDATE_SLICE:
-    case GS_FAM_CONCATENATE:
-    case GS_FAM_PAD:
     case GS_FAM_DOT:
     case GS_FAM_CONVOLUTION:
     case GS_FAM_REDUCE:

@@ -57,6 +57,12 @@ gs_sharding *gs_sharding_tuple(gs_arena *a, int n, gs_sharding *const *elems) {
     return s;
 }
 
+const gs_sharding *gs_sharding_leaf(const gs_sharding *sh, const gs_shape *s, int leaf) {
+    (void)s;
+    if (sh->kind != GS_SHARDING_TUPLE) return sh;
+    return leaf < sh->n_tuple ? sh->tuple[leaf] : sh;
+}
+
 /* A tiled sharding over t with the last n_sub dims subgroups of the given (canonical) types. */
 static gs_sharding *make_tiled(gs_arena *a, const gs_tile_assignment *t, int n_sub,
                                const gs_subgroup_kind *types) {
@@ -327,6 +333,34 @@ int64_t gs_sharding_num_tiles(const gs_sharding *s) {
 int64_t gs_sharding_num_devices(const gs_sharding *s) {
     if (s->kind == GS_SHARDING_TILED) return s->tiles.n;
     return s->kind == GS_SHARDING_MAXIMAL ? 1 : 0;
+}
+
+gs_status gs_sharding_check_devices(const gs_sharding *s, const gs_instr *in, int64_t n,
+                                    gs_diags *d) {
+    if (!s) return GS_OK;
+    if (s->kind == GS_SHARDING_TUPLE) {
+        for (int i = 0; i < s->n_tuple; i++)
+            if (gs_sharding_check_devices(s->tuple[i], in, n, d) != GS_OK) return GS_ERR;
+        return GS_OK;
+    }
+    if (s->kind == GS_SHARDING_TILED && s->tiles.n != n)
+        return gs_error(d, in->span,
+                        "the sharding of %%%s spans %lld devices, but the program is partitioned "
+                        "for %lld devices",
+                        in->name, (long long)s->tiles.n, (long long)n);
+    /* Every device 0..n-1 must appear (explicit lists may name others). */
+    for (int64_t k = 0; s->kind == GS_SHARDING_TILED && !s->tiles.iota && k < s->tiles.n; k++)
+        if (gs_tile_device_at(&s->tiles, k) >= n)
+            return gs_error(d, in->span,
+                            "the sharding of %%%s names device %lld, but the program is "
+                            "partitioned for %lld devices",
+                            in->name, (long long)gs_tile_device_at(&s->tiles, k), (long long)n);
+    if (s->kind == GS_SHARDING_MAXIMAL && (s->device < 0 || s->device >= n))
+        return gs_error(d, in->span,
+                        "the sharding of %%%s puts it on device %lld, but the program is "
+                        "partitioned for %lld devices",
+                        in->name, (long long)s->device, (long long)n);
+    return GS_OK;
 }
 
 /* Full tile index (every tile dim) of device d, or false. */

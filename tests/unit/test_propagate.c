@@ -163,12 +163,13 @@ static void test_bad_input(void **state) {
         {"HloModule m, num_partitions=8\n\nENTRY %e {\n"
          "  %p = f32[8,4] parameter(0), sharding={devices=[2,2]<=[4]}\n"
          "  ROOT %r = f32[8,4] negate(%p)\n}\n",
-         false, "the sharding of 'p' uses 4 devices but the module has num_partitions=8", 4},
+         false, "the sharding of %p spans 4 devices, but the program is partitioned for 8 devices",
+         4},
         {"HloModule m, num_partitions=2\n\nENTRY %e {\n"
          "  %p = f32[8,4] parameter(0), sharding={maximal device=3}\n"
          "  ROOT %r = f32[8,4] negate(%p)\n}\n",
          false,
-         "the sharding of 'p' places it on device 3 but the module has num_partitions=2", 4},
+         "the sharding of %p puts it on device 3, but the program is partitioned for 2 devices", 4},
         {"HloModule m\n\nENTRY %e {\n"
          "  %p = (f32[8], f32[4]) parameter(0), sharding={{replicated}}\n"
          "  ROOT %r = f32[8] get-tuple-element(%p), index=0\n}\n",

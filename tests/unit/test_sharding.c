@@ -879,8 +879,8 @@ static void test_apply_to_module(void **state) {
     assert_int_equal(gs_module_apply_shardings(m, NULL, 1, &ok4, NULL, &d), GS_OK);
     assert_int_equal(gs_module_apply_shardings(m, NULL, 1, &bad8, NULL, &d), GS_ERR);
     assert_string_equal(d.items[d.n - 1].message,
-                        "shard request 'p={devices=[8]<=[8]}': the sharding uses 8 devices but "
-                        "the module has num_partitions=4");
+                        "shard request 'p={devices=[8]<=[8]}': the sharding of %p spans 8 devices, "
+                        "but the program is partitioned for 4 devices");
     gs_diags_free(&d);
     gs_module_free(m);
     gs_source_free(src);

@@ -1,5 +1,5 @@
 /*
- * runtime_internal.h — helpers shared by the runtime's files (not a public interface).
+ * runtime/internal.h — helpers shared by the runtime's files (not a public interface).
  */
 #ifndef GSPMD_RUNTIME_INTERNAL_H
 #define GSPMD_RUNTIME_INTERNAL_H

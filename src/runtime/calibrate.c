@@ -1,6 +1,7 @@
 /*
  * calibrate.c — measures this machine as a device of gspmd's threads backend, for the `this-cpu`
- * profile of the step-time model (gs_machine_calibrate in gspmd/cost.h).
+ * profile of the step-time model (gs_machine_calibrate in gspmd/runtime.h). It lives with the
+ * runtime it measures, above the cost model whose profile it fills.
  *
  * Each figure is the best of a few runs (this is a shared machine): matmul peaks from OpenBLAS
  * sgemm/dgemm on one thread (the executor gives each device one BLAS thread when devices fill
@@ -9,7 +10,6 @@
  * and the link from all-reduces between 2 device threads: a 1-element one gives the latency
  * (a 2-device ring takes 2 steps), a 16 MiB one the bandwidth.
  */
-#include "gspmd/cost.h"
 #include "gspmd/interp.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
