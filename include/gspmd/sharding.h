@@ -145,6 +145,8 @@ typedef struct gs_named {
     gs_axis_list unreduced;   /* `unreduced={...}` axes */
     gs_axis_list manual;      /* `manual={...}` axes */
     const char *reduction;    /* `unreduced=max{...}`: "max"; NULL when not written */
+    const int64_t *priorities; /* DIMS: n_dims priorities, -1 where none (Shardy's `{...}p1`);
+                                  NULL when none was written */
 } gs_named;
 
 /* Parses a mesh given on a command line: `data=4,model=2` (devices 0..N-1 row-major), optionally
@@ -153,6 +155,21 @@ typedef struct gs_named {
  * at span (column offsets added). */
 gs_status gs_mesh_parse(gs_arena *a, const char *text, size_t len, gs_mesh *out, gs_diags *d,
                         gs_span span);
+/* The meshes a module names (Shardy's `sdy.mesh @NAME = <...>`), for `@NAME` references. */
+typedef struct gs_mesh_table {
+    int n;                    /* number of meshes */
+    const char *const *names; /* n names (without '@') */
+    const gs_mesh *meshes;    /* n meshes */
+} gs_mesh_table;
+
+/* Shardy's mesh attribute from `<` (a leading `mesh` is skipped): `<["x"=2, "y"=4]>`,
+ * `<["x"=4], device_ids=[3, 2, 1, 0]>`, `<[], device_ids=[5]>` (the maximal mesh of device 5).
+ * *used (may be NULL) receives the bytes read; located errors at span (columns added). */
+gs_status gs_mesh_parse_sdy(gs_arena *a, const char *text, size_t len, gs_mesh *out,
+                            size_t *used, gs_diags *d, gs_span span);
+/* The mesh named name[0..len) in t (NULL when t is NULL or has none). */
+const gs_mesh *gs_mesh_table_find(const gs_mesh_table *t, const char *name, size_t len);
+
 /* Index of the axis named name[0..len), or -1. */
 int gs_mesh_find_axis(const gs_mesh *m, const char *name, size_t len);
 /* Appends `name=size,name=size` (and `:order` when written). */
@@ -381,6 +398,15 @@ bool gs_sharding_more_specific(const gs_sharding *lhs, const gs_sharding *rhs);
  * mentioned replicate. Errors: unknown axis, axis used twice, more entries than rank, syntax. */
 gs_status gs_sharding_from_spec(gs_arena *a, const gs_mesh *mesh, const char *spec, size_t len,
                                 int rank, gs_sharding **out, gs_diags *d, gs_span span);
+/* Shardy's tensor sharding from `<` (what follows `#sdy.sharding`): `<@mesh, [{"x", ?},
+ * {"y":(1)2}p1, {}], replicated={"z"}, unreduced={"w"}>`, the mesh named in meshes or written
+ * inline (`mesh<[...]>`). Converted to the tiled sharding as XLA's Shardy export does (axes ->
+ * tile dims in iota form, the rest replicated or unreduced), with the named form (open dims,
+ * priorities) kept in ->named. *used (may be NULL): the bytes read. Errors (an undefined mesh,
+ * an axis it lacks, an axis used twice, a sub-axis that does not fit) are located at span. */
+gs_status gs_sharding_parse_sdy(gs_arena *a, const gs_mesh_table *meshes, const char *text,
+                                size_t len, gs_sharding **out, size_t *used, gs_diags *d,
+                                gs_span span);
 /* The tiled (V2) sharding a named (V3) one denotes (XLA's V3ToV2Sharding). */
 gs_status gs_sharding_from_named(gs_arena *a, const gs_named *n, gs_sharding **out);
 

@@ -489,6 +489,7 @@ typedef struct ref_use {
 typedef struct named_ctx {
     gs_mesh *mesh; /* the mesh being referred to */
     gs_vec uses;   /* ref_use of every ref so far */
+    bool sdy;      /* Shardy's syntax: dims may carry a priority `p<N>`, the body ends at '>' */
 } named_ctx;
 
 static bool parse_ref(cursor *c, named_ctx *nc, gs_axis_ref *out) {
@@ -612,15 +613,26 @@ static bool parse_named_form(cursor *c, named_ctx *nc, gs_named *nm) {
     size_t bat = c->i;
     if (accept(c, '[')) {
         nm->form = GS_NAMED_DIMS;
-        gs_vec dims;
+        gs_vec dims, prio;
         gs_vec_init(&dims, sizeof(gs_axis_list));
+        gs_vec_init(&prio, sizeof(int64_t));
+        bool any_prio = false;
         if (!accept(c, ']')) {
             do {
                 gs_axis_list l;
+                int64_t p = -1;
                 if (!(ok = expect(c, '{', "to open a dim sharding") &&
                            parse_refs(c, nc, '}', true, &l)))
                     break;
-                if (gs_vec_push(&dims, &l) != GS_OK) ok = fail_at(c, c->i, "out of memory");
+                if (nc->sdy && c->i < c->n && c->s[c->i] == 'p') { /* `}p1`: a priority */
+                    c->i++;
+                    size_t pat = c->i;
+                    if (!(ok = parse_int(c, &p, "a priority"))) break;
+                    if (p < 0) ok = fail_at(c, pat, "a priority must be >= 0");
+                    any_prio = true;
+                }
+                if (ok && (gs_vec_push(&dims, &l) != GS_OK || gs_vec_push(&prio, &p) != GS_OK))
+                    ok = fail_at(c, c->i, "out of memory");
             } while (ok && accept(c, ','));
             if (ok) ok = expect(c, ']', "to close the dim shardings");
         }
@@ -629,8 +641,13 @@ static bool parse_named_form(cursor *c, named_ctx *nc, gs_named *nm) {
             nm->dims =
                 dims.n ? gs_arena_memdup(c->a, dims.data, dims.n * sizeof(gs_axis_list)) : NULL;
             if (dims.n && !nm->dims) ok = fail_at(c, bat, "out of memory");
+            if (ok && any_prio) {
+                nm->priorities = gs_arena_memdup(c->a, prio.data, prio.n * sizeof(int64_t));
+                if (!nm->priorities) ok = fail_at(c, bat, "out of memory");
+            }
         }
         gs_vec_free(&dims);
+        gs_vec_free(&prio);
     } else if (accept_word(c, "replicated")) {
         nm->form = GS_NAMED_REPLICATED;
     } else if (accept_word(c, "unreduced")) {
@@ -651,17 +668,18 @@ static bool parse_named_form(cursor *c, named_ctx *nc, gs_named *nm) {
  * unreduced[ kind]={...}, manual={...}. */
 static bool parse_named_attrs(cursor *c, named_ctx *nc, gs_named *nm, const char **metadata) {
     bool ok = true;
-    while (ok && !accept(c, '}')) {
+    char close = nc->sdy ? '>' : '}';
+    while (ok && !accept(c, close)) {
         accept(c, ',');
         size_t wat = c->i;
         const char *w;
         size_t len;
         if (!word(c, &w, &len)) {
             char buf[8];
-            return fail_at(c, wat, "expected '}' to close the sharding, found %s",
+            return fail_at(c, wat, "expected '%c' to close the sharding, found %s", close,
                            found(c, buf, sizeof buf));
         }
-        if (is_word(w, len, "metadata")) {
+        if (!nc->sdy && is_word(w, len, "metadata")) {
             ok = expect(c, '=', "after metadata") && parse_balanced(c, metadata);
             continue;
         }
@@ -683,6 +701,17 @@ static bool parse_named_attrs(cursor *c, named_ctx *nc, gs_named *nm, const char
     return ok;
 }
 
+/* Bounds the tile dims (a dim per tensor dim, up to three subgroups) and the mesh segments
+ * (each sub-axis cuts its axis at most twice). */
+static bool named_fits(cursor *c, size_t start, const named_ctx *nc, const gs_named *nm) {
+    int n_sub = 0;
+    for (size_t i = 0; i < nc->uses.n; i++)
+        n_sub += GS_VEC_AT(&nc->uses, ref_use, i).ref.pre_size != 0;
+    if (nm->n_dims + 3 > GS_MAX_TILE_RANK || nm->mesh.n_axes + 2 * n_sub > GS_MAX_TILE_RANK)
+        return fail_at(c, start, "the named sharding has too many dims or sub-axes");
+    return true;
+}
+
 static gs_sharding *parse_named(cursor *c, size_t start) {
     gs_named *nm = GS_NEW(c->a, gs_named);
     if (!nm) {
@@ -697,7 +726,7 @@ static gs_sharding *parse_named(cursor *c, size_t start) {
     if (!expect(c, '[', "after mesh") || !parse_axes(c, ']', &nm->mesh) ||
         !expect(c, ']', "to close the mesh axes"))
         return NULL;
-    named_ctx nc = {&nm->mesh, {0}};
+    named_ctx nc = {&nm->mesh, {0}, false};
     gs_vec_init(&nc.uses, sizeof(ref_use));
     gs_sharding *result = NULL;
     const char *metadata = NULL;
@@ -711,19 +740,104 @@ static gs_sharding *parse_named(cursor *c, size_t start) {
         c->i = save;
     }
     ok = ok && parse_named_form(c, &nc, nm) && parse_named_attrs(c, &nc, nm, &metadata);
-    if (ok && !c->failed) {
-        /* Bound the tile dims (a dim per tensor dim, up to three subgroups) and the mesh
-         * segments (each sub-axis cuts its axis at most twice). */
-        int n_sub = 0;
-        for (size_t i = 0; i < nc.uses.n; i++)
-            n_sub += GS_VEC_AT(&nc.uses, ref_use, i).ref.pre_size != 0;
-        if (nm->n_dims + 3 > GS_MAX_TILE_RANK || nm->mesh.n_axes + 2 * n_sub > GS_MAX_TILE_RANK)
-            ok = fail_at(c, start, "the named sharding has too many dims or sub-axes");
-        else
-            result = finish_named(c, start, nm, metadata);
-    }
+    if (ok && !c->failed && named_fits(c, start, &nc, nm))
+        result = finish_named(c, start, nm, metadata);
     gs_vec_free(&nc.uses);
     return result;
+}
+
+/* ------------------------------------------------------------------ Shardy (sdy) attributes */
+
+/* Shardy's mesh body `<[NAME=INT, ...] (, device_ids=[INT, ...])?>` (the '<' next). A mesh with
+ * no axes and one device id is the maximal mesh of that device. */
+static bool parse_sdy_mesh(cursor *c, gs_mesh *m) {
+    memset(m, 0, sizeof *m);
+    if (!expect(c, '<', "to open the mesh") || !expect(c, '[', "before the mesh axes") ||
+        !parse_axes(c, ']', m) || !expect(c, ']', "to close the mesh axes"))
+        return false;
+    if (accept(c, ',')) {
+        size_t at = c->i;
+        if (!accept_word(c, "device_ids"))
+            return fail_at(c, at, "expected device_ids=[...] after the mesh axes");
+        if (!expect(c, '=', "after device_ids") || !expect(c, '[', "after device_ids="))
+            return false;
+        size_t lat = c->i;
+        gs_vec v;
+        gs_vec_init(&v, sizeof(int64_t));
+        bool ok = parse_int_run(c, &v) && expect(c, ']', "to close device_ids");
+        int64_t one = 1;
+        if (ok && (int64_t)v.n != m->n_devices)
+            ok = fail_at(c, lat, "the mesh has %lld devices but device_ids lists %zu",
+                         (long long)m->n_devices, v.n);
+        if (ok && m->n_axes > 0) ok = check_devices(c, lat, v.data, m->n_devices, true);
+        if (ok && m->n_axes == 0 && GS_VEC_AT(&v, int64_t, 0) < 0)
+            ok = fail_at(c, lat, "a device id must be >= 0");
+        if (ok && gs_tile_explicit(c->a, m->n_axes ? m->n_axes : 1, m->n_axes ? m->sizes : &one,
+                                   v.data, &m->devices) != GS_OK)
+            ok = fail_at(c, lat, "out of memory");
+        m->device_order = true;
+        gs_vec_free(&v);
+        if (!ok) return false;
+    }
+    return expect(c, '>', "to close the mesh");
+}
+
+gs_status gs_mesh_parse_sdy(gs_arena *a, const char *text, size_t len, gs_mesh *out,
+                            size_t *used, gs_diags *d, gs_span span) {
+    cursor c = {text, len, 0, a, d, span, false};
+    accept_word(&c, "mesh");
+    bool ok = parse_sdy_mesh(&c, out);
+    if (used) *used = c.i;
+    return ok ? GS_OK : GS_ERR;
+}
+
+const gs_mesh *gs_mesh_table_find(const gs_mesh_table *t, const char *name, size_t len) {
+    for (int i = 0; t && i < t->n; i++)
+        if (strlen(t->names[i]) == len && memcmp(t->names[i], name, len) == 0) return &t->meshes[i];
+    return NULL;
+}
+
+/* `@NAME` (looked up in meshes) or an inline `mesh<...>`, into *m. */
+static bool parse_sdy_mesh_ref(cursor *c, const gs_mesh_table *meshes, gs_mesh *m) {
+    size_t at = c->i;
+    if (!accept(c, '@')) {
+        if (!accept_word(c, "mesh")) return fail_at(c, at, "expected @MESH or mesh<...>");
+        return parse_sdy_mesh(c, m);
+    }
+    const char *nm;
+    size_t len;
+    if (!parse_name(c, &nm, &len)) return false;
+    const gs_mesh *found_mesh = gs_mesh_table_find(meshes, nm, len);
+    if (!found_mesh) return fail_at(c, at, "mesh @%.*s is not defined", (int)len, nm);
+    *m = *found_mesh;
+    return true;
+}
+
+gs_status gs_sharding_parse_sdy(gs_arena *a, const gs_mesh_table *meshes, const char *text,
+                                size_t len, gs_sharding **out, size_t *used, gs_diags *d,
+                                gs_span span) {
+    cursor c = {text, len, 0, a, d, span, false};
+    *out = NULL;
+    gs_named *nm = GS_NEW(a, gs_named);
+    if (!nm) {
+        fail_at(&c, 0, "out of memory");
+        return GS_ERR;
+    }
+    named_ctx nc = {&nm->mesh, {0}, true};
+    gs_vec_init(&nc.uses, sizeof(ref_use));
+    bool ok = expect(&c, '<', "to open the sharding") && parse_sdy_mesh_ref(&c, meshes, &nm->mesh) &&
+              expect(&c, ',', "after the mesh") && parse_named_form(&c, &nc, nm) &&
+              parse_named_attrs(&c, &nc, nm, NULL) && named_fits(&c, 0, &nc, nm);
+    gs_vec_free(&nc.uses);
+    if (ok && nm->mesh.n_axes == 0 && nm->mesh.device_order) {
+        /* The maximal mesh of one device. */
+        nm->form = GS_NAMED_MAXIMAL;
+        nm->device = gs_tile_device_at(&nm->mesh.devices, 0);
+    }
+    if (ok && gs_sharding_from_named(a, nm, out) != GS_OK) ok = fail_at(&c, 0, "out of memory");
+    if (ok) (*out)->named = nm;
+    if (used) *used = c.i;
+    return ok ? GS_OK : GS_ERR;
 }
 
 /* ------------------------------------------------------------------ XLA sharding text */

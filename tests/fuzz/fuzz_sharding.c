@@ -17,6 +17,38 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The same bytes as Shardy's attributes: a mesh, and a sharding over @mesh (x=2, y=4, z=3).
+ * Either is an error with a message or reads; a sharding read prints (in XLA's named form)
+ * text that XLA's sharding parser reads back to an equal sharding. */
+static void sdy(gs_arena *a, const char *text, size_t size, gs_span span) {
+    gs_diags d = {0};
+    gs_mesh m;
+    if (gs_mesh_parse_sdy(a, text, size, &m, NULL, &d, span) != GS_OK && d.n_errors == 0) abort();
+    gs_diags_free(&d);
+    static const char mesh_text[] = "<[\"x\"=2, \"y\"=4, \"z\"=3]>";
+    gs_mesh mesh;
+    if (gs_mesh_parse_sdy(a, mesh_text, strlen(mesh_text), &mesh, NULL, NULL, span) != GS_OK)
+        abort();
+    const char *name = "mesh";
+    gs_mesh_table t = {1, &name, &mesh};
+    gs_sharding *s = NULL;
+    if (gs_sharding_parse_sdy(a, &t, text, size, &s, NULL, &d, span) != GS_OK) {
+        if (d.n_errors == 0) abort();
+    } else {
+        char *once = gs_sharding_to_string(a, s);
+        gs_sharding *back = NULL;
+        gs_diags d2 = {0};
+        if (!once || gs_sharding_parse(a, once, strlen(once), &back, &d2, span) != GS_OK ||
+            !gs_sharding_equal(s, back)) {
+            fprintf(stderr, "fuzz_sharding: sdy sharding printed as %s does not read back\n",
+                    once ? once : "(null)");
+            abort();
+        }
+        gs_diags_free(&d2);
+    }
+    gs_diags_free(&d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static FILE *sink;
     if (!sink) sink = fopen("/dev/null", "w");
@@ -30,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gs_diags d = {0};
     gs_sharding *s = NULL;
     gs_status st = gs_sharding_parse(&a, text, size, &s, &d, span);
+    sdy(&a, text, size, span);
     free(text);
     if (st != GS_OK && d.n_errors == 0) {
         fprintf(stderr, "fuzz_sharding: parse failed without an error\n");
