@@ -168,23 +168,32 @@ static gs_status plan_order(gs_eval *ev, const gs_computation *c, const gs_instr
         return gs_eval_oom(ev, c->root);
     }
     int k = 0, sp = 0;
-    stack[sp++] = c->root;
-    state[c->root->id] = 1;
     gs_status st = GS_OK;
-    while (sp > 0 && st == GS_OK) {
-        const gs_instr *in = stack[sp - 1];
-        if (next_op[in->id] < in->n_operands) {
-            const gs_instr *o = in->operands[next_op[in->id]++];
-            if (state[o->id] == 1) {
-                st = gs_eval_error(ev, in, "operand '%s' depends on itself (a cycle)", o->name);
-            } else if (state[o->id] == 0) {
-                state[o->id] = 1;
-                stack[sp++] = o;
+    /* Side-effecting custom-calls (checks) run even when the root does not use them, as in
+     * XLA; then everything the root needs. */
+    for (int seed = 0; seed <= N && st == GS_OK; seed++) {
+        const gs_instr *s = seed < N ? c->instrs[seed] : c->root;
+        if (seed < N && (s->op != GS_OP_CUSTOM_CALL ||
+                         !gs_instr_bool(s, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, false)))
+            continue;
+        if (state[s->id] != 0) continue;
+        stack[sp++] = s;
+        state[s->id] = 1;
+        while (sp > 0 && st == GS_OK) {
+            const gs_instr *in = stack[sp - 1];
+            if (next_op[in->id] < in->n_operands) {
+                const gs_instr *o = in->operands[next_op[in->id]++];
+                if (state[o->id] == 1) {
+                    st = gs_eval_error(ev, in, "operand '%s' depends on itself (a cycle)", o->name);
+                } else if (state[o->id] == 0) {
+                    state[o->id] = 1;
+                    stack[sp++] = o;
+                }
+            } else {
+                state[in->id] = 2;
+                out[k++] = in;
+                sp--;
             }
-        } else {
-            state[in->id] = 2;
-            out[k++] = in;
-            sp--;
         }
     }
     free(stack);
@@ -500,6 +509,7 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
         }
         return k_tuple(ev, in, ops, out);
     }
+    if (strncmp(target, "check.", 6) == 0) return gs_eval_check(ev, in, ops, out);
     if (strcmp(target, "TopK") == 0 && in->n_operands == 1) return gs_eval_topk(ev, in, ops, out);
     if (strcmp(target, "__op$block_scaled_dot") == 0) return gs_eval_block_scaled_dot(ev, in, ops, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0 && in->n_operands == 1)

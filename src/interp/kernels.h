@@ -217,6 +217,10 @@ static inline void gs_copy_elem(void *dst, int64_t j, const void *src, int64_t i
 /* topk, also for the custom-call TopK (k_reduce.c). */
 gs_status gs_eval_topk(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out);
 
+/* ---- k_check.c: custom-calls `check.*` (StableHLO's check dialect): compare the actual and the
+ * expected value, failing with a located error naming the check and the first mismatch. */
+gs_status gs_eval_check(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out);
+
 /* k_scaled_dot.c: the block-scaled dot (custom-call __op$block_scaled_dot). The dims of its
  * operands (lhs, rhs, lhs_scale, rhs_scale) as a batch of [M,K] x [N,K] products; false when
  * they do not fit (each scale dim must divide its operand's dim: one scale per block). */

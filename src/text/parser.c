@@ -21,6 +21,7 @@
  */
 #include "gspmd/numeric.h"
 #include "base/internal.h"
+#include "mlir/mlir.h"
 #include "gspmd/sharding.h"
 #include "gspmd/text.h"
 
@@ -1568,6 +1569,14 @@ gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts
         m->arena.fail_at = m->arena.n_allocs + opts->fail_alloc_at;
     }
     m->source = src;
+    if (gs_mlir_detect(src)) {
+        /* StableHLO/MLIR text (src/mlir/): read into the same IR */
+        if (gs_mlir_read(m, src, d) != GS_OK) {
+            gs_module_free(m);
+            return NULL;
+        }
+        return m;
+    }
     parser p;
     parser_init(&p, src, &m->arena, d);
     p.m = m;
