@@ -125,7 +125,7 @@ const char *mlir_found(reader *r) {
 
 bool mlir_expect(reader *r, char c, const char *context) {
     if (mlir_accept(r, c)) return true;
-    return FAIL(r, "expected '%c' %s, mlir_found %s", c, context, mlir_found(r));
+    return FAIL(r, "expected '%c' %s, found %s", c, context, mlir_found(r));
 }
 
 /* A bare identifier at the cursor (letters, digits, `_`, `$`, `.`): its length, 0 if none. */
@@ -151,7 +151,7 @@ bool mlir_accept_word(reader *r, const char *w) {
 
 bool mlir_parse_ident(reader *r, const char **out, const char *what) {
     size_t n = mlir_ident_len(r);
-    if (!n) return FAIL(r, "expected %s, mlir_found %s", what, mlir_found(r));
+    if (!n) return FAIL(r, "expected %s, found %s", what, mlir_found(r));
     *out = gs_arena_strndup(r->a, r->s + r->pos, n);
     r->pos += n;
     return *out ? true : mlir_oom(r);
@@ -164,7 +164,7 @@ bool mlir_parse_int(reader *r, int64_t *v, const char *what) {
     char *end;
     errno = 0;
     if (!(isdigit((unsigned char)p[0]) || (p[0] == '-' && isdigit((unsigned char)p[1]))))
-        return FAIL(r, "expected %s, mlir_found %s", what, mlir_found(r));
+        return FAIL(r, "expected %s, found %s", what, mlir_found(r));
     long long x = (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) ? (long long)strtoull(p, &end, 16)
                                                                 : strtoll(p, &end, 10);
     if (errno) return FAIL(r, "%s out of range", what);
@@ -187,7 +187,7 @@ bool mlir_parse_int_list(reader *r, int64_t *v, int *n, const char *what) {
 
 /* A `"..."` string, unescaped into the arena. */
 bool mlir_parse_string(reader *r, const char **out) {
-    if (mlir_peek(r) != '"') return FAIL(r, "expected a string, mlir_found %s", mlir_found(r));
+    if (mlir_peek(r) != '"') return FAIL(r, "expected a string, found %s", mlir_found(r));
     size_t start = ++r->pos;
     gs_sb sb = {0};
     while (r->pos < r->len && r->s[r->pos] != '"') {
@@ -217,8 +217,7 @@ bool mlir_parse_string(reader *r, const char **out) {
 
 /* `@name` or `@"name"`. */
 bool mlir_parse_symbol(reader *r, const char **out) {
-    if (!mlir_accept(r, '@'))
-        return FAIL(r, "expected a symbol (@name), mlir_found %s", mlir_found(r));
+    if (!mlir_accept(r, '@')) return FAIL(r, "expected a symbol (@name), found %s", mlir_found(r));
     if (mlir_cur(r) == '"') return mlir_parse_string(r, out);
     size_t n = 0;
     while (r->pos + n < r->len && (mlir_is_id_char(r->s[r->pos + n]) || r->s[r->pos + n] == '-'))
@@ -231,8 +230,7 @@ bool mlir_parse_symbol(reader *r, const char **out) {
 
 /* `%name` (and `#i` when allow_index): the name without `%`, the index or -1. */
 bool mlir_parse_value_name(reader *r, const char **name, int *index, bool allow_index) {
-    if (mlir_peek(r) != '%')
-        return FAIL(r, "expected a value (%%name), mlir_found %s", mlir_found(r));
+    if (mlir_peek(r) != '%') return FAIL(r, "expected a value (%%name), found %s", mlir_found(r));
     size_t start = ++r->pos, n = 0;
     while (r->pos + n < r->len && (mlir_is_id_char(r->s[r->pos + n]) || r->s[r->pos + n] == '-'))
         n++;

@@ -429,7 +429,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         mlir_skip_ws(r);
         size_t lit_pos = r->pos;
         if (!mlir_accept_word(r, "dense")) {
-            FAIL(r, "expected a dense<...> literal, mlir_found %s", mlir_found(r));
+            FAIL(r, "expected a dense<...> literal, found %s", mlir_found(r));
             goto done;
         }
         mlir_skip_ws(r);
@@ -527,7 +527,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         if (!mlir_accept_word(r, "across") || !mlir_accept_word(r, "dimensions") ||
             !mlir_expect(r, '=', "after 'dimensions'") ||
             !mlir_parse_int_list(r, k.a, &k.n_a, "the reduced dimensions")) {
-            FAIL(r, "expected 'across dimensions = [...]' in reduce, mlir_found %s", mlir_found(r));
+            FAIL(r, "expected 'across dimensions = [...]' in reduce, found %s", mlir_found(r));
             goto done;
         }
         if (gs_vec_push(&kvs, &k) != GS_OK) {
@@ -546,7 +546,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             if (!applies_comp(r, applies, ops[1]->shape->type, &regions[0])) goto done;
         } else {
             if (!mlir_accept_word(r, "reducer")) {
-                FAIL(r, "expected 'reducer' after the reduce's type, mlir_found %s", mlir_found(r));
+                FAIL(r, "expected 'reducer' after the reduce's type, found %s", mlir_found(r));
                 goto done;
             }
             if (!parse_reducer(r, &regions[0])) goto done;

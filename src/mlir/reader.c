@@ -256,7 +256,7 @@ static bool parse_module(reader *r) {
         } else if (mlir_at_word(r, "sdy.mesh")) {
             return FAIL(r, "'sdy.mesh' is not supported yet");
         } else {
-            return FAIL(r, "expected 'func.func'%s, mlir_found %s", braced ? " or '}'" : "",
+            return FAIL(r, "expected 'func.func'%s, found %s", braced ? " or '}'" : "",
                         mlir_found(r));
         }
     }

@@ -103,7 +103,7 @@ bool mlir_parse_type(reader *r, gs_shape **out) {
         dims[rank++] = v;
         r->pos += (size_t)(end - (r->s + r->pos));
         if (mlir_cur(r) != 'x')
-            return FAIL(r, "expected 'x' after a dimension, mlir_found %s", mlir_found(r));
+            return FAIL(r, "expected 'x' after a dimension, found %s", mlir_found(r));
         r->pos++;
     }
     size_t es = r->pos, n = 0;
@@ -116,7 +116,7 @@ bool mlir_parse_type(reader *r, gs_shape **out) {
     gs_type t = element_type(r->s + es, n);
     if (t == GS_INVALID_TYPE) {
         if (!tensor && n == 0)
-            return mlir_fail_at(r, start, "expected a type, mlir_found %s", mlir_found(r));
+            return mlir_fail_at(r, start, "expected a type, found %s", mlir_found(r));
         return mlir_fail_at(r, es, "unknown element type '%.*s'", (int)(n ? n : 1), r->s + es);
     }
     r->pos = es + n;
@@ -144,7 +144,7 @@ bool mlir_parse_type_spec(reader *r, gs_shape **ins, int *n_in, gs_shape **outs,
         }
         mlir_skip_ws(r);
         if (!(mlir_cur(r) == '-' && mlir_ahead(r, 1) == '>'))
-            return FAIL(r, "expected '->' in a function type, mlir_found %s", mlir_found(r));
+            return FAIL(r, "expected '->' in a function type, found %s", mlir_found(r));
         r->pos += 2;
         *n_out = 0;
         if (mlir_accept(r, '(')) {
@@ -180,13 +180,13 @@ static bool parse_scalar(reader *r, void *data, gs_type t, int64_t i) {
         const char *p = r->s + r->pos;
         char *end;
         re = strtod(p, &end);
-        if (end == p) return FAIL(r, "expected a number, mlir_found %s", mlir_found(r));
+        if (end == p) return FAIL(r, "expected a number, found %s", mlir_found(r));
         r->pos += (size_t)(end - p);
         if (!mlir_expect(r, ',', "in a complex value")) return false;
         mlir_skip_ws(r);
         p = r->s + r->pos;
         im = strtod(p, &end);
-        if (end == p) return FAIL(r, "expected a number, mlir_found %s", mlir_found(r));
+        if (end == p) return FAIL(r, "expected a number, found %s", mlir_found(r));
         r->pos += (size_t)(end - p);
         gs_elem_set_c(data, t, i, re, im);
         return mlir_expect(r, ')', "closing a complex value");
@@ -213,13 +213,13 @@ static bool parse_scalar(reader *r, void *data, gs_type t, int64_t i) {
     if (gs_type_is_float(t)) {
         errno = 0;
         double v = strtod(p, &end);
-        if (end == p) return FAIL(r, "expected a number, mlir_found %s", mlir_found(r));
+        if (end == p) return FAIL(r, "expected a number, found %s", mlir_found(r));
         r->pos += (size_t)(end - p);
         gs_elem_set_f(data, t, i, v);
         return true;
     }
     if (!(isdigit((unsigned char)p[0]) || p[0] == '-'))
-        return FAIL(r, "expected an integer, mlir_found %s", mlir_found(r));
+        return FAIL(r, "expected an integer, found %s", mlir_found(r));
     errno = 0;
     if (p[0] == '-' || !gs_type_is_unsigned_int(t)) {
         long long v = strtoll(p, &end, 10);
@@ -467,7 +467,7 @@ bool mlir_parse_attr_value(reader *r, kv *k) {
         if (mlir_peek(r) == '<') return mlir_skip_balanced(r);
         return true;
     }
-    return FAIL(r, "expected an attribute value, mlir_found %s", mlir_found(r));
+    return FAIL(r, "expected an attribute value, found %s", mlir_found(r));
 }
 
 const kv *mlir_find_kv(const gs_vec *v, const char *key) {
