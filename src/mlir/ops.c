@@ -47,6 +47,68 @@ static void set_ints(reader *r, gs_instr *in, gs_attr_key k, int n, const int64_
     gs_build_set_ints(&r->b, in, k, n, v);
 }
 
+/* The integers of a `dense<...> : tensor<...xi64>` attribute value (at most max). */
+static bool dense_ints(reader *r, const kv *k, int64_t *v, int max, int *n, size_t op_pos) {
+    if (!k->dense_pos || !gs_shape_is_array(k->dense_type) || k->dense_type->type != GS_S64 ||
+        gs_shape_elements(k->dense_type) > max)
+        return mlir_fail_at(r, op_pos, "%s must be a dense i64 tensor of at most %d elements",
+                            k->key, max);
+    size_t save = r->pos;
+    r->pos = k->dense_pos + 5;
+    mlir_skip_ws(r);
+    r->pos++;
+    gs_literal_ir *lit;
+    bool ok = mlir_parse_dense_body(r, k->dense_type, &lit);
+    r->pos = save;
+    if (!ok) return false;
+    *n = (int)gs_shape_elements(k->dense_type);
+    memcpy(v, lit->data, (size_t)*n * sizeof *v);
+    return true;
+}
+
+/* window={...} from reduce_window's and select_and_scatter's window_dimensions, window_strides,
+ * base_dilations, window_dilations and padding (an Nx2 dense tensor of low, high). */
+static bool set_window(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_pos) {
+    const kv *size = mlir_find_kv(kvs, "window_dimensions");
+    if (!size) return mlir_fail_at(r, op_pos, "the op needs window_dimensions");
+    static const char *const FIELDS[] = {"window_strides", "base_dilations", "window_dilations"};
+    const kv *f[3];
+    for (int i = 0; i < 3; i++) {
+        f[i] = mlir_find_kv(kvs, FIELDS[i]);
+        if (f[i] && f[i]->n_a != size->n_a)
+            return mlir_fail_at(r, op_pos, "%s has %d dimensions, window_dimensions %d",
+                                FIELDS[i], f[i]->n_a, size->n_a);
+    }
+    int64_t pad[2 * GS_MAX_RANK];
+    int n_pad = 0;
+    const kv *padding = mlir_find_kv(kvs, "padding");
+    if (padding) {
+        if (!dense_ints(r, padding, pad, 2 * GS_MAX_RANK, &n_pad, op_pos)) return false;
+        if (n_pad != 2 * size->n_a)
+            return mlir_fail_at(r, op_pos, "padding needs a (low, high) pair per window dimension");
+    }
+    gs_window *w = GS_NEW(r->a, gs_window);
+    if (!w || !(w->dims = GS_NEW_ARRAY(r->a, gs_window_dim, size->n_a ? size->n_a : 1)))
+        return mlir_oom(r);
+    w->n = size->n_a;
+    for (int i = 0; i < w->n; i++) {
+        gs_window_dim *d = &w->dims[i];
+        *d = (gs_window_dim){.size = size->a[i],
+                             .stride = f[0] ? f[0]->a[i] : 1,
+                             .pad_lo = padding ? pad[2 * i] : 0,
+                             .pad_hi = padding ? pad[2 * i + 1] : 0,
+                             .lhs_dilate = f[1] ? f[1]->a[i] : 1,
+                             .rhs_dilate = f[2] ? f[2]->a[i] : 1};
+        if (d->size < 0 || d->stride < 1 || d->lhs_dilate < 1 || d->rhs_dilate < 1)
+            return mlir_fail_at(r, op_pos,
+                                "window dimension %d has a non-positive size, stride or dilation",
+                                i);
+    }
+    gs_attr at = {.key = GS_ATTR_WINDOW, .name = "window"};
+    at.u.window = w;
+    return gs_instr_set_attr(r->m, in, &at) == GS_OK || mlir_oom(r);
+}
+
 /* The attributes an op's key-value pairs give, named as the HLO parser names them. */
 static bool apply_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_pos) {
     for (size_t i = 0; i < kvs->n; i++) {
@@ -151,6 +213,9 @@ static bool apply_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_po
         at.u.slice.v = v;
         if (gs_instr_set_attr(r->m, in, &at) != GS_OK) return mlir_oom(r);
     }
+    if ((in->op == GS_OP_REDUCE_WINDOW || in->op == GS_OP_SELECT_AND_SCATTER) &&
+        !set_window(r, in, kvs, op_pos))
+        return false;
     if ((in->op == GS_OP_SCATTER || in->op == GS_OP_GATHER) &&
         !gs_instr_attr(in, GS_ATTR_INDEX_VECTOR_DIM))
         gs_build_set_int(&r->b, in, GS_ATTR_INDEX_VECTOR_DIM, 0);
@@ -253,6 +318,9 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
         if (op == GS_OP_WHILE && n_regions == 2) {
             gs_build_set_comp(&r->b, in, GS_ATTR_CONDITION, regions[0]);
             gs_build_set_comp(&r->b, in, GS_ATTR_BODY, regions[1]);
+        } else if (op == GS_OP_SELECT_AND_SCATTER && n_regions == 2) {
+            gs_build_set_comp(&r->b, in, GS_ATTR_SELECT, regions[0]);
+            gs_build_set_comp(&r->b, in, GS_ATTR_SCATTER, regions[1]);
         } else if (op == GS_OP_SORT || op == GS_OP_REDUCE || op == GS_OP_SCATTER ||
                    op == GS_OP_REDUCE_WINDOW || op == GS_OP_ALL_REDUCE ||
                    op == GS_OP_REDUCE_SCATTER) {
