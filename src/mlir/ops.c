@@ -76,8 +76,8 @@ static bool set_window(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_pos
     for (int i = 0; i < 3; i++) {
         f[i] = mlir_find_kv(kvs, FIELDS[i]);
         if (f[i] && f[i]->n_a != size->n_a)
-            return mlir_fail_at(r, op_pos, "%s has %d dimensions, window_dimensions %d",
-                                FIELDS[i], f[i]->n_a, size->n_a);
+            return mlir_fail_at(r, op_pos, "%s has %d dimensions, window_dimensions %d", FIELDS[i],
+                                f[i]->n_a, size->n_a);
     }
     int64_t pad[2 * GS_MAX_RANK];
     int n_pad = 0;
@@ -100,13 +100,182 @@ static bool set_window(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_pos
                              .lhs_dilate = f[1] ? f[1]->a[i] : 1,
                              .rhs_dilate = f[2] ? f[2]->a[i] : 1};
         if (d->size < 0 || d->stride < 1 || d->lhs_dilate < 1 || d->rhs_dilate < 1)
-            return mlir_fail_at(r, op_pos,
-                                "window dimension %d has a non-positive size, stride or dilation",
-                                i);
+            return mlir_fail_at(
+                r, op_pos, "window dimension %d has a non-positive size, stride or dilation", i);
     }
     gs_attr at = {.key = GS_ATTR_WINDOW, .name = "window"};
     at.u.window = w;
     return gs_instr_set_attr(r->m, in, &at) == GS_OK || mlir_oom(r);
+}
+
+/* One `[b, 0, 1, f]` part of a convolution's dim_numbers: the positions of letters a and b
+ * (batch/feature or input/output feature) and of each spatial dim (by its digit). */
+static bool parse_conv_part(reader *r, char la, char lb, int64_t *pa, int64_t *pb, int64_t *sp,
+                            int *n_sp, int *rank) {
+    *pa = *pb = -1;
+    *n_sp = *rank = 0;
+    int64_t at_digit[GS_MAX_RANK];
+    for (int i = 0; i < GS_MAX_RANK; i++) at_digit[i] = -1;
+    if (!mlir_expect(r, '[', "opening convolution dimension numbers")) return false;
+    do {
+        mlir_skip_ws(r);
+        char c = mlir_cur(r);
+        if (*rank >= GS_MAX_RANK) return FAIL(r, "convolution dimension numbers too long");
+        if (c == la && *pa < 0) {
+            *pa = *rank;
+        } else if (c == lb && *pb < 0) {
+            *pb = *rank;
+        } else if (c >= '0' && c < '0' + GS_MAX_RANK && at_digit[c - '0'] < 0) {
+            at_digit[c - '0'] = *rank;
+            (*n_sp)++;
+        } else {
+            return FAIL(r, "expected '%c', '%c' or a new spatial dimension, found %s", la, lb,
+                        mlir_found(r));
+        }
+        r->pos++;
+        (*rank)++;
+    } while (mlir_accept(r, ','));
+    if (!mlir_expect(r, ']', "closing convolution dimension numbers")) return false;
+    if (*pa < 0 || *pb < 0)
+        return FAIL(r, "convolution dimension numbers lack '%c' or '%c'", la, lb);
+    for (int i = 0; i < *n_sp; i++) {
+        if (at_digit[i] < 0)
+            return FAIL(r, "convolution spatial dimensions are not 0..%d", *n_sp - 1);
+        sp[i] = at_digit[i];
+    }
+    return true;
+}
+
+/* `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`: HLO's dim_labels=b01f_01io->b01f. */
+static bool parse_conv_dims(reader *r, gs_conv_dims **out) {
+    gs_conv_dims *c = GS_NEW(r->a, gs_conv_dims);
+    int64_t sp[3][GS_MAX_RANK];
+    int n_sp[3];
+    if (!c) return mlir_oom(r);
+    if (!parse_conv_part(r, 'b', 'f', &c->in_batch, &c->in_feature, sp[0], &n_sp[0], &c->in_rank))
+        return false;
+    mlir_skip_ws(r);
+    if (mlir_cur(r) != 'x') return FAIL(r, "expected 'x' in dim_numbers, found %s", mlir_found(r));
+    r->pos++;
+    if (!parse_conv_part(r, 'i', 'o', &c->k_in_feature, &c->k_out_feature, sp[1], &n_sp[1],
+                         &c->k_rank))
+        return false;
+    mlir_skip_ws(r);
+    if (mlir_cur(r) != '-' || mlir_ahead(r, 1) != '>')
+        return FAIL(r, "expected '->' in dim_numbers, found %s", mlir_found(r));
+    r->pos += 2;
+    if (!parse_conv_part(r, 'b', 'f', &c->out_batch, &c->out_feature, sp[2], &n_sp[2],
+                         &c->out_rank))
+        return false;
+    if (n_sp[0] != n_sp[1] || n_sp[1] != n_sp[2])
+        return FAIL(r, "dim_numbers parts have different numbers of spatial dimensions");
+    int ns = c->n_spatial = n_sp[0];
+    int64_t **dst[3] = {&c->in_spatial, &c->k_spatial, &c->out_spatial};
+    for (int k = 0; k < 3; k++) {
+        if (!(*dst[k] = GS_NEW_ARRAY(r->a, int64_t, ns ? ns : 1))) return mlir_oom(r);
+        memcpy(*dst[k], sp[k], (size_t)ns * sizeof sp[k][0]);
+    }
+    *out = c;
+    return true;
+}
+
+/* `{stride = [..], pad = [[lo, hi], ..], lhs_dilate = [..], rhs_dilate = [..], reverse = [..]}`
+ * of a convolution with n spatial dimensions; the window's sizes are set later. */
+/* A window of n dimensions with no stride, padding, dilation or reversal (sizes set later). */
+static bool new_conv_window(reader *r, int n, gs_window **out) {
+    gs_window *w = GS_NEW(r->a, gs_window);
+    if (!w || !(w->dims = GS_NEW_ARRAY(r->a, gs_window_dim, n ? n : 1))) return mlir_oom(r);
+    w->n = n;
+    for (int i = 0; i < n; i++)
+        w->dims[i] = (gs_window_dim){.stride = 1, .lhs_dilate = 1, .rhs_dilate = 1};
+    *out = w;
+    return true;
+}
+
+static bool parse_conv_window(reader *r, int n, gs_window **out) {
+    if (!new_conv_window(r, n, out)) return false;
+    gs_window *w = *out;
+    if (!mlir_expect(r, '{', "opening the convolution window")) return false;
+    if (mlir_accept(r, '}')) return true;
+    do {
+        const char *key;
+        size_t key_pos = (mlir_skip_ws(r), r->pos);
+        if (!mlir_parse_ident(r, &key, "a window field") ||
+            !mlir_expect(r, '=', "after a window field"))
+            return false;
+        int64_t v[2 * GS_MAX_RANK];
+        int nv = 0;
+        if (strcmp(key, "pad") == 0) {
+            if (!mlir_expect(r, '[', "opening the window padding")) return false;
+            do {
+                if (nv >= 2 * GS_MAX_RANK) return FAIL(r, "window padding too long");
+                if (!mlir_expect(r, '[', "opening a (low, high) pair") ||
+                    !mlir_parse_int(r, &v[nv], "a low padding") ||
+                    !mlir_expect(r, ',', "in a (low, high) pair") ||
+                    !mlir_parse_int(r, &v[nv + 1], "a high padding") ||
+                    !mlir_expect(r, ']', "closing a (low, high) pair"))
+                    return false;
+                nv += 2;
+            } while (mlir_accept(r, ','));
+            if (!mlir_expect(r, ']', "closing the window padding")) return false;
+            nv /= 2;
+        } else {
+            if (!mlir_expect(r, '[', "opening a window field")) return false;
+            if (!mlir_accept(r, ']')) {
+                do {
+                    if (nv >= GS_MAX_RANK) return FAIL(r, "window field too long");
+                    if (mlir_accept_word(r, "true")) {
+                        v[nv++] = 1;
+                    } else if (mlir_accept_word(r, "false")) {
+                        v[nv++] = 0;
+                    } else if (!mlir_parse_int(r, &v[nv++], "an integer")) {
+                        return false;
+                    }
+                } while (mlir_accept(r, ','));
+                if (!mlir_expect(r, ']', "closing a window field")) return false;
+            }
+        }
+        if (nv != n)
+            return mlir_fail_at(r, key_pos, "window field %s has %d dimensions, the convolution %d",
+                                key, nv, n);
+        for (int i = 0; i < n; i++) {
+            gs_window_dim *d = &w->dims[i];
+            if (strcmp(key, "pad") == 0) {
+                d->pad_lo = v[2 * i];
+                d->pad_hi = v[2 * i + 1];
+            } else if (strcmp(key, "stride") == 0) {
+                d->stride = v[i];
+            } else if (strcmp(key, "lhs_dilate") == 0) {
+                d->lhs_dilate = v[i];
+            } else if (strcmp(key, "rhs_dilate") == 0) {
+                d->rhs_dilate = v[i];
+            } else if (strcmp(key, "reverse") == 0) {
+                d->reversal = v[i] != 0;
+            } else {
+                return mlir_fail_at(r, key_pos, "unknown window field '%s'", key);
+            }
+            if (d->stride < 1 || d->lhs_dilate < 1 || d->rhs_dilate < 1)
+                return mlir_fail_at(r, key_pos, "window dimension %d has a non-positive %s", i,
+                                    key);
+        }
+    } while (mlir_accept(r, ','));
+    return mlir_expect(r, '}', "closing the convolution window");
+}
+
+/* Sets a convolution's dim_labels and window (sizes from the kernel's spatial dims). */
+static bool set_conv_attrs(reader *r, gs_instr *in, gs_conv_dims *c, gs_window *w, size_t op_pos) {
+    if (in->n_operands != 2 || !gs_shape_is_array(in->operands[1]->shape) ||
+        in->operands[0]->shape->rank != c->in_rank || in->operands[1]->shape->rank != c->k_rank ||
+        !gs_shape_is_array(in->shape) || in->shape->rank != c->out_rank)
+        return mlir_fail_at(r, op_pos, "convolution operands or result do not match dim_numbers");
+    for (int i = 0; i < w->n; i++) w->dims[i].size = in->operands[1]->shape->dims[c->k_spatial[i]];
+    gs_attr at = {.key = GS_ATTR_DIM_LABELS, .name = "dim_labels"};
+    at.u.conv = c;
+    gs_attr aw = {.key = GS_ATTR_WINDOW, .name = "window"};
+    aw.u.window = w;
+    if (gs_instr_set_attr(r->m, in, &at) != GS_OK || gs_instr_set_attr(r->m, in, &aw) != GS_OK)
+        return mlir_oom(r);
+    return true;
 }
 
 /* The attributes an op's key-value pairs give, named as the HLO parser names them. */
@@ -630,8 +799,12 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             !mlir_expect(r, ',', "after the direction") || gs_vec_push(&kvs, &k) != GS_OK)
             goto done;
     }
-    /* the generic pretty form: operands, `[slice]`, `key = value` pairs, `{dict}`, `: types` */
-    if (!parse_operand_list(r, ops, &n_ops, MAX_OPS)) goto done;
+    /* the generic pretty form: operands (parenthesised for convolution), `[slice]`,
+     * `key = value` pairs, `{dict}`, `: types` */
+    bool parens = strcmp(opname, "stablehlo.convolution") == 0 && mlir_accept(r, '(');
+    if (!parse_operand_list(r, ops, &n_ops, MAX_OPS) ||
+        (parens && !mlir_expect(r, ')', "closing the operands")))
+        goto done;
     if (strcmp(opname, "stablehlo.slice") == 0 && mlir_peek(r) == '[') {
         kv st = {.key = "start_indices"}, li = {.key = "limit_indices"}, sd = {.key = "strides"};
         r->pos++;
@@ -660,6 +833,22 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             goto done;
         }
     }
+    gs_conv_dims *conv = NULL;
+    gs_window *conv_window = NULL;
+    if (strcmp(opname, "stablehlo.convolution") == 0) {
+        /* dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {...} */
+        if (!mlir_accept_word(r, "dim_numbers") || !mlir_expect(r, '=', "after dim_numbers")) {
+            FAIL(r, "expected 'dim_numbers = ...' in convolution, found %s", mlir_found(r));
+            goto done;
+        }
+        if (!parse_conv_dims(r, &conv)) goto done;
+        if (mlir_accept(r, ',') && mlir_accept_word(r, "window")) {
+            if (!mlir_expect(r, '=', "after window") ||
+                !parse_conv_window(r, conv->n_spatial, &conv_window))
+                goto done;
+        }
+        if (!conv_window && !new_conv_window(r, conv->n_spatial, &conv_window)) goto done;
+    }
     while (mlir_ident_len(r) && !mlir_at_word(r, "reducer")) {
         kv k = {0};
         if (!mlir_parse_ident(r, &k.key, "an attribute name")) goto done;
@@ -680,7 +869,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS) ||
         !result_types(r, ins, n_in, outs, &n_out))
         goto done;
-    ok = build_op(r, opname, op_pos, n_ops, ops, outs, n_out, &kvs, 0, regions, &result);
+    ok = build_op(r, opname, op_pos, n_ops, ops, outs, n_out, &kvs, 0, regions, &result) &&
+         (!conv || set_conv_attrs(r, result, conv, conv_window, op_pos));
 
 define:
     if (!ok) goto done;
