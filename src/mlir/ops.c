@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,6 +316,19 @@ static bool apply_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_po
             }
             continue;
         }
+        if (in->op == GS_OP_REDUCE_PRECISION && strcmp(key, "format") == 0 && k->ident) {
+            /* format = e5m10: exponent_bits=5 mantissa_bits=10 */
+            int e, m, used = 0;
+            if (sscanf(k->ident, "e%dm%d%n", &e, &m, &used) != 2 || k->ident[used] || e < 1 ||
+                m < 0)
+                return mlir_fail_at(r, op_pos, "expected a format like e5m10, found '%s'",
+                                    k->ident);
+            gs_build_set_int(&r->b, in, GS_ATTR_EXPONENT_BITS, e);
+            gs_build_set_int(&r->b, in, GS_ATTR_MANTISSA_BITS, m);
+            continue;
+        }
+        if (in->op == GS_OP_FFT && strcmp(key, "type") == 0) key = "fft_type";
+        if (in->op == GS_OP_FFT && strcmp(key, "length") == 0) key = "fft_length";
         if (in->op == GS_OP_DYNAMIC_SLICE && strcmp(key, "slice_sizes") == 0)
             key = "dynamic_slice_sizes";
         if (strcmp(key, "direction") == 0 && k->ident) {
