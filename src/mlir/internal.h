@@ -96,7 +96,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended);
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results);
 bool mlir_lookup_value(reader *r, gs_instr **out);
 bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg_names,
-                       gs_shape **arg_types, gs_computation **out);
+                       gs_shape **arg_types, const gs_shape *tupled, gs_computation **out);
 bool mlir_set_root(reader *r, gs_computation *c, int n, gs_instr **results, size_t at);
 gs_computation *mlir_func_comp(reader *r, const char *name);
 #endif

@@ -430,7 +430,7 @@ static bool parse_reducer(reader *r, gs_computation **out) {
         names[n + i] = rn[i];
         types[n + i] = rt[i];
     }
-    return mlir_parse_region(r, "region", 2 * n, names, types, out);
+    return mlir_parse_region(r, "region", 2 * n, names, types, NULL, out);
 }
 
 /* The computation `(a, b) -> op(a, b)` for `applies stablehlo.OP` over element type t. */
@@ -622,7 +622,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
                     FAIL(r, "too many regions");
                     goto done;
                 }
-                if (!mlir_parse_region(r, "region", 0, NULL, NULL, &regions[n_regions++]))
+                if (!mlir_parse_region(r, "region", 0, NULL, NULL, NULL, &regions[n_regions++]))
                     goto done;
             } while (mlir_accept(r, ','));
             if (!mlir_expect(r, ')', "closing the regions")) goto done;
@@ -754,6 +754,57 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     if (strncmp(opname, "stablehlo.", 10) != 0) {
         mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
         goto done;
+    }
+    if (strcmp(opname, "stablehlo.while") == 0 && mlir_peek(r) == '(') {
+        /* (%a = %x, ...) : T, ... cond { ... } do { ... }: HLO's while over the tuple of them */
+        const char *names[MAX_OPS];
+        r->pos++;
+        do {
+            int idx;
+            if (n_ops >= MAX_OPS) {
+                FAIL(r, "too many while operands");
+                goto done;
+            }
+            if (!mlir_parse_value_name(r, &names[n_ops], &idx, false) ||
+                !mlir_expect(r, '=', "after a while argument") ||
+                !mlir_lookup_value(r, &ops[n_ops]))
+                goto done;
+            n_ops++;
+        } while (mlir_accept(r, ','));
+        if (!mlir_expect(r, ')', "closing the while arguments") ||
+            !mlir_expect(r, ':', "before the while's types"))
+            goto done;
+        n_out = 0;
+        do {
+            if (n_out >= n_ops) {
+                FAIL(r, "more while types than arguments");
+                goto done;
+            }
+            if (!mlir_parse_type(r, &outs[n_out++])) goto done;
+        } while (mlir_accept(r, ','));
+        if (n_out != n_ops) {
+            mlir_fail_at(r, op_pos, "the while has %d arguments and %d types", n_ops, n_out);
+            goto done;
+        }
+        gs_shape *tupled = gs_shape_tuple(r->a, n_out, outs);
+        r->b.span = mlir_span_at(r, op_pos);
+        gs_instr *init = tupled ? gs_build_tuple(&r->b, n_ops, ops) : NULL;
+        if (!init) {
+            mlir_oom(r);
+            goto done;
+        }
+        if (!mlir_accept_word(r, "cond")) {
+            FAIL(r, "expected 'cond' after the while's types, found %s", mlir_found(r));
+            goto done;
+        }
+        if (!mlir_parse_region(r, "region", n_ops, names, outs, tupled, &regions[0])) goto done;
+        if (!mlir_accept_word(r, "do")) {
+            FAIL(r, "expected 'do' after the while's condition, found %s", mlir_found(r));
+            goto done;
+        }
+        if (!mlir_parse_region(r, "region", n_ops, names, outs, tupled, &regions[1])) goto done;
+        ok = build_op(r, opname, op_pos, 1, &init, &tupled, 1, &kvs, 2, regions, &result);
+        goto define;
     }
     if (strcmp(opname, "stablehlo.reduce") == 0) {
         /* (%x init: %i), (%y init: %j) [applies OP] across dimensions = [..] : type [reducer] */

@@ -73,9 +73,10 @@ bool mlir_lookup_value(reader *r, gs_instr **out) {
 static bool parse_ops(reader *r, gs_computation *c, char close, const char *what);
 
 /* A region `{ [^bb0(%a: T, ...):] op* }` (or with args already given in args) read into a new
- * computation named from stem. */
+ * computation named from stem. With tupled (a tuple of the arg types) the computation takes one
+ * tuple parameter and the args are its elements, as HLO's while condition and body do. */
 bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg_names,
-                       gs_shape **arg_types, gs_computation **out) {
+                       gs_shape **arg_types, const gs_shape *tupled, gs_computation **out) {
     gs_builder saved = r->b;
     size_t saved_scope = r->scope;
     const char *name = gs_names_fresh(&r->names, r->a, stem);
@@ -107,9 +108,12 @@ bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg
         }
         if (!mlir_expect(r, ':', "after the block label")) return false;
     }
+    r->b.span = c->span;
+    gs_instr *tuple = tupled ? gs_build_parameter(&r->b, 0, tupled, NULL) : NULL;
+    if (tupled && !tuple) return mlir_oom(r);
     for (int i = 0; i < n_args; i++) {
-        r->b.span = c->span;
-        gs_instr *p = gs_build_parameter(&r->b, i, arg_types[i], NULL);
+        gs_instr *p = tuple ? gs_build_gte(&r->b, tuple, i)
+                            : gs_build_parameter(&r->b, i, arg_types[i], NULL);
         if (!p || !mlir_define_value(r, arg_names[i], p, 1)) return mlir_oom(r);
     }
     if (!parse_ops(r, c, '}', "region")) return false;
