@@ -1,0 +1,102 @@
+/*
+ * src/mlir/internal.h — private to src/mlir: the StableHLO reader's state (reader), the flattened
+ * attribute pairs (kv) and the functions its files share: the cursor (lexer.c), types, literals
+ * and attributes (types.c), ops (ops.c), values, regions and functions (reader.c). The library
+ * sees only mlir.h.
+ */
+#ifndef GSPMD_MLIR_PRIVATE_H
+#define GSPMD_MLIR_PRIVATE_H
+
+#include "base/internal.h"
+#include "gspmd/builder.h"
+#include "gspmd/numeric.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One named SSA value in scope. */
+typedef struct value_ent {
+    const char *name; /* without the `%`, NUL-terminated (arena) */
+    gs_instr *in;     /* its instruction (a tuple when it has several results) */
+    int n_results;    /* results it names (`%0:2` → 2), 1 otherwise */
+} value_ent;
+
+/* A key = value of an op's attributes, flattened (`#stablehlo.dot<a = [1]>` gives key a). */
+typedef struct kv {
+    const char *key; /* attribute name (arena) */
+    int n_a, n_b;    /* integers of the value (`[1, 2]`, `3`, `array<i64: 1>`), and after ` x ` */
+    int64_t a[GS_MAX_RANK], b[GS_MAX_RANK];
+    bool is_int;          /* a single integer (or bool: 0/1) */
+    const char *ident;    /* a bare word value (`EQ`, `true`), or NULL */
+    size_t dense_pos;     /* a `dense<` value: position of `dense` (0 when none) */
+    gs_shape *dense_type; /* its type */
+} kv;
+
+typedef struct reader {
+    const gs_source *src;
+    const char *s;   /* the text */
+    size_t len;      /* its length */
+    size_t pos;      /* cursor */
+    size_t span_off; /* position whose line/col span_line/span_col cache */
+    uint32_t span_line, span_col;
+    gs_module *m;      /* module being built */
+    gs_arena *a;       /* its arena */
+    gs_diags *d;       /* diagnostics */
+    bool failed;       /* an error was reported */
+    gs_names names;    /* instruction and computation names */
+    gs_vec values;     /* value_ent, the values in scope */
+    size_t scope;      /* values[scope..] are the current region's */
+    gs_strmap funcs;   /* function name → gs_computation (declared or defined) */
+    gs_strmap defined; /* function name → (void *)1 once its body is read */
+    gs_vec funcs_list; /* gs_computation *, every function in order of first mention */
+    gs_builder b;      /* appends to the computation being read */
+} reader;
+
+/* Reports a located error at the cursor (the first error wins; later ones are dropped). */
+#define FAIL(r, ...) mlir_fail_at((r), (r)->pos, __VA_ARGS__)
+
+/* ---- lexer.c */
+gs_span mlir_span_at(reader *r, size_t off);
+__attribute__((format(printf, 3, 4))) bool mlir_fail_at(reader *r, size_t off, const char *fmt,
+                                                        ...);
+bool mlir_oom(reader *r);
+char mlir_cur(const reader *r);
+char mlir_ahead(const reader *r, size_t k);
+bool mlir_is_id_char(char c);
+bool mlir_skip_balanced(reader *r);
+void mlir_skip_ws(reader *r);
+char mlir_peek(reader *r);
+bool mlir_accept(reader *r, char c);
+const char *mlir_found(reader *r);
+bool mlir_expect(reader *r, char c, const char *context);
+size_t mlir_ident_len(reader *r);
+bool mlir_at_word(reader *r, const char *w);
+bool mlir_accept_word(reader *r, const char *w);
+bool mlir_parse_ident(reader *r, const char **out, const char *what);
+bool mlir_parse_int(reader *r, int64_t *v, const char *what);
+bool mlir_parse_int_list(reader *r, int64_t *v, int *n, const char *what);
+bool mlir_parse_string(reader *r, const char **out);
+bool mlir_parse_symbol(reader *r, const char **out);
+bool mlir_parse_value_name(reader *r, const char **name, int *index, bool allow_index);
+
+/* ---- types.c */
+bool mlir_parse_type(reader *r, gs_shape **out);
+bool mlir_parse_type_spec(reader *r, gs_shape **ins, int *n_in, gs_shape **outs, int *n_out,
+                          int max);
+bool mlir_parse_dense_body(reader *r, const gs_shape *s, gs_literal_ir **out);
+bool mlir_parse_kv_list(reader *r, gs_vec *out, char close);
+bool mlir_parse_attr_value(reader *r, kv *k);
+const kv *mlir_find_kv(const gs_vec *v, const char *key);
+
+/* ---- ops.c */
+bool mlir_parse_op(reader *r, gs_computation *c, bool *ended);
+
+/* ---- reader.c */
+bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results);
+bool mlir_lookup_value(reader *r, gs_instr **out);
+bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg_names,
+                       gs_shape **arg_types, const gs_shape *tupled, gs_computation **out);
+bool mlir_set_root(reader *r, gs_computation *c, int n, gs_instr **results, size_t at);
+gs_computation *mlir_func_comp(reader *r, const char *name);
+#endif
