@@ -26,6 +26,7 @@ python3 - "$root" "$out/seeds" <<'PY'
 import glob, hashlib, os, struct, sys
 root, seeds = sys.argv[1], sys.argv[2]
 files = sorted(glob.glob(os.path.join(root, "tests", "**", "*.hlo"), recursive=True))
+files += sorted(glob.glob(os.path.join(root, "tests", "**", "*.mlir"), recursive=True))
 files += sorted(glob.glob(os.path.join(root, "..", "shared", "conformance", "xla", "*", "module.hlo")))
 def put(kind, data):
     name = hashlib.sha1(data).hexdigest()
