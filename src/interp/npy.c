@@ -171,7 +171,7 @@ static gs_status check_data_size(FILE *f, const char *path, const char *descr, g
         else elems *= dims[i];
     }
     if (fits && elems <= INT64_MAX / size && elems * size <= have) return GS_OK;
-    char shape[64];
+    char shape[64] = "()"; /* a scalar's; the dims overwrite it */
     int k = 0;
     for (int i = 0; i < rank && k < (int)sizeof shape - 24; i++)
         k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", i ? "," : "",

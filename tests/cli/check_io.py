@@ -103,6 +103,10 @@ with tempfile.TemporaryDirectory() as tmp:
         "overflow2.npy": (npy("<f4", "(4294967296, 4294967296)", b""), "too many elements"),
         "huge.npy": (npy("<f4", "(1000000000000,)", b"\0" * 16),
                      "file holds fewer bytes than its shape needs"),
+        # A scalar without its data: the message named an unset shape (read past the stack
+        # buffer; fuzz_npy, 2026-12-04).
+        "scalar.npy": (npy("<f4", "()", b"\0" * 2),
+                       "file holds fewer bytes than its shape needs (<f4 of (): 4 bytes, 2 there)"),
     }
     one = os.path.join(tmp, "one.hlo")
     with open(one, "w") as f:
