@@ -41,25 +41,17 @@ static gs_type element_type(const char *s, size_t n) {
         {"ui16", GS_U16},
         {"ui32", GS_U32},
         {"ui64", GS_U64},
-        {"f16", GS_F16},
-        {"bf16", GS_BF16},
-        {"f32", GS_F32},
-        {"f64", GS_F64},
         {"complex<f32>", GS_C64},
         {"complex<f64>", GS_C128},
-        {"f8E5M2", GS_F8E5M2},
-        {"f8E4M3FN", GS_F8E4M3FN},
-        {"f8E4M3B11FNUZ", GS_F8E4M3B11FNUZ},
-        {"f8E5M2FNUZ", GS_F8E5M2FNUZ},
-        {"f8E4M3FNUZ", GS_F8E4M3FNUZ},
-        {"f8E4M3", GS_F8E4M3},
-        {"f8E3M4", GS_F8E3M4},
-        {"f8E8M0FNU", GS_F8E8M0FNU},
-        {"f4E2M1FN", GS_F4E2M1FN},
     };
     for (size_t i = 0; i < sizeof TYPES / sizeof TYPES[0]; i++)
         if (strlen(TYPES[i].name) == n && memcmp(TYPES[i].name, s, n) == 0) return TYPES[i].t;
-    return GS_INVALID_TYPE;
+    /* Floats: HLO's names (the op table's), with MLIR's capitals (f8E4M3FN is f8e4m3fn). */
+    char lower[24];
+    if (n == 0 || n >= sizeof lower || (s[0] != 'f' && s[0] != 'b')) return GS_INVALID_TYPE;
+    for (size_t i = 0; i < n; i++) lower[i] = (char)tolower((unsigned char)s[i]);
+    gs_type t = gs_type_from_name(lower, n);
+    return t != GS_INVALID_TYPE && gs_type_is_float(t) ? t : GS_INVALID_TYPE;
 }
 
 /* `tensor<2x3xf32>`, `tensor<f32>`, a bare element type (a scalar), `tuple<...>`,
