@@ -44,6 +44,7 @@ typedef struct reader {
     gs_arena *a;       /* its arena */
     gs_diags *d;       /* diagnostics */
     bool failed;       /* an error was reported */
+    int64_t max_lit;   /* the most bytes a dense literal may take (gs_parse_options) */
     gs_names names;    /* instruction and computation names */
     gs_vec values;     /* value_ent, the values in scope */
     size_t scope;      /* values[scope..] are the current region's */

@@ -14,6 +14,6 @@ bool gs_mlir_detect(const gs_source *src);
  * result. Functions become computations (the entry is @main, else the only function), calls
  * become `call`, regions become computations, multi-result values tuples. On error returns
  * GS_ERR with one located diagnostic in d. */
-gs_status gs_mlir_read(gs_module *m, const gs_source *src, gs_diags *d);
+gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_diags *d);
 
 #endif

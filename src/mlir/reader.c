@@ -300,8 +300,9 @@ bool gs_mlir_detect(const gs_source *src) {
     return mlir_at_word(&r, "module") || mlir_at_word(&r, "func.func");
 }
 
-gs_status gs_mlir_read(gs_module *m, const gs_source *src, gs_diags *d) {
-    reader r = {.src = src, .s = src->text, .len = src->len, .m = m, .a = &m->arena, .d = d};
+gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_diags *d) {
+    reader r = {.src = src, .s = src->text, .len = src->len, .m = m, .a = &m->arena, .d = d,
+                .max_lit = max_lit};
     r.span_line = r.span_col = 1;
     gs_vec_init(&r.values, sizeof(value_ent));
     gs_vec_init(&r.funcs_list, sizeof(gs_computation *));

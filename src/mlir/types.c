@@ -116,6 +116,15 @@ bool mlir_parse_type(reader *r, gs_shape **out) {
         if (mlir_peek(r) == ',') return FAIL(r, "tensor encodings (bounds) are not supported yet");
         if (!mlir_expect(r, '>', "closing the tensor type")) return false;
     }
+    /* As the HLO parser (XLA's ValidateShape): the byte size fits in int64, so that element
+     * counts and sizes computed from the shape never overflow. */
+    int64_t bytes = gs_type_is_array(t) ? gs_type_size(t) : 0;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] > 0 && bytes > INT64_MAX / dims[i])
+            return mlir_fail_at(r, start, "tensor type is too large: its size in bytes overflows "
+                                          "64 bits");
+        bytes *= dims[i];
+    }
     *out = gs_shape_array(r->a, t, rank, dims);
     return *out ? true : mlir_oom(r);
 }
@@ -247,6 +256,14 @@ bool mlir_parse_dense_body(reader *r, const gs_shape *s, gs_literal_ir **out) {
         return FAIL(r, "dense literals of %s are not supported yet", gs_type_name(s->type));
     int64_t n = gs_shape_elements(s);
     size_t es = (size_t)gs_type_size(s->type), bytes = (size_t)n * es;
+    if ((int64_t)bytes > r->max_lit)
+        return FAIL(r, "dense literal of %lld elements would take %zu bytes, more than the limit "
+                       "of %lld",
+                    (long long)n, bytes, (long long)r->max_lit);
+    /* A list writes each value in at least one character: never allocate for more values than
+     * the rest of the text could hold. */
+    if (mlir_peek(r) == '[' && (int64_t)(r->len - r->pos) < n)
+        return FAIL(r, "dense literal is shorter than the type's %lld elements", (long long)n);
     gs_literal_ir *lit = GS_NEW(r->a, gs_literal_ir);
     if (!lit) return mlir_oom(r);
     lit->n_bytes = bytes;

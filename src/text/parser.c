@@ -1569,9 +1569,11 @@ gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts
         m->arena.fail_at = m->arena.n_allocs + opts->fail_alloc_at;
     }
     m->source = src;
+    int64_t max_lit =
+        opts && opts->max_literal_bytes > 0 ? opts->max_literal_bytes : GS_PARSE_MAX_LITERAL_BYTES;
     if (gs_mlir_detect(src)) {
         /* StableHLO/MLIR text (src/mlir/): read into the same IR */
-        if (gs_mlir_read(m, src, d) != GS_OK) {
+        if (gs_mlir_read(m, src, max_lit, d) != GS_OK) {
             gs_module_free(m);
             return NULL;
         }
@@ -1580,8 +1582,7 @@ gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts
     parser p;
     parser_init(&p, src, &m->arena, d);
     p.m = m;
-    p.max_lit =
-        opts && opts->max_literal_bytes > 0 ? opts->max_literal_bytes : GS_PARSE_MAX_LITERAL_BYTES;
+    p.max_lit = max_lit;
     gs_vec_init(&p.fixups, sizeof(comp_fixup));
     gs_vec_init(&p.pending, sizeof(comp_fixup));
     bool ok = parse_module_body(&p);
