@@ -172,23 +172,40 @@ static int hexval(char c) {
     return isdigit((unsigned char)c) ? c - '0' : (tolower((unsigned char)c) - 'a' + 10);
 }
 
+/* One part of a complex value: a number, or the bit pattern of its f32 (complex<f32>) or f64
+ * part (`0x7FC00000`, as MLIR prints NaN and infinities). */
+static bool parse_complex_part(reader *r, bool wide, double *v) {
+    mlir_skip_ws(r);
+    const char *p = r->s + r->pos;
+    char *end;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        uint64_t bits = strtoull(p, &end, 16);
+        if (wide) {
+            memcpy(v, &bits, sizeof *v);
+        } else {
+            uint32_t b32 = (uint32_t)bits;
+            float f;
+            memcpy(&f, &b32, sizeof f);
+            *v = f;
+        }
+    } else {
+        *v = strtod(p, &end);
+    }
+    if (end == p) return FAIL(r, "expected a number, found %s", mlir_found(r));
+    r->pos += (size_t)(end - p);
+    return true;
+}
+
 /* One scalar of a dense literal into element i of data (type t). */
 static bool parse_scalar(reader *r, void *data, gs_type t, int64_t i) {
     mlir_skip_ws(r);
     if (gs_type_is_complex(t)) {
         double re, im;
-        if (!mlir_expect(r, '(', "opening a complex value")) return false;
-        const char *p = r->s + r->pos;
-        char *end;
-        re = strtod(p, &end);
-        if (end == p) return FAIL(r, "expected a number, found %s", mlir_found(r));
-        r->pos += (size_t)(end - p);
-        if (!mlir_expect(r, ',', "in a complex value")) return false;
-        mlir_skip_ws(r);
-        p = r->s + r->pos;
-        im = strtod(p, &end);
-        if (end == p) return FAIL(r, "expected a number, found %s", mlir_found(r));
-        r->pos += (size_t)(end - p);
+        bool wide = gs_type_size(t) == 16;
+        if (!mlir_expect(r, '(', "opening a complex value") ||
+            !parse_complex_part(r, wide, &re) || !mlir_expect(r, ',', "in a complex value") ||
+            !parse_complex_part(r, wide, &im))
+            return false;
         gs_elem_set_c(data, t, i, re, im);
         return mlir_expect(r, ')', "closing a complex value");
     }

@@ -1,5 +1,6 @@
 // StableHLO literals of every form read into the same values: hex, splat, nested lists, bools,
-// hex float bit patterns, complex; checks that hold exit 0.
+// hex float bit patterns, complex (parts as numbers or as f32/f64 bit patterns, the way MLIR
+// prints NaN and infinities); checks that hold exit 0.
 // STAGE: eval
 // OUT0: f32[2] 1 2
 module @jit_literals attributes {mhlo.num_partitions = 1 : i32} {
@@ -23,6 +24,15 @@ module @jit_literals attributes {mhlo.num_partitions = 1 : i32} {
     %11 = stablehlo.constant dense<[1.0, 2.0005]> : tensor<2xf32>
     stablehlo.custom_call @check.expect_almost_eq(%11, %1) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
     %12 = stablehlo.constant dense<[255, 1]> : tensor<2xui8>
+    %13 = stablehlo.constant dense<[(0x7F800000, 0x3F800000), (2.0, 0xFF800000)]> : tensor<2xcomplex<f32>>
+    %14 = stablehlo.constant dense<"0x0000807F0000803F00000040000080FF"> : tensor<2xcomplex<f32>>
+    stablehlo.custom_call @check.expect_eq(%13, %14) {has_side_effect = true} : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> ()
+    %15 = stablehlo.constant dense<(0x3FF0000000000000, 0xFFF0000000000000)> : tensor<complex<f64>>
+    %16 = stablehlo.constant dense<(1.0, 0xFFF0000000000000)> : tensor<complex<f64>>
+    %17 = stablehlo.real %15 : (tensor<complex<f64>>) -> tensor<f64>
+    %18 = stablehlo.constant dense<1.0> : tensor<f64>
+    stablehlo.custom_call @check.expect_eq(%17, %18) {has_side_effect = true} : (tensor<f64>, tensor<f64>) -> ()
+    stablehlo.custom_call @check.expect_eq(%15, %16) {has_side_effect = true} : (tensor<complex<f64>>, tensor<complex<f64>>) -> ()
     "check.expect_eq_const"(%12) <{value = dense<"0xFF01"> : tensor<2xui8>}> : (tensor<2xui8>) -> ()
     return %0 : tensor<2xf32>
   }
