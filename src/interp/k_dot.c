@@ -161,6 +161,30 @@ static void permute_into(ctype ct, const gs_value *v, gs_type rt, const int64_t 
     }
 }
 
+/* Complex dots up to this many multiply-adds sum whole complex products, k ascending, in the
+ * result type, as the StableHLO reference and XLA's CPU backend do. OpenBLAS's c/zgemm kernels
+ * sum the real-by-real and imaginary-by-imaginary products apart, which cancels differently:
+ * (4096 + 4096i, 1) . (4096 + 4096i, 1) is 1 + 2^25 i, and 0 + 2^25 i from cgemm
+ * (tests/mlir/complex_dot.mlir). Larger dots keep BLAS's speed. */
+#define NAIVE_COMPLEX_MAX ((int64_t)1 << 24)
+#define CDOT_IN_ORDER(T, M, N, K, A, B, C)                                                         \
+    do {                                                                                           \
+        const T *a_ = (A), *b_ = (B);                                                              \
+        T *c_ = (C);                                                                               \
+        for (int64_t i_ = 0; i_ < (M); i_++)                                                       \
+            for (int64_t j_ = 0; j_ < (N); j_++) {                                                 \
+                T re_ = 0, im_ = 0;                                                                \
+                for (int64_t k_ = 0; k_ < (K); k_++) {                                             \
+                    const T *x_ = a_ + 2 * (i_ * (K) + k_), *y_ = b_ + 2 * (k_ * (N) + j_);        \
+                    T pr_ = x_[0] * y_[0] - x_[1] * y_[1], pi_ = x_[0] * y_[1] + x_[1] * y_[0];    \
+                    re_ += pr_;                                                                    \
+                    im_ += pi_;                                                                    \
+                }                                                                                  \
+                c_[2 * (i_ * (N) + j_)] = re_;                                                     \
+                c_[2 * (i_ * (N) + j_) + 1] = im_;                                                 \
+            }                                                                                      \
+    } while (0)
+
 /* C[M,N] = A[M,K] x B[K,N], all row-major and contiguous, in compute type ct. C is overwritten.
  * Integers: exact int64 with wraparound, k ascending per element. */
 static void gemm(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, const void *B, void *C) {
@@ -172,20 +196,27 @@ static void gemm(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, const
     blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
     switch (ct) {
     case CT_F32:
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, k, B, n, 0.0f,
-                    C, n);
-        return;
-    case CT_F64:
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, A, k, B, n, 0.0, C,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, k, B, n, 0.0f, C,
                     n);
         return;
+    case CT_F64:
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, A, k, B, n, 0.0, C, n);
+        return;
     case CT_C64: {
+        if (M * N * K <= NAIVE_COMPLEX_MAX) {
+            CDOT_IN_ORDER(float, M, N, K, A, B, C);
+            return;
+        }
         const float one[2] = {1.0f, 0.0f}, zero[2] = {0.0f, 0.0f};
         cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, one, A, k, B, n, zero, C,
                     n);
         return;
     }
     case CT_C128: {
+        if (M * N * K <= NAIVE_COMPLEX_MAX) {
+            CDOT_IN_ORDER(double, M, N, K, A, B, C);
+            return;
+        }
         const double one[2] = {1.0, 0.0}, zero[2] = {0.0, 0.0};
         cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, one, A, k, B, n, zero, C,
                     n);
@@ -413,7 +444,8 @@ static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
     }
     ctype ct = ctype_of(res->type);
     size_t es = ctype_size(ct);
-    void *A = gs_sys_malloc((size_t)(B * M * K) * es + 1), *Bm = gs_sys_malloc((size_t)(B * K * N) * es + 1);
+    void *A = gs_sys_malloc((size_t)(B * M * K) * es + 1),
+         *Bm = gs_sys_malloc((size_t)(B * K * N) * es + 1);
     void *C = gs_sys_malloc((size_t)(B * M * N) * es + 1);
     if (!A || !Bm || !C) {
         free(A);
@@ -453,11 +485,11 @@ static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
  * positions); a metadata operand of the compressed shape gives each kept value's step within its
  * block. */
 typedef struct sparsity {
-    int64_t n_keep;  /* N: kept values per block */
-    int64_t block;   /* M: block length */
-    int64_t dim;     /* the sparse dim of the operand */
-    int64_t stride;  /* spacing of a block's positions */
-    int64_t idx;     /* operand index of the metadata (-1 when not written) */
+    int64_t n_keep; /* N: kept values per block */
+    int64_t block;  /* M: block length */
+    int64_t dim;    /* the sparse dim of the operand */
+    int64_t stride; /* spacing of a block's positions */
+    int64_t idx;    /* operand index of the metadata (-1 when not written) */
 } sparsity;
 
 /* Reads the integer after `key` in text s (NULL-terminated); returns def when absent. */
@@ -550,18 +582,18 @@ static gs_status materialize(gs_eval *ev, const gs_instr *in, const gs_value *v,
 /* Everything the patch gathering needs about one convolution. */
 typedef struct conv_plan {
     const gs_conv_dims *cd;
-    int ns;                           /* spatial dims */
-    int64_t os[GS_MAX_RANK];          /* output spatial sizes */
-    int64_t ws[GS_MAX_RANK];          /* window sizes */
+    int ns;                  /* spatial dims */
+    int64_t os[GS_MAX_RANK]; /* output spatial sizes */
+    int64_t ws[GS_MAX_RANK]; /* window sizes */
     int64_t stride[GS_MAX_RANK], pad_lo[GS_MAX_RANK], ldil[GS_MAX_RANK], rdil[GS_MAX_RANK];
-    bool rev[GS_MAX_RANK];            /* window reversal */
-    int64_t lst[GS_MAX_RANK];         /* lhs row-major strides */
-    int64_t kst[GS_MAX_RANK];         /* rhs strides */
-    int64_t ost[GS_MAX_RANK];         /* output strides */
-    int64_t in_sz[GS_MAX_RANK];       /* lhs spatial sizes */
-    int64_t n_out, cg, og, kw;        /* output batch, features per group (in, out), window size */
-    int64_t G, BG;                    /* feature and batch group counts */
-    int64_t npos;                     /* output spatial positions per batch */
+    bool rev[GS_MAX_RANK];      /* window reversal */
+    int64_t lst[GS_MAX_RANK];   /* lhs row-major strides */
+    int64_t kst[GS_MAX_RANK];   /* rhs strides */
+    int64_t ost[GS_MAX_RANK];   /* output strides */
+    int64_t in_sz[GS_MAX_RANK]; /* lhs spatial sizes */
+    int64_t n_out, cg, og, kw;  /* output batch, features per group (in, out), window size */
+    int64_t G, BG;              /* feature and batch group counts */
+    int64_t npos;               /* output spatial positions per batch */
 } conv_plan;
 
 /* Fills rows [p0, p0+rows) of the patch matrix A[rows, kw*cg] for group (fg, bg) from the
@@ -581,8 +613,8 @@ static void gather_patches(const conv_plan *pl, ctype ct, const void *L, int64_t
             rem /= pl->os[i];
         }
         int64_t b = rem;
-        int64_t base = (bg * pl->n_out + b) * pl->lst[cd->in_batch] +
-                       fg * pl->cg * pl->lst[cd->in_feature];
+        int64_t base =
+            (bg * pl->n_out + b) * pl->lst[cd->in_batch] + fg * pl->cg * pl->lst[cd->in_feature];
         int64_t w[GS_MAX_RANK] = {0};
         for (int64_t wi = 0; wi < pl->kw; wi++) {
             int64_t off = base;
