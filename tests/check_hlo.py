@@ -623,7 +623,7 @@ def main(argv):
     gspmd, files = os.path.abspath(paths[0]), []
     for p in paths[1:]:
         if os.path.isdir(p):
-            files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".hlo"))
+            files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith((".hlo", ".mlir")))
         elif os.path.isfile(p):
             files.append(p)
         else:

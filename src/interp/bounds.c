@@ -684,7 +684,8 @@ static gs_status bounded_while(gs_eval *ev, const gs_instr *in, gs_value *const 
 gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                          gs_value *const *bops, gs_value **out, gs_value **bout) {
     *out = *bout = NULL;
-    if (!gs_manual_is_enter(in) && !gs_manual_is_exit(in) &&
+    /* A call in a manual region runs its body on the per-device values (as gs_eval_instr). */
+    if (!gs_manual_is_enter(in) && !gs_manual_is_exit(in) && in->op != GS_OP_CALL &&
         gs_op_info_of(in->op)->family != GS_FAM_COLLECTIVE) {
         int n_dev = gs_bundle_devices(ops, in->n_operands);
         if (n_dev == 0) n_dev = gs_manual_id_devices(ev, in);

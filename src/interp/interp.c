@@ -672,6 +672,11 @@ gs_status gs_eval_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
         return gs_manual_exit(ev, in, ops[0], out);
     int n_dev = gs_bundle_devices(ops, in->n_operands);
     if (n_dev == 0) n_dev = gs_manual_id_devices(ev, in);
+    if (n_dev > 0 && in->op == GS_OP_CALL)
+        /* A call inside a manual region (shard_map's body, as Shardy's export calls it): the
+         * body runs on the per-device values, so that a collective in it sees every device's
+         * part at once. */
+        return k_call(ev, in, ops, out);
     if (n_dev > 0 && gs_op_info_of(in->op)->family == GS_FAM_COLLECTIVE) {
         /* A collective between the devices of a manual value: all of them at once. */
         const gs_collectives *c = ev->env->collectives;

@@ -1,7 +1,7 @@
 /*
  * src/mlir/internal.h — private to src/mlir: the StableHLO reader's state (reader), the flattened
  * attribute pairs (kv) and the functions its files share: the cursor (lexer.c), types, literals
- * and attributes (types.c), ops (ops.c), values, regions and functions (reader.c). The library
+ * and attributes (types.c), ops (ops.c), shardings (shardings.c), values, regions and functions (reader.c). The library
  * sees only mlir.h.
  */
 #ifndef GSPMD_MLIR_PRIVATE_H
@@ -29,6 +29,7 @@ typedef struct kv {
     int64_t a[GS_MAX_RANK], b[GS_MAX_RANK];
     bool is_int;          /* a single integer (or bool: 0/1) */
     const char *ident;    /* a bare word value (`EQ`, `true`), or NULL */
+    size_t value_pos;     /* where its value starts (after `=` and spaces) */
     size_t dense_pos;     /* a `dense<` value: position of `dense` (0 when none) */
     gs_shape *dense_type; /* its type */
 } kv;
@@ -52,6 +53,8 @@ typedef struct reader {
     gs_strmap defined; /* function name → (void *)1 once its body is read */
     gs_vec funcs_list; /* gs_computation *, every function in order of first mention */
     gs_builder b;      /* appends to the computation being read */
+    gs_vec mesh_names; /* const char *: the `sdy.mesh @NAME`s, in order */
+    gs_vec meshes;     /* gs_mesh: their meshes */
 } reader;
 
 /* Reports a located error at the cursor (the first error wins; later ones are dropped). */
@@ -92,6 +95,18 @@ const kv *mlir_find_kv(const gs_vec *v, const char *key);
 
 /* ---- ops.c */
 bool mlir_parse_op(reader *r, gs_computation *c, bool *ended);
+
+/* ---- shardings.c */
+bool mlir_parse_mesh_decl(reader *r);
+bool mlir_sharding_from_kvs(reader *r, const gs_vec *kvs, const gs_shape *shape,
+                            gs_sharding **out);
+bool mlir_apply_op_sharding(reader *r, gs_instr *in, const gs_vec *kvs);
+/* custom-call @target(ops) of the given shape, with sharding s (may be NULL); NULL when out of
+ * memory. */
+gs_instr *mlir_custom_call(reader *r, const char *target, const gs_shape *shape, int n,
+                           gs_instr **ops, const gs_sharding *s);
+bool mlir_parse_sdy_op(reader *r, const char *opname, size_t op_pos, gs_instr **result,
+                       int *n_results);
 
 /* ---- reader.c */
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results);

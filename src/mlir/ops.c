@@ -280,7 +280,82 @@ static bool set_conv_attrs(reader *r, gs_instr *in, gs_conv_dims *c, gs_window *
 }
 
 /* The attributes an op's key-value pairs give, named as the HLO parser names them. */
+/* The integers of a 2-D `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` value: *rows x *cols. */
+static bool dense_matrix(reader *r, const kv *k, int64_t **v, int64_t *rows, int64_t *cols) {
+    const gs_shape *t = k->dense_type;
+    if (!k->dense_pos || !t || !gs_shape_is_array(t) || t->rank != 2 || !gs_type_is_int(t->type))
+        return mlir_fail_at(r, k->value_pos, "'%s' must be a 2-D dense integer tensor", k->key);
+    size_t save = r->pos;
+    r->pos = k->dense_pos + 5;
+    mlir_skip_ws(r);
+    r->pos++;
+    gs_literal_ir *lit;
+    bool ok = mlir_parse_dense_body(r, t, &lit);
+    r->pos = save;
+    if (!ok) return false;
+    *rows = t->dims[0];
+    *cols = t->dims[1];
+    *v = GS_NEW_ARRAY(r->a, int64_t, *rows * *cols + 1);
+    if (!*v) return mlir_oom(r);
+    for (int64_t i = 0; i < *rows * *cols; i++) (*v)[i] = gs_elem_get_i(lit->data, t->type, i);
+    return true;
+}
+
+/* A collective's attributes: replica_groups (rows of device ids, -1 padding), source_target_
+ * pairs, channel_handle (flattened to `handle`), use_global_device_ids, and its dimension. */
+static bool set_collective_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_pos) {
+    const kv *k;
+    if ((k = mlir_find_kv(kvs, "replica_groups"))) {
+        int64_t *v, rows, cols;
+        if (!dense_matrix(r, k, &v, &rows, &cols)) return false;
+        gs_replica_groups *g = GS_NEW(r->a, gs_replica_groups);
+        if (!g || !(g->sizes = GS_NEW_ARRAY(r->a, int, rows + 1)) ||
+            !(g->groups = GS_NEW_ARRAY(r->a, int64_t *, rows + 1)))
+            return mlir_oom(r);
+        g->n_groups = (int)rows;
+        g->group_size = (int)cols;
+        for (int64_t i = 0; i < rows; i++) {
+            int n = 0;
+            while (n < cols && v[i * cols + n] >= 0) n++;
+            g->sizes[i] = n;
+            g->groups[i] = v + i * cols;
+            if (n != cols) g->group_size = -1;
+        }
+        if (rows == 1 && cols == 0) g->n_groups = 0;
+        gs_build_set_groups(&r->b, in, g);
+    }
+    if ((k = mlir_find_kv(kvs, "source_target_pairs"))) {
+        int64_t *v, rows, cols;
+        if (!dense_matrix(r, k, &v, &rows, &cols)) return false;
+        if (cols != 2 && rows)
+            return mlir_fail_at(r, k->value_pos, "source_target_pairs must be N x 2");
+        gs_attr at = {.key = GS_ATTR_SOURCE_TARGET_PAIRS, .name = "source_target_pairs"};
+        at.u.pairs.n = (int)rows;
+        at.u.pairs.v = (int64_t(*)[2])v;
+        if (gs_instr_set_attr(r->m, in, &at) != GS_OK) return mlir_oom(r);
+    }
+    if ((k = mlir_find_kv(kvs, "handle")) && k->is_int && k->a[0] > 0)
+        gs_build_set_int(&r->b, in, GS_ATTR_CHANNEL_ID, k->a[0]);
+    if ((k = mlir_find_kv(kvs, "use_global_device_ids")) && (!k->is_int || k->a[0]))
+        gs_build_set_bool(&r->b, in, GS_ATTR_USE_GLOBAL_DEVICE_IDS, true);
+    const kv *dim = mlir_find_kv(kvs, "all_gather_dim");
+    if (!dim) dim = mlir_find_kv(kvs, "scatter_dimension");
+    const kv *split = mlir_find_kv(kvs, "split_dimension"),
+             *concat = mlir_find_kv(kvs, "concat_dimension");
+    if (split && concat && (split->a[0] != concat->a[0]))
+        return mlir_fail_at(r, op_pos,
+                            "all_to_all with split_dimension %lld and "
+                            "concat_dimension %lld is not supported yet",
+                            (long long)split->a[0], (long long)concat->a[0]);
+    if (!dim) dim = split;
+    if (dim && dim->is_int) set_ints(r, in, GS_ATTR_DIMENSIONS, 1, dim->a);
+    return true;
+}
+
 static bool apply_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_pos) {
+    if (gs_op_info_of(in->op)->family == GS_FAM_COLLECTIVE &&
+        !set_collective_attrs(r, in, kvs, op_pos))
+        return false;
     for (size_t i = 0; i < kvs->n; i++) {
         const kv *k = &GS_VEC_AT(kvs, kv, i);
         const char *key = k->key;
@@ -523,11 +598,8 @@ static gs_instr *build_check(reader *r, const char *target, int n_ops, gs_instr 
     r->b.span = mlir_span_at(r, at);
     gs_shape *shape = result ? result : gs_shape_tuple(r->a, 0, NULL);
     if (!shape) return NULL;
-    gs_instr *in = gs_build(&r->b, GS_OP_CUSTOM_CALL, shape, n_ops, ops);
+    gs_instr *in = mlir_custom_call(r, target, shape, n_ops, ops, NULL);
     if (!in) return NULL;
-    gs_attr at_t = {.key = GS_ATTR_CUSTOM_CALL_TARGET, .name = "custom_call_target"};
-    at_t.u.s = gs_arena_strdup(r->a, target);
-    if (!at_t.u.s || gs_instr_set_attr(r->m, in, &at_t) != GS_OK) return NULL;
     gs_build_set_bool(&r->b, in, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, true);
     return r->b.failed ? NULL : in;
 }
@@ -595,7 +667,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     const char *check_target = NULL;
 
     if (strcmp(opname, "return") == 0 || strcmp(opname, "func.return") == 0 ||
-        strcmp(opname, "stablehlo.return") == 0) {
+        strcmp(opname, "stablehlo.return") == 0 || strcmp(opname, "sdy.return") == 0) {
         if (!parse_operand_list(r, ops, &n_ops, MAX_OPS)) goto done;
         if (n_ops && (!mlir_expect(r, ':', "before the returned types") ||
                       !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS)))
@@ -676,7 +748,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         goto define;
     }
 
-    if (strcmp(opname, "stablehlo.constant") == 0) {
+    if (strcmp(opname, "stablehlo.constant") == 0 || strcmp(opname, "sdy.constant") == 0) {
         mlir_skip_ws(r);
         size_t lit_pos = r->pos;
         if (!mlir_accept_word(r, "dense")) {
@@ -721,6 +793,20 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS) ||
             !result_types(r, ins, n_in, outs, &n_out))
             goto done;
+        if (opname[0] == 's' &&
+            (strcmp(callee, "Sharding") == 0 || strcmp(callee, "SPMDFullToShardShape") == 0 ||
+             strcmp(callee, "SPMDShardToFullShape") == 0)) {
+            /* the partitioner's own custom-calls; their mhlo.sharding is set below */
+            if (n_ops != 1 || n_out != 1) {
+                mlir_fail_at(r, op_pos, "custom_call @%s takes one operand and has one result",
+                             callee);
+                goto done;
+            }
+            r->b.span = mlir_span_at(r, op_pos);
+            result = mlir_custom_call(r, callee, outs[0], 1, ops, NULL);
+            ok = result || mlir_oom(r);
+            goto define;
+        }
         if (opname[0] == 's') {
             if (strncmp(callee, "check.", 6) != 0) {
                 mlir_fail_at(r, op_pos, "custom_call @%s is not supported yet", callee);
@@ -749,6 +835,17 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         }
         gs_build_set_comp(&r->b, result, GS_ATTR_TO_APPLY, f);
         ok = !r->b.failed || mlir_oom(r);
+        goto define;
+    }
+    if (strncmp(opname, "sdy.", 4) == 0) {
+        int n_results;
+        if (!mlir_parse_sdy_op(r, opname, op_pos, &result, &n_results)) goto done;
+        if (n_results == 0) {
+            ok = n_res == 0 || mlir_fail_at(r, start, "'%s' has no results", opname);
+            goto done;
+        }
+        n_out = n_results;
+        ok = true;
         goto define;
     }
     if (strncmp(opname, "stablehlo.", 10) != 0) {
@@ -938,7 +1035,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
          (!conv || set_conv_attrs(r, result, conv, conv_window, op_pos));
 
 define:
-    if (!ok) goto done;
+    if (!ok || !mlir_apply_op_sharding(r, result, &kvs)) goto done;
     {
         int total = 0;
         for (int i = 0; i < n_res; i++) total += res_counts[i];

@@ -26,10 +26,13 @@
 #include "mlir/mlir.h"
 #include "mlir/internal.h"
 
+#include "gspmd/sharding.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +180,45 @@ static bool skip_dict(reader *r) {
     return mlir_skip_balanced(r);
 }
 
+/* The sharding in an argument's or result's attribute dictionary (`{mhlo.sharding = "..."}`,
+ * `{sdy.sharding = #sdy.sharding<...>}`) when one is at the cursor; NULL when none. */
+static bool dict_sharding(reader *r, const gs_shape *t, gs_sharding **out) {
+    *out = NULL;
+    if (mlir_peek(r) != '{') return true;
+    r->pos++;
+    gs_vec kvs;
+    gs_vec_init(&kvs, sizeof(kv));
+    bool ok = mlir_parse_kv_list(r, &kvs, '}') && mlir_sharding_from_kvs(r, &kvs, t, out);
+    gs_vec_free(&kvs);
+    return ok;
+}
+
+/* The function's result shardings (NULL: none given, replicated when another result has one)
+ * on its root: the root's own sharding for one result, a tuple sharding for several. A result
+ * that is also an argument or another result's value gets a copy to carry its sharding. */
+static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_sharding **sh, size_t at) {
+    gs_instr *root = c->root;
+    int n_root = gs_shape_is_tuple(root->shape) ? root->shape->n_tuple : 1;
+    if (n != n_root)
+        return mlir_fail_at(r, at, "the function declares %d results and returns %d", n, n_root);
+    for (int i = 0; i < n; i++)
+        if (!sh[i] && !(sh[i] = gs_sharding_replicated(r->a))) return mlir_oom(r);
+    const gs_sharding *own = gs_instr_get_sharding(root);
+    if (n == 1 && own && gs_sharding_equal(own, sh[0])) return true;
+    if (n == 1 && root->op != GS_OP_PARAMETER && !own)
+        return gs_instr_set_sharding(r->m, root, sh[0]) == GS_OK || mlir_oom(r);
+    r->b.span = root->span;
+    gs_builder_init(&r->b, r->m, c, &r->names);
+    if (n == 1) {
+        gs_instr *copy = gs_build(&r->b, GS_OP_COPY, root->shape, 1, &root);
+        if (!copy || !mlir_set_root(r, c, 1, &copy, at)) return mlir_oom(r);
+        return gs_instr_set_sharding(r->m, copy, sh[0]) == GS_OK || mlir_oom(r);
+    }
+    gs_sharding *t = gs_sharding_tuple(r->a, n, sh);
+    if (!t || gs_instr_set_sharding(r->m, root, t) != GS_OK) return mlir_oom(r);
+    return true;
+}
+
 /* func.func [public|private] @name(args) [-> results] [attributes {..}] { ops } */
 static bool parse_func(reader *r) {
     size_t start = r->pos;
@@ -199,24 +241,34 @@ static bool parse_func(reader *r) {
             int idx;
             gs_shape *t;
             size_t at = (mlir_skip_ws(r), r->pos);
+            gs_sharding *sh;
             if (!mlir_parse_value_name(r, &an, &idx, false) ||
                 !mlir_expect(r, ':', "after an argument") || !mlir_parse_type(r, &t) ||
-                !skip_dict(r))
+                !dict_sharding(r, t, &sh))
                 return false;
             r->b.span = mlir_span_at(r, at);
-            gs_instr *p = gs_build_parameter(&r->b, n++, t, NULL);
+            const char *pn = gs_names_fresh(&r->names, r->a, an); /* %arg0 → %arg0 */
+            gs_instr *p = pn ? gs_build_parameter(&r->b, n++, t, pn) : NULL;
             if (!p || !mlir_define_value(r, an, p, 1)) return mlir_oom(r);
+            if (sh && gs_instr_set_sharding(r->m, p, sh) != GS_OK) return mlir_oom(r);
         } while (mlir_accept(r, ','));
         if (!mlir_expect(r, ')', "closing the function's arguments")) return false;
     }
     mlir_skip_ws(r);
+    gs_sharding *res_sh[64];
+    int n_res = 0;
+    bool any_sh = false;
+    size_t res_at = r->pos;
     if (mlir_cur(r) == '-' && mlir_ahead(r, 1) == '>') {
         r->pos += 2;
         if (mlir_accept(r, '(')) {
             if (!mlir_accept(r, ')')) {
                 do {
                     gs_shape *t;
-                    if (!mlir_parse_type(r, &t) || !skip_dict(r)) return false;
+                    if (n_res >= 64) return FAIL(r, "too many results");
+                    if (!mlir_parse_type(r, &t) || !dict_sharding(r, t, &res_sh[n_res]))
+                        return false;
+                    any_sh |= res_sh[n_res++] != NULL;
                 } while (mlir_accept(r, ','));
                 if (!mlir_expect(r, ')', "closing the function's results")) return false;
             }
@@ -229,7 +281,46 @@ static bool parse_func(reader *r) {
     if (!mlir_expect(r, '{', "opening the function's body")) return false;
     if (!parse_ops(r, c, '}', "function")) return false;
     r->values.n = r->scope;
-    return true;
+    return !any_sh || set_result_shardings(r, c, n_res, res_sh, res_at);
+}
+
+/* The module's attribute dictionary: mhlo.num_partitions and mhlo.num_replicas become the
+ * module's num_partitions and replica_count (and header attributes, as HLO text has them). */
+static bool module_attrs(reader *r) {
+    if (mlir_peek(r) != '{') return FAIL(r, "expected '{' after 'attributes'");
+    r->pos++;
+    gs_vec kvs;
+    gs_vec_init(&kvs, sizeof(kv));
+    bool ok = mlir_parse_kv_list(r, &kvs, '}');
+    static const struct {
+        const char *key, *hlo;
+    } KEYS[] = {{"mhlo.num_partitions", "num_partitions"}, {"mhlo.num_replicas", "replica_count"}};
+    gs_module_attr attrs[2];
+    int n = 0;
+    for (size_t i = 0; ok && i < sizeof KEYS / sizeof KEYS[0]; i++) {
+        const kv *k = mlir_find_kv(&kvs, KEYS[i].key);
+        if (!k) continue;
+        if (!k->is_int || k->a[0] < 1) {
+            ok = mlir_fail_at(r, k->value_pos, "%s must be a positive integer", KEYS[i].key);
+            break;
+        }
+        if (i == 0)
+            r->m->num_partitions = k->a[0];
+        else
+            r->m->replica_count = k->a[0];
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)k->a[0]);
+        attrs[n].name = KEYS[i].hlo;
+        attrs[n].text = gs_arena_strdup(r->a, buf);
+        if (!attrs[n++].text) ok = mlir_oom(r);
+    }
+    if (ok && n) {
+        r->m->n_attrs = n;
+        r->m->attrs = gs_arena_memdup(r->a, attrs, sizeof attrs[0] * (size_t)n);
+        if (!r->m->attrs) ok = mlir_oom(r);
+    }
+    gs_vec_free(&kvs);
+    return ok;
 }
 
 static bool parse_module(reader *r) {
@@ -244,7 +335,7 @@ static bool parse_module(reader *r) {
             if (!mlir_parse_symbol(r, &name)) return false;
             r->m->name = name;
         }
-        if (mlir_accept_word(r, "attributes") && !skip_dict(r)) return false;
+        if (mlir_accept_word(r, "attributes") && !module_attrs(r)) return false;
         if (!mlir_expect(r, '{', "opening the module")) return false;
         braced = true;
     }
@@ -257,8 +348,8 @@ static bool parse_module(reader *r) {
         if (!braced && r->pos >= r->len) break;
         if (mlir_accept_word(r, "func.func")) {
             if (!parse_func(r)) return false;
-        } else if (mlir_at_word(r, "sdy.mesh")) {
-            return FAIL(r, "'sdy.mesh' is not supported yet");
+        } else if (mlir_accept_word(r, "sdy.mesh")) {
+            if (!mlir_parse_mesh_decl(r)) return false;
         } else {
             return FAIL(r, "expected 'func.func'%s, found %s", braced ? " or '}'" : "",
                         mlir_found(r));
@@ -301,15 +392,24 @@ bool gs_mlir_detect(const gs_source *src) {
 }
 
 gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_diags *d) {
-    reader r = {.src = src, .s = src->text, .len = src->len, .m = m, .a = &m->arena, .d = d,
+    reader r = {.src = src,
+                .s = src->text,
+                .len = src->len,
+                .m = m,
+                .a = &m->arena,
+                .d = d,
                 .max_lit = max_lit};
     r.span_line = r.span_col = 1;
     gs_vec_init(&r.values, sizeof(value_ent));
     gs_vec_init(&r.funcs_list, sizeof(gs_computation *));
+    gs_vec_init(&r.mesh_names, sizeof(const char *));
+    gs_vec_init(&r.meshes, sizeof(gs_mesh));
     bool ok = parse_module(&r) && finish(&r);
     if (ok && m->arena.failed) ok = mlir_oom(&r);
     gs_vec_free(&r.values);
     gs_vec_free(&r.funcs_list);
+    gs_vec_free(&r.mesh_names);
+    gs_vec_free(&r.meshes);
     gs_strmap_free(&r.funcs);
     gs_strmap_free(&r.defined);
     gs_names_free(&r.names);

@@ -339,7 +339,8 @@ bool mlir_parse_kv_list(reader *r, gs_vec *out, char close) {
         }
         if (mlir_accept(r, '=')) {
             size_t before = out->n;
-            if (mlir_peek(r) == '#') {
+            k.value_pos = (mlir_skip_ws(r), r->pos);
+            if (mlir_peek(r) == '#' && strncmp(r->s + r->pos, "#sdy.", 5) != 0) {
                 /* #stablehlo.scatter<a = [0], b = 1> flattens; #stablehlo<comparison_direction
                  * EQ> is an ident value */
                 size_t save = r->pos;
