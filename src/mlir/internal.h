@@ -1,7 +1,7 @@
 /*
  * src/mlir/internal.h — private to src/mlir: the StableHLO reader's state (reader), the flattened
  * attribute pairs (kv) and the functions its files share: the cursor (lexer.c), types, literals
- * and attributes (types.c), ops (ops.c), values, regions and functions (reader.c). The library
+ * and attributes (types.c), ops (ops.c), chlo ops decomposed (chlo.c), values, regions and functions (reader.c). The library
  * sees only mlir.h.
  */
 #ifndef GSPMD_MLIR_PRIVATE_H
@@ -92,6 +92,12 @@ const kv *mlir_find_kv(const gs_vec *v, const char *key);
 
 /* ---- ops.c */
 bool mlir_parse_op(reader *r, gs_computation *c, bool *ended);
+
+/* ---- chlo.c */
+/* Reads the rest of chlo op `opname` (at op_pos; `generic`: the quoted form) and builds its
+ * decomposition; *result is the value (a tuple for several results). False after a located
+ * error. */
+bool mlir_parse_chlo(reader *r, const char *opname, size_t op_pos, bool generic, gs_instr **result);
 
 /* ---- reader.c */
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results);
