@@ -742,9 +742,10 @@ static bool check_arity(reader *r, const chlo_op *o, int n_ops, int n_out) {
         return mlir_fail_at(r, o->pos, "'chlo.%s' has %d operands and %d operand types", o->name,
                             o->n_ops, o->n_in);
     for (int i = 0; i < o->n_ops; i++)
-        if (!gs_shape_equal(o->ops[i]->shape, o->ins[i]))
-            return mlir_fail_at(r, o->pos, "operand %d of 'chlo.%s' does not have its written type",
-                                i, o->name);
+        if (!gs_shape_is_array(o->ops[i]->shape) || !gs_shape_equal(o->ops[i]->shape, o->ins[i]))
+            return mlir_fail_at(r, o->pos,
+                                "operand %d of 'chlo.%s' is not a tensor of its written type", i,
+                                o->name);
     for (int i = 0; i < n_out; i++)
         if (!gs_shape_is_array(o->outs[i]))
             return mlir_fail_at(r, o->pos, "result %d of 'chlo.%s' is not a tensor", i, o->name);
@@ -784,12 +785,13 @@ static bool build_unary(reader *r, const chlo_op *o, const struct unary_op *u, g
     return *out ? true : mlir_oom(r);
 }
 
-/* x broadcast to shape s: with dims bd (x's dim i to s's dim bd[i]; NULL: numpy-style,
- * trailing dims aligned); size-1 dims stretch. */
+/* x broadcast to shape s: a lower-rank x with dims bd (x's dim i to s's dim bd[i]; NULL:
+ * numpy-style, trailing dims aligned); size-1 dims stretch. */
 static gs_instr *broadcast_to(reader *r, const chlo_op *o, gs_instr *x, const gs_shape *s,
                               const kv *bd) {
     const gs_shape *xs = x->shape;
     if (gs_shape_same_dims(xs, s)) return x;
+    if (xs->rank == s->rank) bd = NULL; /* the dims map only the lower-rank operand */
     int64_t map[GS_MAX_RANK];
     if (bd && bd->n_a != xs->rank) {
         mlir_fail_at(r, o->pos,

@@ -1,8 +1,8 @@
 /*
  * src/mlir/internal.h — private to src/mlir: the StableHLO reader's state (reader), the flattened
  * attribute pairs (kv) and the functions its files share: the cursor (lexer.c), types, literals
- * and attributes (types.c), ops (ops.c), chlo ops decomposed (chlo.c), values, regions and functions (reader.c). The library
- * sees only mlir.h.
+ * and attributes (types.c), ops (ops.c), chlo ops decomposed into HLO (chlo.c), values, regions
+ * and functions (reader.c). The library sees only mlir.h.
  */
 #ifndef GSPMD_MLIR_PRIVATE_H
 #define GSPMD_MLIR_PRIVATE_H
