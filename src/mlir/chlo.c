@@ -27,6 +27,7 @@ typedef struct ex {
 } ex;
 
 typedef gs_instr *(*unary_fn)(ex *e, gs_instr *x);
+typedef gs_instr *(*binary_fn)(ex *e, gs_instr *x, gs_instr *y);
 
 /* ------------------------------------------------------------------ expression helpers */
 
@@ -132,14 +133,19 @@ static gs_instr *chebyshev(ex *e, gs_instr *x, const double *c, int n) {
     return mul(e, sub(e, b0, b2), k(e, 0.5));
 }
 
-/* f(x), computed in f32 when x is f16 or bf16 (then converted back). */
-static gs_instr *upcast(ex *e, gs_instr *x, unary_fn f) {
+/* f(x), or g(x, y) when y is given, computed in f32 when the operands are f16 or bf16 (then
+ * converted back). */
+static gs_instr *upcast(ex *e, gs_instr *x, gs_instr *y, unary_fn f, binary_fn g) {
     gs_type t = e->t;
-    if (t != GS_F16 && t != GS_BF16) return f(e, x);
-    e->t = GS_F32;
-    gs_instr *y = f(e, gs_build_convert(e->b, x, GS_F32));
+    bool up = t == GS_F16 || t == GS_BF16;
+    if (up) {
+        e->t = GS_F32;
+        x = gs_build_convert(e->b, x, GS_F32);
+        y = y ? gs_build_convert(e->b, y, GS_F32) : NULL;
+    }
+    gs_instr *v = g ? g(e, x, y) : f(e, x);
     e->t = t;
-    return gs_build_convert(e->b, y, t);
+    return up ? gs_build_convert(e->b, v, t) : v;
 }
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -650,6 +656,67 @@ static gs_instr *next_after(ex *e, gs_instr *x, gs_instr *y) {
     return bitcast(e, v, e->t);
 }
 
+/* The Hurwitz zeta function zeta(x, q) = sum_k (q + k)^-x (Johansson's Euler-Maclaurin form: 10
+ * terms of the sum, a 12-term tail by Horner's rule); NaN for x < 1 or q <= 0 with x not an
+ * integer, the poles at integer q <= 0 (+inf for even x), +inf at x = 1. */
+static gs_instr *zeta(ex *e, gs_instr *x, gs_instr *q) {
+    static const double C[] = {-7.1661652561756670113e18,
+                               1.8152105401943546773e17,
+                               -4.5979787224074726105e15,
+                               1.1646782814350067249e14,
+                               -2.950130727918164224e12,
+                               7.47242496e10,
+                               -1.8924375803183791606e9,
+                               47900160.0,
+                               -1209600.0,
+                               30240.0,
+                               -720.0,
+                               12.0};
+    gs_instr *zero = k(e, 0), *one = k(e, 1), *nx = un(e, GS_OP_NEGATE, x);
+    gs_instr *acc = q, *sum = bin(e, GS_OP_POWER, q, nx);
+    for (int i = 0; i < 9; i++) {
+        acc = add(e, acc, one);
+        sum = add(e, sum, bin(e, GS_OP_POWER, acc, nx));
+    }
+    acc = add(e, acc, one);
+    gs_instr *qp = bin(e, GS_OP_POWER, acc, nx);
+    gs_instr *corr = dvd(e, mul(e, qp, acc), sub(e, x, one));
+    gs_instr *inv_acc2 = dvd(e, one, mul(e, acc, acc));
+    gs_instr *horner = zero;
+    for (int i = 0; i < N_OF(C) - 1; i++) {
+        gs_instr *f = mul(e, add(e, x, k(e, 22 - 2 * i)), add(e, x, k(e, 21 - 2 * i)));
+        horner = mul(e, f, mul(e, inv_acc2, add(e, horner, k(e, 1 / C[i]))));
+    }
+    gs_instr *tail = mul(
+        e, qp, add(e, k(e, 0.5), mul(e, dvd(e, x, acc), add(e, k(e, 1 / C[N_OF(C) - 1]), horner))));
+    double tiny = e->t == GS_F64 ? 0x1p-1074 : 0x1p-149;
+    gs_instr *v =
+        sel(e, cmp(e, un(e, GS_OP_ABS, qp), mul(e, un(e, GS_OP_ABS, sum), k(e, tiny)), "LT"), sum,
+            add(e, add(e, sum, corr), tail));
+    gs_instr *nan = k(e, NAN), *inf = k(e, INFINITY);
+    v = sel(e, cmp(e, x, one, "LT"), nan, v);
+    gs_instr *q_le0 = cmp(e, q, zero, "LE");
+    gs_instr *x_int = cmp(e, x, un(e, GS_OP_FLOOR, x), "EQ");
+    v = sel(e, bin(e, GS_OP_AND, q_le0, un(e, GS_OP_NOT, x_int)), nan, v);
+    gs_instr *pole = bin(e, GS_OP_AND, q_le0, cmp(e, q, un(e, GS_OP_FLOOR, q), "EQ"));
+    gs_instr *x_even =
+        bin(e, GS_OP_AND, x_int, cmp(e, bin(e, GS_OP_REMAINDER, x, k(e, 2)), zero, "EQ"));
+    v = sel(e, pole, sel(e, x_even, inf, nan), v);
+    return sel(e, cmp(e, x, one, "EQ"), inf, v);
+}
+
+/* polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for natural n > 0, digamma(x) for n = 0, NaN
+ * for n not a natural number. */
+static gs_instr *polygamma(ex *e, gs_instr *n, gs_instr *x) {
+    gs_instr *zero = k(e, 0), *one = k(e, 1), *two = k(e, 2);
+    gs_instr *sign = sub(e, mul(e, two, bin(e, GS_OP_REMAINDER, n, two)), one);
+    gs_instr *np1 = add(e, n, one);
+    gs_instr *v = mul(e, mul(e, sign, un(e, GS_OP_EXP, lgamma_real(e, np1))), zeta(e, np1, x));
+    v = sel(e, cmp(e, n, zero, "EQ"), digamma_real(e, x), v);
+    gs_instr *bad = bin(e, GS_OP_OR, cmp(e, n, un(e, GS_OP_FLOOR, n), "NE"), cmp(e, n, zero, "LT"));
+    return sel(e, bad, k(e, NAN), v);
+}
+
 /* ------------------------------------------------------------------ reading */
 
 /* Operands, attributes and types of one chlo op, as written. */
@@ -780,7 +847,7 @@ static bool build_unary(reader *r, const chlo_op *o, const struct unary_op *u, g
     if (cx) {
         *out = u->complex(&e, x);
     } else {
-        *out = u->up ? upcast(&e, x, u->real) : u->real(&e, x);
+        *out = u->up ? upcast(&e, x, NULL, u->real, NULL) : u->real(&e, x);
     }
     return *out ? true : mlir_oom(r);
 }
@@ -841,13 +908,15 @@ static bool build_binary(reader *r, const chlo_op *o, gs_instr **out) {
     gs_instr *y = x ? broadcast_to(r, o, o->ops[1], rs, bd) : NULL;
     if (!y) return false;
     ex e = ex_over(r, rs, t);
-    if (strcmp(base, "next_after") == 0) {
-        if (!gs_type_is_float(t) || gs_type_bits(t) < 16 || rs->type != t)
-            return mlir_fail_at(r, o->pos,
-                                "'chlo.%s' needs f16, bf16, f32 or f64 operands and "
-                                "result",
-                                o->name);
-        *out = next_after(&e, x, y);
+    binary_fn f = strcmp(base, "next_after") == 0  ? next_after
+                  : strcmp(base, "zeta") == 0      ? zeta
+                  : strcmp(base, "polygamma") == 0 ? polygamma
+                                                   : NULL;
+    if (f) {
+        if (!(t == GS_F16 || t == GS_BF16 || t == GS_F32 || t == GS_F64) || rs->type != t)
+            return mlir_fail_at(
+                r, o->pos, "'chlo.%s' needs f16, bf16, f32 or f64 operands and result", o->name);
+        *out = f == next_after ? next_after(&e, x, y) : upcast(&e, x, y, NULL, f);
         return *out ? true : mlir_oom(r);
     }
     char hlo[64];
@@ -914,7 +983,8 @@ bool mlir_parse_chlo(reader *r, const char *opname, size_t op_pos, bool generic,
             ok = build_unary(r, &o, u, result);
         } else if (strcmp(o.name, "top_k") == 0) {
             ok = build_top_k(r, &o, result);
-        } else if (strcmp(o.name, "next_after") == 0 || strncmp(o.name, "broadcast_", 10) == 0) {
+        } else if (strcmp(o.name, "next_after") == 0 || strcmp(o.name, "zeta") == 0 ||
+                   strcmp(o.name, "polygamma") == 0 || strncmp(o.name, "broadcast_", 10) == 0) {
             ok = build_binary(r, &o, result);
         } else {
             ok = mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
