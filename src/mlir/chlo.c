@@ -454,21 +454,51 @@ static gs_instr *erfc_real(ex *e, gs_instr *x) {
     return sel(e, cmp(e, un(e, GS_OP_ABS, x), one, "LT"), lo, hi);
 }
 
-/* erf_inv(x) in f32 (Giles' single-precision approximation): w = -log1p(-x^2), a degree-8
- * polynomial in w - 2.5 (w < 5) or sqrt(w) - 3, times x; ±inf at ±1. */
-static gs_instr *erf_inv_f32(ex *e, gs_instr *x) {
+/* erf_inv(x) (Giles' approximations): w = -log1p(-x^2) and x times a polynomial in w shifted
+ * (small w) or in sqrt(w) shifted, one per range of w (two in f32, three in f64); ±inf at ±1. */
+static gs_instr *erf_inv_real(ex *e, gs_instr *x) {
     static const double LT5[] = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06,
                                  -4.39150654e-06, 0.00021858087,  -0.00125372503,
                                  -0.00417768164,  0.246640727,    1.50140941};
     static const double GE5[] = {-0.000200214257, 0.000100950558, 0.00134934322,
                                  -0.00367342844,  0.00573950773,  -0.0076224613,
                                  0.00943887047,   1.00167406,     2.83297682};
+    static const double LT625[] = {
+        -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
+        1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
+        6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+        2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+        1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+        4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+        0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
+        0.24015818242558961693,     1.6536545626831027356};
+    static const double LT16[] = {
+        2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+        1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+        2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+        6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+        0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+        -0.0037512085075692412107, 0.005370914553590063617,   1.0052589676941592334,
+        3.0838856104922207635};
+    static const double GE16[] = {
+        -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+        -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+        2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+        -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+        7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
+        1.0103004648645343977,      4.8499064014085844221};
     gs_instr *w = un(e, GS_OP_NEGATE, un(e, GS_OP_LOG1P, mul(e, x, un(e, GS_OP_NEGATE, x))));
-    gs_instr *lt = cmp(e, w, k(e, 5), "LT");
-    w = sel(e, lt, sub(e, w, k(e, 2.5)), sub(e, un(e, GS_OP_SQRT, w), k(e, 3)));
-    gs_instr *p = sel(e, lt, k(e, LT5[0]), k(e, GE5[0]));
-    for (int i = 1; i < N_OF(LT5); i++)
-        p = add(e, sel(e, lt, k(e, LT5[i]), k(e, GE5[i])), mul(e, p, w));
+    gs_instr *sw = un(e, GS_OP_SQRT, w), *p;
+    if (e->t == GS_F64) {
+        gs_instr *far =
+            sel(e, cmp(e, w, k(e, 16), "LT"), poly(e, sub(e, sw, k(e, 3.25)), LT16, N_OF(LT16)),
+                poly(e, sub(e, sw, k(e, 5)), GE16, N_OF(GE16)));
+        p = sel(e, cmp(e, w, k(e, 6.25), "LT"), poly(e, sub(e, w, k(e, 3.125)), LT625, N_OF(LT625)),
+                far);
+    } else {
+        p = sel(e, cmp(e, w, k(e, 5), "LT"), poly(e, sub(e, w, k(e, 2.5)), LT5, N_OF(LT5)),
+                poly(e, sub(e, sw, k(e, 3)), GE5, N_OF(GE5)));
+    }
     return sel(e, cmp(e, un(e, GS_OP_ABS, x), k(e, 1), "EQ"), mul(e, x, k(e, INFINITY)),
                mul(e, p, x));
 }
@@ -616,7 +646,7 @@ static const struct unary_op {
     {"cosh", cosh_real, cosh_complex, true, false},
     {"digamma", digamma_real, NULL, true, false},
     {"erf", erf_real, NULL, true, false},
-    {"erf_inv", erf_inv_f32, NULL, true, false},
+    {"erf_inv", erf_inv_real, NULL, true, false},
     {"erfc", erfc_real, NULL, true, false},
     {"is_inf", is_inf, NULL, false, true},
     {"is_neg_inf", is_neg_inf, NULL, false, true},
@@ -832,7 +862,6 @@ static bool build_unary(reader *r, const chlo_op *o, const struct unary_op *u, g
     bool cx = gs_type_is_complex(t);
     bool ok_type =
         cx ? u->complex != NULL : t == GS_F16 || t == GS_BF16 || t == GS_F32 || t == GS_F64;
-    if (u->real == erf_inv_f32 && t == GS_F64) ok_type = false; /* f64 has its own (not here) */
     if (!ok_type) {
         const char *ts = gs_shape_to_string(r->a, x->shape);
         return mlir_fail_at(r, o->pos, "'chlo.%s' of %s is not supported", o->name,

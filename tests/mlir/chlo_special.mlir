@@ -1,5 +1,5 @@
 // chlo special functions (pretty form) against well-known values: lgamma, digamma, erf, erfc,
-// erf_inv, bessel_i1e in f32, f16 (computed in f32) and f64.
+// erf_inv, bessel_i1e in f32, f16 (computed in f32) and f64 (erf_inv's three ranges).
 // STAGE: eval
 // TOL: 1e-5
 // OUT0: f32[3] 0.572364926 1.26551211 0.693147182
@@ -35,6 +35,10 @@ module @jit_chlo_special {
     %7 = chlo.erf_inv %p : tensor<3xf32> -> tensor<3xf32>
     %e7 = stablehlo.constant dense<[0.4769362762, -1.1630871537, 0x7F800000]> : tensor<3xf32>
     stablehlo.custom_call @check.expect_almost_eq(%7, %e7) {has_side_effect = true} : (tensor<3xf32>, tensor<3xf32>) -> ()
+    %p64 = stablehlo.constant dense<[0.5, -0.9, 0.999999, 0.999999999999]> : tensor<4xf64>
+    %10 = chlo.erf_inv %p64 : tensor<4xf64> -> tensor<4xf64>
+    %e10 = stablehlo.constant dense<[0.4769362762, -1.1630871537, 3.4589107373, 5.0420264962]> : tensor<4xf64>
+    stablehlo.custom_call @check.expect_almost_eq(%10, %e10) {has_side_effect = true} : (tensor<4xf64>, tensor<4xf64>) -> ()
     %b = stablehlo.constant dense<[1.0, -1.0, 10.0]> : tensor<3xf64>
     %8 = chlo.bessel_i1e %b : tensor<3xf64> -> tensor<3xf64>
     %e8 = stablehlo.constant dense<[0.2079104153, -0.2079104153, 0.1212626814]> : tensor<3xf64>
