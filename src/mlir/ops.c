@@ -3,7 +3,7 @@
  * generic form) maps to the opcode and attributes the HLO parser would produce for the same op
  * (dimension numbers, comparison directions, slices, windows, ...); `check.*` custom-calls become
  * the interpreter's checks; `call @f` becomes `call`; reduce regions and `applies` forms become
- * computations.
+ * computations; `chlo.*` ops are handed to chlo.c, which decomposes them.
  */
 #include "mlir/internal.h"
 
