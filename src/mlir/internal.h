@@ -1,8 +1,8 @@
 /*
  * src/mlir/internal.h — private to src/mlir: the StableHLO reader's state (reader), the flattened
  * attribute pairs (kv) and the functions its files share: the cursor (lexer.c), types, literals
- * and attributes (types.c), ops (ops.c), shardings (shardings.c), values, regions and functions (reader.c). The library
- * sees only mlir.h.
+ * and attributes (types.c), ops (ops.c), chlo ops decomposed into HLO (chlo.c), shardings
+ * (shardings.c), values, regions and functions (reader.c). The library sees only mlir.h.
  */
 #ifndef GSPMD_MLIR_PRIVATE_H
 #define GSPMD_MLIR_PRIVATE_H
@@ -107,6 +107,11 @@ gs_instr *mlir_custom_call(reader *r, const char *target, const gs_shape *shape,
                            gs_instr **ops, const gs_sharding *s);
 bool mlir_parse_sdy_op(reader *r, const char *opname, size_t op_pos, gs_instr **result,
                        int *n_results);
+/* ---- chlo.c */
+/* Reads the rest of chlo op `opname` (at op_pos; `generic`: the quoted form) and builds its
+ * decomposition; *result is the value (a tuple for several results). False after a located
+ * error. */
+bool mlir_parse_chlo(reader *r, const char *opname, size_t op_pos, bool generic, gs_instr **result);
 
 /* ---- reader.c */
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results);

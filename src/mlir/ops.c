@@ -3,7 +3,7 @@
  * generic form) maps to the opcode and attributes the HLO parser would produce for the same op
  * (dimension numbers, comparison directions, slices, windows, ...); `check.*` custom-calls become
  * the interpreter's checks; `call @f` becomes `call`; reduce regions and `applies` forms become
- * computations.
+ * computations; `chlo.*` ops are handed to chlo.c, which decomposes them.
  */
 #include "mlir/internal.h"
 
@@ -666,6 +666,10 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     bool ok = false;
     const char *check_target = NULL;
 
+    if (strncmp(opname, "chlo.", 5) == 0) {
+        ok = mlir_parse_chlo(r, opname, op_pos, generic, &result);
+        goto define;
+    }
     if (strcmp(opname, "return") == 0 || strcmp(opname, "func.return") == 0 ||
         strcmp(opname, "stablehlo.return") == 0 || strcmp(opname, "sdy.return") == 0) {
         if (!parse_operand_list(r, ops, &n_ops, MAX_OPS)) goto done;
@@ -1042,7 +1046,19 @@ define:
         int produced = gs_shape_is_tuple(result->shape) ? result->shape->n_tuple : 1;
         if (check_target && gs_shape_is_tuple(result->shape)) produced = 0;
         if (n_res > 1) {
-            ok = mlir_fail_at(r, start, "several result groups are not supported yet");
+            /* `%a, %b = op`: one name per result */
+            if (total != n_res || check_target) {
+                ok = mlir_fail_at(r, start, "several result groups are not supported yet");
+                goto done;
+            }
+            if (total != produced) {
+                ok = mlir_fail_at(r, start, "the op has %d results, %d are named", produced, total);
+                goto done;
+            }
+            for (int i = 0; i < n_res && ok; i++) {
+                gs_instr *g = gs_build_gte(&r->b, result, i);
+                ok = g ? mlir_define_value(r, res_names[i], g, 1) : mlir_oom(r);
+            }
             goto done;
         }
         if (total != produced && !(total == 1 && produced != 1 && n_out == 1)) {
