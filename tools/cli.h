@@ -117,6 +117,20 @@ int64_t gs_cli_machine_memory(void);
 /* 0 when `need` bytes fit in max; else prints `FILE: error: WHAT needs about ...` naming both
  * sizes and returns 1. */
 int gs_cli_check_memory(const char *file, const char *what, double need, int64_t max);
+/* The output format of parse, propagate and partition (--emit). */
+typedef enum gs_cli_emit {
+    GS_CLI_EMIT_INPUT, /* the input's own format (HLO for HLO text, StableHLO for MLIR) */
+    GS_CLI_EMIT_HLO,   /* --emit hlo */
+    GS_CLI_EMIT_MLIR   /* --emit mlir */
+} gs_cli_emit;
+/* If argv[*i] is `--emit mlir|hlo` (or --emit=...): sets *emit, advances *i and returns 1; -1
+ * after a usage message for another value; 0 when argv[*i] is something else. */
+int gs_cli_emit_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                       gs_cli_emit *emit);
+/* The text of m (malloc'd) in the format emit asks for; GS_CLI_EMIT_INPUT follows the text
+ * `from` was read from. NULL with an error in d when m has no StableHLO form or memory ran out. */
+char *gs_cli_module_text(const gs_module *m, const gs_module *from, gs_cli_emit emit,
+                         gs_diags *d);
 /* mkdir -p; 0 on success, -1 with errno set. */
 int gs_cli_mkdirs(const char *path);
 /* Reads and parses FILE ("-" = stdin); on failure prints the diagnostics and returns NULL. *src

@@ -69,6 +69,30 @@ bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const cha
     return false;
 }
 
+int gs_cli_emit_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                       gs_cli_emit *emit) {
+    const char *v;
+    if (!gs_cli_opt_value(argc, argv, i, "--emit", &v)) return 0;
+    if (strcmp(v, "mlir") == 0) {
+        *emit = GS_CLI_EMIT_MLIR;
+    } else if (strcmp(v, "hlo") == 0) {
+        *emit = GS_CLI_EMIT_HLO;
+    } else {
+        gs_cli_usage_error(cmd, usage, "--emit wants mlir or hlo, not '%s'", v);
+        return -1;
+    }
+    return 1;
+}
+
+char *gs_cli_module_text(const gs_module *m, const gs_module *from, gs_cli_emit emit,
+                         gs_diags *d) {
+    if (emit == GS_CLI_EMIT_INPUT)
+        emit = from->source && gs_source_is_mlir(from->source) ? GS_CLI_EMIT_MLIR : GS_CLI_EMIT_HLO;
+    char *text = emit == GS_CLI_EMIT_MLIR ? gs_module_to_mlir(m, d) : gs_module_to_string(m);
+    if (!text && emit == GS_CLI_EMIT_HLO) gs_error(d, gs_span_none(), "out of memory");
+    return text;
+}
+
 int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o) {
     const char *v;

@@ -3,6 +3,7 @@
  * it as HLO text (which `gspmd parse` reads and `gspmd run --spmd` executes).
  *
  *   gspmd partition FILE --num-partitions N [--propagate|--no-propagate] [--stats] [--strict]
+ *                   [--emit hlo|mlir]
  *                   [--mesh M --shard NAME=SPEC]...
  *
  * Instructions without a sharding are replicated (XLA's partitioner alone, the default);
@@ -16,16 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static const char *PART_USAGE =
     "gspmd partition FILE --num-partitions N [--propagate|--no-propagate] [--stats] [--strict] "
     "[--windowed-einsum-threshold-mib M | --no-windowed-einsum] [--bidirectional-windowed-einsum] "
-    "[--mesh M --shard NAME=SPEC]...";
+    "[--mesh M --shard NAME=SPEC]... [--emit hlo|mlir]";
 
 static const char *PART_HELP =
     "Rewrites a sharded module into ONE SPMD program that every device runs with its own\n"
     "partition id: per-device shapes (uneven dims padded at the end) and the collectives that\n"
-    "make it compute what the single-device module computes. Prints the program as HLO text.\n"
+    "make it compute what the single-device module computes. Prints the program (--emit).\n"
     "\n"
     "  --num-partitions N   the number of devices (every sharding must span N devices)\n"
     "  --propagate          run SPMD sharding propagation first\n"
@@ -43,6 +43,8 @@ static const char *PART_HELP =
     "                       partial dot and a collective-permute per step (XLA's windowed\n"
     "                       einsum; M is 256 unless given, XLA's default)\n"
     "  --no-windowed-einsum no windowed einsum loops, whatever the operands' sizes\n"
+    "  --emit hlo|mlir      print the program as HLO text (the default, as XLA dumps it) or as\n"
+    "                       StableHLO (MLIR)\n"
     "  --bidirectional-windowed-einsum\n"
     "                       those loops pass shards both ways round the ring: about half the\n"
     "                       steps, two partial dots each\n"
@@ -55,10 +57,11 @@ static const char *PART_HELP =
 /* What one command line asks for. */
 typedef struct part_args {
     const char *file;
-    long n;                 /* --num-partitions */
-    bool propagate, stats;  /* --propagate, --stats */
-    gs_compile_options co;  /* --strict, the windowed einsum options */
-    gs_cli_shardings sh;    /* --mesh / --shard */
+    long n;                /* --num-partitions */
+    bool propagate, stats; /* --propagate, --stats */
+    gs_compile_options co; /* --strict, the windowed einsum options */
+    gs_cli_shardings sh;   /* --mesh / --shard */
+    gs_cli_emit emit;      /* --emit mlir|hlo */
 } part_args;
 
 /* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 2 bad usage). */
@@ -67,7 +70,9 @@ static int part_parse_args(int argc, char **argv, part_args *a) {
         int k;
         if (gs_cli_is_help(argv[i])) return gs_cli_print_help(PART_USAGE, PART_HELP);
         if (gs_cli_propagate_option(argv[i], &a->propagate)) continue;
-        if (strcmp(argv[i], "--stats") == 0) {
+        if ((k = gs_cli_emit_option(argc, argv, &i, "partition", PART_USAGE, &a->emit)) != 0) {
+            if (k < 0) return 2;
+        } else if (strcmp(argv[i], "--stats") == 0) {
             a->stats = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
             a->co.partition.strict = true;
@@ -90,11 +95,10 @@ static gs_status partition_module(void *ctx, gs_module *m, gs_diags *d) {
     gs_status st = GS_ERR;
     if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) == 0)
         st = gs_compile(m, &a->co, &out, d);
-    char *text = st == GS_OK ? gs_module_to_string(out.program) : NULL;
-    if (st == GS_OK && !text) {
-        gs_error(d, gs_span_none(), "out of memory");
-        st = GS_ERR;
-    }
+    char *text = st == GS_OK
+                     ? gs_cli_module_text(out.program, m, a->emit ? a->emit : GS_CLI_EMIT_HLO, d)
+                     : NULL;
+    if (st == GS_OK && !text) st = GS_ERR;
     if (text) {
         fputs(text, stdout);
         free(text);

@@ -4,7 +4,7 @@
  *
  *   gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]]
  *                   [--propagate-to-parameters=B[,B...]] [--cse-prevention-only]
- *                   [--mesh M --shard NAME=SPEC]... [--explain NAME]
+ *                   [--mesh M --shard NAME=SPEC]... [--explain NAME] [--emit hlo|mlir]
  *
  * Instruction names are kept. --explain prints, instead of the module, where NAME's sharding
  * came from. Bad input exits 1 with located errors, bad usage 2.
@@ -18,7 +18,7 @@
 static const char *USAGE =
     "gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]]\n"
     "                [--propagate-to-parameters=B[,B...]] [--cse-prevention-only]\n"
-    "                [--mesh M --shard NAME=SPEC]... [--explain NAME]";
+    "                [--mesh M --shard NAME=SPEC]... [--explain NAME] [--emit hlo|mlir]";
 
 static const char *HELP =
     "Gives every instruction of FILE a sharding, from the few it has (sharding attributes,\n"
@@ -34,6 +34,7 @@ static const char *HELP =
     "  --explain NAME                 print where NAME's sharding came from instead of the\n"
     "                                 module: each hop back to an annotation, with its rule,\n"
     "                                 direction and aggressiveness level\n"
+    "  --emit hlo|mlir                print HLO text (the default) or StableHLO (MLIR)\n"
     "%s";
 
 /* Parses `true,false,...` into a malloc'd vector; -1 on bad text. */
@@ -64,10 +65,11 @@ static int parse_bools(const char *text, bool **out) {
 /* What one command line asks for. */
 typedef struct prop_args {
     const char *path;
-    const char *explain;        /* --explain NAME, or NULL */
-    gs_propagate_options opts;  /* --spmd, --cse-prevention-only, --propagate-to-... */
-    bool *to_out, *to_par;      /* the --propagate-to-output / -parameters vectors (malloc'd) */
-    gs_cli_shardings sh;        /* --mesh / --shard */
+    const char *explain;       /* --explain NAME, or NULL */
+    gs_cli_emit emit;          /* --emit mlir|hlo */
+    gs_propagate_options opts; /* --spmd, --cse-prevention-only, --propagate-to-... */
+    bool *to_out, *to_par;     /* the --propagate-to-output / -parameters vectors (malloc'd) */
+    gs_cli_shardings sh;       /* --mesh / --shard */
 } prop_args;
 
 /* --propagate-to-output / --propagate-to-parameters B[,B...] (option `name`) into *vec (freed
@@ -77,8 +79,9 @@ static int bools_option(const char *name, const char *v, bool **vec, int *n) {
     *vec = NULL;
     int k = parse_bools(v, vec);
     *n = k < 0 ? 0 : k;
-    if (k < 0) return gs_cli_usage_error("propagate", USAGE, "%s wants true/false values, not '%s'",
-                                         name, v);
+    if (k < 0)
+        return gs_cli_usage_error("propagate", USAGE, "%s wants true/false values, not '%s'", name,
+                                  v);
     return GS_CLI_CONTINUE;
 }
 
@@ -100,6 +103,8 @@ static int prop_parse_args(int argc, char **argv, prop_args *a) {
         } else if (gs_cli_opt_value(argc, argv, &i, "--propagate-to-parameters", &v)) {
             rc = bools_option("--propagate-to-parameters", v, &a->to_par, &a->opts.n_to_parameters);
             a->opts.to_parameters = a->to_par;
+        } else if ((r = gs_cli_emit_option(argc, argv, &i, "propagate", USAGE, &a->emit)) != 0) {
+            if (r < 0) rc = 2;
         } else if (gs_cli_opt_value(argc, argv, &i, "--explain", &v)) {
             a->explain = v;
         } else if ((r = gs_cli_sharding_option(argc, argv, &i, &a->sh)) != 0) {
@@ -136,9 +141,8 @@ static gs_status propagate_module(void *ctx, gs_module *m, gs_diags *d) {
         if (st == GS_OK) fputs(gs_sb_str(&sb), stdout);
         gs_sb_free(&sb);
     } else if (st == GS_OK) {
-        char *text = gs_module_to_string(m);
+        char *text = gs_cli_module_text(m, m, a->emit ? a->emit : GS_CLI_EMIT_HLO, d);
         if (text) fputs(text, stdout);
-        else gs_error(d, gs_span_none(), "out of memory");
         if (!text) st = GS_ERR;
         free(text);
     }

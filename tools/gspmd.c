@@ -1,7 +1,7 @@
 /*
  * gspmd.c — the command line: one subcommand per pipeline stage, HLO text in, text out.
  *
- *   gspmd parse FILE                 print the canonical module
+ *   gspmd parse FILE [--emit F]      print the canonical module (HLO or StableHLO text)
  *   gspmd verify FILE                check shapes and attributes of every instruction
  *   gspmd eval FILE [...]            run the reference interpreter, write .npy outputs
  *
@@ -83,19 +83,26 @@ static int file_args(const char *cmd, int argc, char **argv, const char **file) 
 
 static int cmd_parse(int argc, char **argv) {
     const char *file = NULL;
-    int rc = file_args("parse", argc, argv, &file);
-    if (rc != GS_CLI_CONTINUE) return rc;
+    gs_cli_emit emit = GS_CLI_EMIT_INPUT;
+    for (int i = 1; i < argc; i++) {
+        int k;
+        if (gs_cli_is_help(argv[i])) return print_help("parse");
+        if ((k = gs_cli_emit_option(argc, argv, &i, "parse", usage_of("parse"), &emit)) != 0) {
+            if (k < 0) return 2;
+        } else if ((k = file_operand("parse", argv[i], &file)) != GS_CLI_CONTINUE) {
+            return k;
+        }
+    }
+    if (!file) return usage_error("parse", "missing FILE");
     gs_source *src;
     gs_module *m = gs_cli_load_module(file, &src);
     if (!m) return 1;
-    char *text = gs_module_to_string(m);
-    rc = 0;
-    if (!text) {
-        fprintf(stderr, "error: out of memory\n");
-        rc = 1;
-    } else {
-        fputs(text, stdout);
-    }
+    gs_diags d = {0};
+    char *text = gs_cli_module_text(m, m, emit, &d);
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    if (text) fputs(text, stdout);
+    int rc = text ? 0 : 1;
     free(text);
     gs_module_free(m);
     gs_source_free(src);
@@ -247,9 +254,12 @@ static int cmd_version(int argc, char **argv) {
 }
 
 static const command COMMANDS[] = {
-    {"parse", cmd_parse, "gspmd parse FILE",
-     "Parses XLA HLO text (FILE may be - for standard input) and prints the module in canonical\n"
-     "form. Printing is a fixed point: parsing the output prints the same text.\n"},
+    {"parse", cmd_parse, "gspmd parse FILE [--emit mlir|hlo]",
+     "Parses XLA HLO text or StableHLO/MLIR text (FILE may be - for standard input) and prints\n"
+     "the module: in canonical HLO form (--emit hlo) or as StableHLO in MLIR's pretty form\n"
+     "(--emit mlir); the default is the input's own format. Printing is a fixed point: parsing\n"
+     "the output prints the same text. `parse x.hlo --emit mlir` converts HLO to StableHLO,\n"
+     "`parse x.mlir --emit hlo` the other way.\n"},
     {"verify", cmd_verify, "gspmd verify FILE",
      "Parses FILE and checks every instruction's operand count, shapes and attributes against\n"
      "its op's rules (XLA's shape inference). Prints FILE: ok, or one located error per problem.\n"},
@@ -275,12 +285,12 @@ static const command COMMANDS[] = {
     {"propagate", gs_cli_propagate,
      "gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]] "
      "[--propagate-to-parameters=B[,B...]] [--cse-prevention-only] [--mesh M --shard NAME=SPEC]... "
-     "[--explain NAME]",
+     "[--explain NAME] [--emit hlo|mlir]",
      "Propagates shardings to every instruction (XLA's ShardingPropagation) and prints the\n"
      "module. See gspmd propagate --help.\n"},
     {"partition", gs_cli_partition,
      "gspmd partition FILE --num-partitions N [--propagate|--no-propagate] "
-     "[--mesh M --shard NAME=SPEC]...",
+     "[--mesh M --shard NAME=SPEC]... [--emit hlo|mlir]",
      "Rewrites a sharded module into one SPMD program with per-device shapes and collectives.\n"
      "Propagates shardings first only with --propagate (the default is XLA's partitioner\n"
      "alone). See gspmd partition --help.\n"},

@@ -5,7 +5,7 @@
  * (module header attributes, stack-frame tables, long and short computation headers, optional
  * `%`, typed operands, comments, every attribute of the ops in ops.def; attributes it does not
  * decode are kept as text). The printer writes XLA's canonical form; printing is a fixed point:
- * print(parse(print(m))) == print(m).
+ * print(parse(print(m))) == print(m). gs_module_to_mlir prints the same IR as StableHLO text.
  */
 #ifndef GSPMD_TEXT_H
 #define GSPMD_TEXT_H
@@ -46,6 +46,17 @@ void gs_print_instr(gs_sb *sb, const gs_instr *in);
 void gs_print_attr_value(gs_sb *sb, const gs_attr *a);
 /* The module's text as a malloc'd string (NULL on allocation failure). */
 char *gs_module_to_string(const gs_module *m);
+
+/* The module as StableHLO text in MLIR's pretty form (src/mlir/printer.c), as a malloc'd string
+ * the caller frees: `module @NAME attributes {mhlo.num_partitions = N : i32, ...}`, the entry as
+ * `func.func public @main`, called computations as private functions, reducers and loop bodies
+ * inline as regions, shardings as `mhlo.sharding` attributes. gspmd's StableHLO reader reads it
+ * back, and printing what it reads is a fixed point. On an op with no StableHLO form (or
+ * allocation failure) returns NULL with one error, located at the instruction, in d. */
+char *gs_module_to_mlir(const gs_module *m, gs_diags *d);
+/* Is src StableHLO/MLIR text (it starts with `module` or `func.func`), which gs_parse_module
+ * reads with the StableHLO reader? */
+bool gs_source_is_mlir(const gs_source *src);
 
 #ifdef __cplusplus
 }

@@ -753,6 +753,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     }
 
     if (strcmp(opname, "stablehlo.constant") == 0 || strcmp(opname, "sdy.constant") == 0) {
+        /* stablehlo.constant [{mhlo.sharding = "..."}] dense<...> : type */
+        if (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) goto done;
         mlir_skip_ws(r);
         size_t lit_pos = r->pos;
         if (!mlir_accept_word(r, "dense")) {
@@ -872,9 +874,9 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
                 goto done;
             n_ops++;
         } while (mlir_accept(r, ','));
-        if (!mlir_expect(r, ')', "closing the while arguments") ||
-            !mlir_expect(r, ':', "before the while's types"))
-            goto done;
+        if (!mlir_expect(r, ')', "closing the while arguments")) goto done;
+        if (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) goto done;
+        if (!mlir_expect(r, ':', "before the while's types")) goto done;
         n_out = 0;
         do {
             if (n_out >= n_ops) {

@@ -310,9 +310,11 @@ bool mlir_parse_dense_body(reader *r, const gs_shape *s, gs_literal_ir **out) {
         if (k != n)
             return mlir_fail_at(r, start, "dense literal has %lld values, the type has %lld",
                                 (long long)k, (long long)n);
+    } else if (n == 0 && mlir_peek(r) == '>') {
+        /* dense<> : tensor<0xf32> */
     } else {
-        if (n == 0) return mlir_fail_at(r, start, "splat literal of an empty tensor");
-        if (!parse_scalar(r, lit->data, s->type, 0)) return false;
+        unsigned char one[16];
+        if (!parse_scalar(r, n ? lit->data : one, s->type, 0)) return false;
         for (int64_t i = 1; i < n; i++) memcpy((char *)lit->data + (size_t)i * es, lit->data, es);
     }
     if (!mlir_expect(r, '>', "closing the dense literal")) return false;

@@ -1,0 +1,1407 @@
+/*
+ * src/mlir/printer.c — gs_module → StableHLO text in MLIR's pretty form, the form JAX and
+ * stablehlo-opt print and gspmd's own reader (reader.c, ops.c) reads back.
+ *
+ * The entry becomes `func.func public @main`, computations run by `call` (and fusions) become
+ * `func.func private` functions, and computations used as regions (reducers, comparators, while
+ * conditions and bodies, scatter combiners, ...) are printed inline where they are used. HLO's
+ * tuples become MLIR's multi-result values where MLIR has them (`%3:2 = stablehlo.while`, used
+ * as `%3#1`) and function results; a tuple op is printed (`stablehlo.tuple`) only where a whole
+ * tuple value is needed, a get-tuple-element only where the element is not already a value.
+ * Shardings are written as `mhlo.sharding = "{...}"` (HLO sharding text) on arguments, results
+ * and ops. Common ops use their pretty form, the others MLIR's generic form
+ * `"stablehlo.op"(...) <{props}> ({regions}) : (types) -> types`.
+ *
+ * Values are numbered %0, %1, ... per function and block arguments %argN, so the text does not
+ * depend on the IR's instruction names: printing what the reader reads back prints the same.
+ * An op with no StableHLO form (async pairs, send/recv, domain-free custom structure...) is an
+ * error located at the instruction, never a crash.
+ */
+#include "gspmd/numeric.h"
+#include "gspmd/sharding.h"
+#include "gspmd/text.h"
+#include "mlir/mlir.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How an instruction's value is named in the text. */
+typedef enum ref_kind {
+    REF_VALUE, /* one SSA value (any type, tuples included): name */
+    REF_MULTI, /* results of a multi-result op: name#i */
+    REF_TUPLE, /* a tuple op not printed: elements are its operands' values */
+    REF_ITER,  /* a while region's tuple parameter: elements are the iteration arguments */
+} ref_kind;
+
+typedef struct ref {
+    ref_kind kind;
+    const char *name;       /* VALUE, MULTI: "%3", "%arg0" */
+    int n;                  /* MULTI, TUPLE, ITER: element count */
+    const char **elems;     /* ITER: element names; VALUE (tuple type): printed elements, lazily */
+    const char *whole;      /* MULTI, TUPLE, ITER: the materialized tuple value, once printed */
+    const gs_instr *tuple;  /* TUPLE: the tuple instruction */
+} ref;
+
+/* One computation being printed (a function body or a region). */
+typedef struct scope {
+    const gs_computation *c;
+    ref *refs; /* one per instruction, by id */
+} scope;
+
+typedef struct printer {
+    gs_sb *sb;               /* output */
+    gs_arena a;              /* names and scopes */
+    gs_diags *d;             /* the first error */
+    bool failed;             /* an error was reported (or allocation failed) */
+    int next_value;          /* %N of the function being printed */
+    int next_arg;            /* %argN of the function being printed */
+    int indent;              /* current indentation, in levels of two spaces */
+    const gs_module *m;
+    const char **func_names; /* by computation index: its function symbol, or NULL */
+} printer;
+
+static bool fail(printer *p, const gs_instr *in, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool fail(printer *p, const gs_instr *in, const char *fmt, ...) {
+    if (!p->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        gs_verror(p->d, in ? in->span : gs_span_none(), fmt, ap);
+        va_end(ap);
+    }
+    p->failed = true;
+    return false;
+}
+
+static const char *fresh(printer *p, const char *fmt, int k) {
+    const char *s = gs_arena_printf(&p->a, fmt, k);
+    if (!s) p->failed = true;
+    return s ? s : "%?";
+}
+
+static void newline(printer *p) {
+    gs_sb_putc(p->sb, '\n');
+    for (int i = 0; i < p->indent; i++) gs_sb_puts(p->sb, "  ");
+}
+
+static void print_escaped(gs_sb *sb, const char *s) {
+    gs_sb_putc(sb, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') gs_sb_putc(sb, '\\');
+        if (*s == '\n') {
+            gs_sb_puts(sb, "\\n");
+            continue;
+        }
+        gs_sb_putc(sb, *s);
+    }
+    gs_sb_putc(sb, '"');
+}
+
+static void print_ints(gs_sb *sb, const int64_t *v, int n) {
+    for (int i = 0; i < n; i++) gs_sb_printf(sb, "%s%" PRId64, i ? ", " : "", v[i]);
+}
+
+/* `[1, 2]` */
+static void print_list(gs_sb *sb, gs_ints v) {
+    gs_sb_putc(sb, '[');
+    print_ints(sb, v.v, v.n);
+    gs_sb_putc(sb, ']');
+}
+
+/* `array<i64: 1, 2>` */
+static void print_array(gs_sb *sb, const int64_t *v, int n) {
+    gs_sb_puts(sb, n ? "array<i64: " : "array<i64");
+    print_ints(sb, v, n);
+    gs_sb_putc(sb, '>');
+}
+
+/* ------------------------------------------------------------------ types */
+
+static const char *element_name(gs_type t) {
+    switch (t) {
+    case GS_PRED: return "i1";
+    case GS_S2: return "i2";
+    case GS_S4: return "i4";
+    case GS_S8: return "i8";
+    case GS_S16: return "i16";
+    case GS_S32: return "i32";
+    case GS_S64: return "i64";
+    case GS_U2: return "ui2";
+    case GS_U4: return "ui4";
+    case GS_U8: return "ui8";
+    case GS_U16: return "ui16";
+    case GS_U32: return "ui32";
+    case GS_U64: return "ui64";
+    case GS_F16: return "f16";
+    case GS_BF16: return "bf16";
+    case GS_F32: return "f32";
+    case GS_F64: return "f64";
+    case GS_C64: return "complex<f32>";
+    case GS_C128: return "complex<f64>";
+    case GS_F8E5M2: return "f8E5M2";
+    case GS_F8E4M3FN: return "f8E4M3FN";
+    case GS_F8E4M3B11FNUZ: return "f8E4M3B11FNUZ";
+    case GS_F8E5M2FNUZ: return "f8E5M2FNUZ";
+    case GS_F8E4M3FNUZ: return "f8E4M3FNUZ";
+    case GS_F8E4M3: return "f8E4M3";
+    case GS_F8E3M4: return "f8E3M4";
+    case GS_F8E8M0FNU: return "f8E8M0FNU";
+    case GS_F4E2M1FN: return "f4E2M1FN";
+    default: return "none";
+    }
+}
+
+/* `tensor<2x3xf32>`, `tuple<...>`, `!stablehlo.token`; bounded dynamic dims as `?` with
+ * `#stablehlo.bounds<...>`. */
+static void print_type(gs_sb *sb, const gs_shape *s) {
+    if (s->type == GS_TOKEN) {
+        gs_sb_puts(sb, "!stablehlo.token");
+        return;
+    }
+    if (s->type == GS_TUPLE) {
+        gs_sb_puts(sb, "tuple<");
+        for (int i = 0; i < s->n_tuple; i++) {
+            if (i) gs_sb_puts(sb, ", ");
+            print_type(sb, s->tuple[i]);
+        }
+        gs_sb_putc(sb, '>');
+        return;
+    }
+    gs_sb_puts(sb, "tensor<");
+    bool dyn = false;
+    for (int i = 0; i < s->rank; i++) {
+        bool d = s->dynamic && s->dynamic[i];
+        dyn |= d;
+        if (d)
+            gs_sb_puts(sb, "?x");
+        else
+            gs_sb_printf(sb, "%" PRId64 "x", s->dims[i]);
+    }
+    gs_sb_puts(sb, element_name(s->type));
+    if (dyn) {
+        gs_sb_puts(sb, ", #stablehlo.bounds<");
+        for (int i = 0; i < s->rank; i++) {
+            if (i) gs_sb_puts(sb, ", ");
+            if (s->dynamic[i] && s->dims[i] >= 0)
+                gs_sb_printf(sb, "%" PRId64, s->dims[i]);
+            else
+                gs_sb_putc(sb, '?');
+        }
+        gs_sb_putc(sb, '>');
+    }
+    gs_sb_putc(sb, '>');
+}
+
+/* The elements a value of shape s has as separate MLIR values: a tuple's elements (1 for a
+ * one-element tuple, kept whole), else 1. */
+static int n_results(const gs_shape *s) {
+    return gs_shape_is_tuple(s) && s->n_tuple != 1 ? s->n_tuple : 1;
+}
+
+/* ------------------------------------------------------------------ literals */
+
+/* Shortest decimal text that the reader (strtod, then rounding to t) reads back as exactly the
+ * same bits; always with a '.' or an exponent, as MLIR wants for floats. */
+static void print_float(gs_sb *sb, gs_type t, double v) {
+    char buf[64];
+    int nb = gs_type_size(t);
+    unsigned char want[8] = {0}, got[8] = {0};
+    gs_elem_set_f(want, t, 0, v);
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
+        memset(got, 0, sizeof got);
+        gs_elem_set_f(got, t, 0, strtod(buf, NULL));
+        if (memcmp(want, got, (size_t)nb) == 0) break;
+    }
+    /* %.Ne writes "1e+00" for prec 1: MLIR wants a '.' in the mantissa */
+    char *e = strchr(buf, 'e');
+    if (e && !strchr(buf, '.')) {
+        char tail[32];
+        snprintf(tail, sizeof tail, "%s", e);
+        snprintf(e, sizeof buf - (size_t)(e - buf), ".0%s", tail);
+    }
+    gs_sb_puts(sb, buf);
+}
+
+/* Is element i of a float literal finite (printable in decimal)? */
+static bool finite_at(gs_type t, const void *data, int64_t i) {
+    if (gs_type_is_complex(t)) {
+        double re, im;
+        gs_elem_get_c(data, t, i, &re, &im);
+        return isfinite(re) && isfinite(im);
+    }
+    return !gs_type_is_float(t) || isfinite(gs_elem_get_f(data, t, i));
+}
+
+static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i) {
+    if (t == GS_PRED) {
+        gs_sb_puts(sb, gs_elem_get_i(data, t, i) ? "true" : "false");
+    } else if (gs_type_is_complex(t)) {
+        double re, im;
+        gs_elem_get_c(data, t, i, &re, &im);
+        gs_type part = t == GS_C64 ? GS_F32 : GS_F64;
+        gs_sb_putc(sb, '(');
+        print_float(sb, part, re);
+        gs_sb_puts(sb, ", ");
+        print_float(sb, part, im);
+        gs_sb_putc(sb, ')');
+    } else if (gs_type_is_float(t)) {
+        double v = gs_elem_get_f(data, t, i);
+        if (isfinite(v)) {
+            print_float(sb, t, v);
+        } else {
+            /* NaN and infinities as their bit pattern, as MLIR prints them */
+            int nb = gs_type_size(t);
+            const unsigned char *b = (const unsigned char *)data + (size_t)i * (size_t)nb;
+            gs_sb_puts(sb, "0x");
+            for (int k = nb; k-- > 0;) gs_sb_printf(sb, "%02X", b[k]);
+        }
+    } else if (gs_type_is_unsigned_int(t)) {
+        gs_sb_printf(sb, "%" PRIu64, (uint64_t)gs_elem_get_i(data, t, i));
+    } else {
+        gs_sb_printf(sb, "%" PRId64, gs_elem_get_i(data, t, i));
+    }
+}
+
+static void print_nested(gs_sb *sb, const gs_shape *s, const void *data, int d, int64_t *next) {
+    if (d == s->rank) {
+        print_scalar(sb, s->type, data, (*next)++);
+        return;
+    }
+    gs_sb_putc(sb, '[');
+    for (int64_t i = 0; i < s->dims[d]; i++) {
+        if (i) gs_sb_puts(sb, ", ");
+        print_nested(sb, s, data, d + 1, next);
+    }
+    gs_sb_putc(sb, ']');
+}
+
+/* `dense<...>` of an array literal: a splat when every element is the same, raw little-endian
+ * hex for large tensors (and complex ones holding NaN or infinities), else nested lists. */
+static void print_dense(gs_sb *sb, const gs_shape *s, const gs_literal_ir *lit) {
+    int64_t n = gs_shape_elements(s);
+    size_t es = (size_t)gs_type_size(s->type);
+    const unsigned char *b = lit->data;
+    bool splat = n > 1;
+    for (int64_t i = 1; i < n && splat; i++) splat = memcmp(b, b + (size_t)i * es, es) == 0;
+    bool hex = n > 64 && !splat && s->type != GS_PRED;
+    for (int64_t i = 0; i < n && !hex; i++)
+        hex = gs_type_is_complex(s->type) && !finite_at(s->type, b, i);
+    gs_sb_puts(sb, "dense<");
+    if (hex) {
+        static const char HEX[] = "0123456789ABCDEF";
+        size_t nbytes = splat ? es : (size_t)n * es;
+        gs_sb_puts(sb, "\"0x");
+        for (size_t i = 0; i < nbytes; i++) {
+            gs_sb_putc(sb, HEX[b[i] >> 4]);
+            gs_sb_putc(sb, HEX[b[i] & 15]);
+        }
+        gs_sb_putc(sb, '"');
+    } else if (splat || (n == 1 && s->rank == 0)) {
+        print_scalar(sb, s->type, b, 0);
+    } else {
+        int64_t next = 0;
+        print_nested(sb, s, b, 0, &next);
+    }
+    gs_sb_putc(sb, '>');
+}
+
+/* ------------------------------------------------------------------ shardings */
+
+/* `{mhlo.sharding = "..."}` entries: sharding sh of a value of shape s, or of its results
+ * first..first+count (a tuple's elements, leaves counted depth-first). */
+static void print_sharding_text(gs_sb *sb, const gs_sharding *sh) {
+    gs_sb tmp = {0};
+    gs_sharding_print(&tmp, sh);
+    print_escaped(sb, gs_sb_str(&tmp));
+    gs_sb_free(&tmp);
+}
+
+/* The sharding of tuple element `elem` of shape s sharded by sh, printed as an attribute value;
+ * false when there is none to print. */
+static bool print_elem_sharding(gs_sb *sb, const gs_sharding *sh, const gs_shape *s, int elem) {
+    if (!sh) return false;
+    if (!gs_shape_is_tuple(s) || sh->kind != GS_SHARDING_TUPLE) {
+        print_sharding_text(sb, sh);
+        return true;
+    }
+    int first = 0;
+    for (int i = 0; i < elem; i++) first += gs_shape_n_leaves(s->tuple[i]);
+    int count = gs_shape_n_leaves(s->tuple[elem]);
+    if (first + count > sh->n_tuple) return false;
+    if (!gs_shape_is_tuple(s->tuple[elem])) {
+        print_sharding_text(sb, sh->tuple[first]);
+        return true;
+    }
+    gs_sb tmp = {0};
+    gs_sb_putc(&tmp, '{');
+    for (int i = 0; i < count; i++) {
+        if (i) gs_sb_puts(&tmp, ", ");
+        gs_sharding_print(&tmp, sh->tuple[first + i]);
+    }
+    gs_sb_putc(&tmp, '}');
+    print_escaped(sb, gs_sb_str(&tmp));
+    gs_sb_free(&tmp);
+    return true;
+}
+
+/* ------------------------------------------------------------------ values */
+
+static scope *new_scope(printer *p, const gs_computation *c) {
+    scope *s = GS_NEW(&p->a, scope);
+    if (s) s->refs = GS_NEW_ARRAY(&p->a, ref, c->n_instrs ? c->n_instrs : 1);
+    if (!s || !s->refs) {
+        p->failed = true;
+        return NULL;
+    }
+    memset(s->refs, 0, sizeof(ref) * (size_t)(c->n_instrs ? c->n_instrs : 1));
+    s->c = c;
+    return s;
+}
+
+static ref *ref_of(scope *s, const gs_instr *x) { return &s->refs[x->id]; }
+
+static const char *elem_of(printer *p, scope *s, const gs_instr *x, int i);
+
+/* The name of one SSA value holding all of x (printing a stablehlo.tuple when x's elements are
+ * separate values). */
+static const char *whole_of(printer *p, scope *s, const gs_instr *x) {
+    ref *r = ref_of(s, x);
+    if (r->kind == REF_VALUE) return r->name;
+    if (r->whole) return r->whole;
+    const char *el[256];
+    if (r->n > 256) return fail(p, x, "tuple of %d elements: too many to print", r->n), "%?";
+    for (int i = 0; i < r->n; i++) el[i] = elem_of(p, s, x, i);
+    const char *name = fresh(p, "%%%d", p->next_value++);
+    newline(p);
+    gs_sb_printf(p->sb, "%s = stablehlo.tuple ", name);
+    for (int i = 0; i < r->n; i++) gs_sb_printf(p->sb, "%s%s", i ? ", " : "", el[i]);
+    gs_sb_puts(p->sb, " : ");
+    print_type(p->sb, x->shape);
+    r->whole = name;
+    return name;
+}
+
+/* The name of one SSA value holding element i of the tuple-shaped x. */
+static const char *elem_of(printer *p, scope *s, const gs_instr *x, int i) {
+    ref *r = ref_of(s, x);
+    switch (r->kind) {
+    case REF_TUPLE: return whole_of(p, s, r->tuple->operands[i]);
+    case REF_MULTI: {
+        const char *e = gs_arena_printf(&p->a, "%s#%d", r->name, i);
+        if (!e) p->failed = true;
+        return e ? e : "%?";
+    }
+    case REF_ITER: return r->elems[i];
+    case REF_VALUE: break;
+    }
+    if (!gs_shape_is_tuple(x->shape) || i >= x->shape->n_tuple)
+        return fail(p, x, "element %d of a value that is not a tuple", i), "%?";
+    if (!r->elems) {
+        r->elems = GS_NEW_ARRAY(&p->a, const char *, x->shape->n_tuple ? x->shape->n_tuple : 1);
+        if (!r->elems) return p->failed = true, "%?";
+        memset(r->elems, 0, sizeof(char *) * (size_t)x->shape->n_tuple);
+    }
+    if (r->elems[i]) return r->elems[i];
+    const char *name = fresh(p, "%%%d", p->next_value++);
+    newline(p);
+    gs_sb_printf(p->sb, "%s = \"stablehlo.get_tuple_element\"(%s) <{index = %d : i32}> : (", name,
+                 r->name, i);
+    print_type(p->sb, x->shape);
+    gs_sb_puts(p->sb, ") -> ");
+    print_type(p->sb, x->shape->tuple[i]);
+    r->elems[i] = name;
+    return name;
+}
+
+/* The values a tuple-shaped x spreads into (results, returns, while arguments): its elements,
+ * or x itself when it is not a tuple or a one-element tuple. Returns the count. */
+static int spread(printer *p, scope *s, const gs_instr *x, const char **out, int max) {
+    int n = n_results(x->shape);
+    if (n > max) return fail(p, x, "%d values: too many to print", n), 0;
+    if (!gs_shape_is_tuple(x->shape) || x->shape->n_tuple == 1) {
+        out[0] = whole_of(p, s, x);
+        return 1;
+    }
+    for (int i = 0; i < n; i++) out[i] = elem_of(p, s, x, i);
+    return n;
+}
+
+/* The type of value i of what spread gives for shape sh. */
+static const gs_shape *spread_type(const gs_shape *sh, int i) {
+    return n_results(sh) == 1 && !(gs_shape_is_tuple(sh) && sh->n_tuple == 0) ? sh
+                                                                               : sh->tuple[i];
+}
+
+/* ------------------------------------------------------------------ op pieces */
+
+static bool print_region(printer *p, const gs_computation *c);
+static bool print_body(printer *p, scope *s, const char *ret);
+
+enum { MAX_VALUES = 1024 };
+
+/* Does op print as an MLIR op with several results when its shape is a tuple? */
+static bool multi_result_op(gs_opcode op) {
+    switch (op) {
+    case GS_OP_WHILE: case GS_OP_SORT: case GS_OP_REDUCE: case GS_OP_REDUCE_WINDOW:
+    case GS_OP_SCATTER: case GS_OP_CALL: case GS_OP_FUSION: case GS_OP_ALL_REDUCE:
+    case GS_OP_ALL_GATHER: case GS_OP_ALL_TO_ALL: case GS_OP_REDUCE_SCATTER:
+    case GS_OP_COLLECTIVE_PERMUTE: case GS_OP_CUSTOM_CALL: case GS_OP_RNG_BIT_GENERATOR:
+    case GS_OP_BATCH_NORM_TRAINING: case GS_OP_BATCH_NORM_GRAD: case GS_OP_CONDITIONAL:
+        return true;
+    default: return false;
+    }
+}
+
+/* Names in's result(s) and prints `%N = ` (`%N:K = `; nothing for an op with no results). */
+static void result_prefix(printer *p, scope *s, const gs_instr *in) {
+    ref *r = ref_of(s, in);
+    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) &&
+                 in->shape->n_tuple != 1;
+    r->name = fresh(p, "%%%d", p->next_value++);
+    newline(p);
+    if (multi) {
+        r->kind = REF_MULTI;
+        r->n = in->shape->n_tuple;
+        if (r->n) gs_sb_printf(p->sb, "%s:%d = ", r->name, r->n);
+    } else {
+        r->kind = REF_VALUE;
+        gs_sb_printf(p->sb, "%s = ", r->name);
+    }
+}
+
+/* The whole values of in's operands. */
+static int operand_names(printer *p, scope *s, const gs_instr *in, const char **out) {
+    if (in->n_operands > MAX_VALUES) return fail(p, in, "too many operands to print"), 0;
+    for (int i = 0; i < in->n_operands; i++) out[i] = whole_of(p, s, in->operands[i]);
+    return in->n_operands;
+}
+
+/* The operands' values (printing what they need), then in's result names: the operand count,
+ * or -1 after an error. */
+static int operands_and_result(printer *p, scope *s, const gs_instr *in, const char **ops) {
+    int n = operand_names(p, s, in, ops);
+    if (p->failed) return -1;
+    result_prefix(p, s, in);
+    return n;
+}
+
+static void print_names(gs_sb *sb, const char **v, int n) {
+    for (int i = 0; i < n; i++) gs_sb_printf(sb, "%s%s", i ? ", " : "", v[i]);
+}
+
+/* The result types: `T`, `(T, U)` for several results, `()` for none. */
+static void print_result_types(gs_sb *sb, const gs_instr *in) {
+    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) &&
+                 in->shape->n_tuple != 1;
+    if (!multi) {
+        print_type(sb, in->shape);
+        return;
+    }
+    gs_sb_putc(sb, '(');
+    for (int i = 0; i < in->shape->n_tuple; i++) {
+        if (i) gs_sb_puts(sb, ", ");
+        print_type(sb, in->shape->tuple[i]);
+    }
+    gs_sb_putc(sb, ')');
+}
+
+/* ` : (T, U) -> R` */
+static void print_fn_type(gs_sb *sb, const gs_instr *in) {
+    gs_sb_puts(sb, " : (");
+    for (int i = 0; i < in->n_operands; i++) {
+        if (i) gs_sb_puts(sb, ", ");
+        print_type(sb, in->operands[i]->shape);
+    }
+    gs_sb_puts(sb, ") -> ");
+    print_result_types(sb, in);
+}
+
+/* ` : T` when every operand has the result's type, else the function type. */
+static void print_short_type(gs_sb *sb, const gs_instr *in) {
+    bool same = in->n_operands > 0;
+    for (int i = 0; i < in->n_operands && same; i++)
+        same = gs_shape_equal(in->operands[i]->shape, in->shape) &&
+               in->operands[i]->shape->type == in->shape->type;
+    if (!same) {
+        print_fn_type(sb, in);
+        return;
+    }
+    gs_sb_puts(sb, " : ");
+    print_type(sb, in->shape);
+}
+
+/* ` {extra, mhlo.sharding = "..."}` (nothing when both are empty). */
+static void print_attr_dict(gs_sb *sb, const gs_instr *in, const char *extra) {
+    const gs_sharding *sh = gs_instr_get_sharding(in);
+    bool has_extra = extra && extra[0];
+    if (!sh && !has_extra) return;
+    gs_sb_puts(sb, " {");
+    if (has_extra) gs_sb_puts(sb, extra);
+    if (sh) {
+        gs_sb_puts(sb, has_extra ? ", mhlo.sharding = " : "mhlo.sharding = ");
+        print_sharding_text(sb, sh);
+    }
+    gs_sb_putc(sb, '}');
+}
+
+/* Appends ", " to a property list that is not empty. */
+static void sep(gs_sb *sb) {
+    if (gs_sb_str(sb)[0]) gs_sb_puts(sb, ", ");
+}
+
+/* `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` of replica groups (all of one size). */
+static bool print_groups(printer *p, gs_sb *sb, const gs_instr *in) {
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_REPLICA_GROUPS);
+    if (!a) return true;
+    const gs_replica_groups *g = a->u.groups;
+    int size = g->n_groups ? gs_replica_groups_size(g, 0) : 0;
+    for (int i = 1; i < g->n_groups; i++)
+        if (gs_replica_groups_size(g, i) != size)
+            return fail(p, in, "replica groups of different sizes have no StableHLO form");
+    sep(sb);
+    gs_sb_puts(sb, "replica_groups = dense<");
+    if (g->n_groups) gs_sb_putc(sb, '[');
+    for (int i = 0; i < g->n_groups; i++) {
+        gs_sb_puts(sb, i ? ", [" : "[");
+        for (int j = 0; j < size; j++)
+            gs_sb_printf(sb, "%s%" PRId64, j ? ", " : "", gs_replica_groups_device(g, i, j));
+        gs_sb_putc(sb, ']');
+    }
+    if (g->n_groups) gs_sb_putc(sb, ']');
+    gs_sb_printf(sb, "> : tensor<%dx%dxi64>", g->n_groups, size);
+    return true;
+}
+
+static void print_channel(gs_sb *sb, const gs_instr *in) {
+    const gs_attr *c = gs_instr_attr(in, GS_ATTR_CHANNEL_ID);
+    if (!c) return;
+    sep(sb);
+    gs_sb_printf(sb, "channel_handle = #stablehlo.channel_handle<handle = %" PRId64 ", type = 1>",
+                 c->u.i);
+}
+
+/* Field f of a window dimension: 0 stride, 1 lhs (base) dilation, 2 rhs (window) dilation, 3
+ * reversal; and whether any dimension of w differs from its default (1, 1, 1, false). */
+static int64_t window_field(const gs_window_dim *d, int f) {
+    return f == 0 ? d->stride : f == 1 ? d->lhs_dilate : f == 2 ? d->rhs_dilate : d->reversal;
+}
+static bool window_differs(const gs_window *w, int f) {
+    for (int i = 0; i < w->n; i++)
+        if (window_field(&w->dims[i], f) != (f == 3 ? 0 : 1)) return true;
+    return false;
+}
+static bool window_padded(const gs_window *w) {
+    for (int i = 0; i < w->n; i++)
+        if (w->dims[i].pad_lo || w->dims[i].pad_hi) return true;
+    return false;
+}
+
+/* `[[lo, hi], ...]` */
+static void print_window_pad(gs_sb *sb, const gs_window *w) {
+    gs_sb_putc(sb, '[');
+    for (int i = 0; i < w->n; i++)
+        gs_sb_printf(sb, "%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", w->dims[i].pad_lo,
+                     w->dims[i].pad_hi);
+    gs_sb_putc(sb, ']');
+}
+
+/* A window attribute's fields as reduce_window / select_and_scatter properties. */
+static void print_window_props(gs_sb *sb, const gs_window *w, bool dilations) {
+    static const char *const KEYS[3] = {"window_strides", "base_dilations", "window_dilations"};
+    int64_t v[GS_MAX_RANK];
+    int n = w->n < GS_MAX_RANK ? w->n : GS_MAX_RANK;
+    for (int i = 0; i < n; i++) v[i] = w->dims[i].size;
+    sep(sb);
+    gs_sb_puts(sb, "window_dimensions = ");
+    print_array(sb, v, n);
+    for (int f = 0; f < (dilations ? 3 : 1); f++) {
+        if (!window_differs(w, f)) continue;
+        for (int i = 0; i < n; i++) v[i] = window_field(&w->dims[i], f);
+        gs_sb_printf(sb, ", %s = ", KEYS[f]);
+        print_array(sb, v, n);
+    }
+    if (window_padded(w)) {
+        gs_sb_puts(sb, ", padding = dense<");
+        print_window_pad(sb, w);
+        gs_sb_printf(sb, "> : tensor<%dx2xi64>", n);
+    }
+}
+
+/* `"stablehlo.NAME"(ops) <{props}> ({regions}) {dict} : (T) -> R`, regions from in's called
+ * computations in the order given. */
+static bool print_generic(printer *p, scope *s, const gs_instr *in, const char *name,
+                          const char *props, int n_regions, gs_computation *const *regions) {
+    const char *ops[MAX_VALUES];
+    int n = operands_and_result(p, s, in, ops);
+    if (n < 0) return false;
+    gs_sb_printf(p->sb, "\"stablehlo.%s\"(", name);
+    print_names(p->sb, ops, n);
+    gs_sb_putc(p->sb, ')');
+    if (props && props[0]) gs_sb_printf(p->sb, " <{%s}>", props);
+    if (n_regions) {
+        gs_sb_puts(p->sb, " (");
+        for (int i = 0; i < n_regions; i++) {
+            if (i) gs_sb_puts(p->sb, ", ");
+            if (!regions[i]) return fail(p, in, "'%s' lacks a called computation", name);
+            if (!print_region(p, regions[i])) return false;
+        }
+        gs_sb_putc(p->sb, ')');
+    }
+    print_attr_dict(p->sb, in, NULL);
+    print_fn_type(p->sb, in);
+    return !p->failed;
+}
+
+/* `stablehlo.NAME %a, %b ATTRS {dict} : T` (the short type when the types allow). */
+static bool print_pretty(printer *p, scope *s, const gs_instr *in, const char *name,
+                         const char *attrs, bool fn_type) {
+    const char *ops[MAX_VALUES];
+    int n = operands_and_result(p, s, in, ops);
+    if (n < 0) return false;
+    gs_sb_printf(p->sb, "stablehlo.%s", name);
+    if (n) gs_sb_putc(p->sb, ' ');
+    print_names(p->sb, ops, n);
+    if (attrs && attrs[0]) gs_sb_printf(p->sb, "%s%s", n ? ", " : " ", attrs);
+    print_attr_dict(p->sb, in, NULL);
+    if (n == 0) {
+        gs_sb_puts(p->sb, " : ");
+        print_type(p->sb, in->shape);
+    } else if (fn_type) {
+        print_fn_type(p->sb, in);
+    } else {
+        print_short_type(p->sb, in);
+    }
+    return !p->failed;
+}
+
+/* StableHLO's name of an HLO opcode: dashes become underscores, with MLIR's own names where
+ * they differ. */
+static const char *mlir_op_name(printer *p, gs_opcode op) {
+    switch (op) {
+    case GS_OP_BROADCAST: return "broadcast_in_dim";
+    case GS_OP_DOT: return "dot_general";
+    case GS_OP_OPTIMIZATION_BARRIER: return "optimization_barrier";
+    case GS_OP_BITCAST: return "reshape";
+    default: break;
+    }
+    char *s = gs_arena_strdup(&p->a, gs_op_name(op));
+    if (!s) return p->failed = true, "?";
+    for (char *c = s; *c; c++)
+        if (*c == '-') *c = '_';
+    return s;
+}
+
+/* ------------------------------------------------------------------ ops */
+
+/* `[b, 0, 1, f]` */
+static void print_conv_part(gs_sb *sb, int rank, int64_t a, char ca, int64_t b, char cb,
+                            const int64_t *spatial, int ns) {
+    gs_sb_putc(sb, '[');
+    for (int i = 0; i < rank; i++) {
+        if (i) gs_sb_puts(sb, ", ");
+        if (i == a) {
+            gs_sb_putc(sb, ca);
+        } else if (i == b) {
+            gs_sb_putc(sb, cb);
+        } else {
+            for (int k = 0; k < ns; k++)
+                if (spatial[k] == i) gs_sb_printf(sb, "%d", k);
+        }
+    }
+    gs_sb_putc(sb, ']');
+}
+
+static bool print_convolution(printer *p, scope *s, const gs_instr *in) {
+    const gs_attr *dl = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
+    const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
+    if (!dl || in->n_operands != 2)
+        return fail(p, in, "a convolution needs dim_labels and two operands to print");
+    const gs_conv_dims *c = dl->u.conv;
+    const char *ops[2] = {whole_of(p, s, in->operands[0]), whole_of(p, s, in->operands[1])};
+    if (p->failed) return false;
+    result_prefix(p, s, in);
+    gs_sb *sb = p->sb;
+    gs_sb_printf(sb, "stablehlo.convolution(%s, %s) dim_numbers = ", ops[0], ops[1]);
+    print_conv_part(sb, c->in_rank, c->in_batch, 'b', c->in_feature, 'f', c->in_spatial,
+                    c->n_spatial);
+    gs_sb_putc(sb, 'x');
+    print_conv_part(sb, c->k_rank, c->k_in_feature, 'i', c->k_out_feature, 'o', c->k_spatial,
+                    c->n_spatial);
+    gs_sb_puts(sb, "->");
+    print_conv_part(sb, c->out_rank, c->out_batch, 'b', c->out_feature, 'f', c->out_spatial,
+                    c->n_spatial);
+    gs_sb_puts(sb, ", window = {");
+    static const char *const KEYS[4] = {"stride", "lhs_dilate", "rhs_dilate", "reverse"};
+    const gs_window *w = wa ? wa->u.window : NULL;
+    const char *lead = "";
+    for (int f = 0; w && f < 4; f++) {
+        if (f == 1 && window_padded(w)) {
+            gs_sb_printf(sb, "%spad = ", lead);
+            print_window_pad(sb, w);
+            lead = ", ";
+        }
+        if (!window_differs(w, f)) continue;
+        gs_sb_printf(sb, "%s%s = [", lead, KEYS[f]);
+        for (int i = 0; i < w->n; i++) {
+            int64_t v = window_field(&w->dims[i], f);
+            if (f == 3)
+                gs_sb_printf(sb, "%s%s", i ? ", " : "", v ? "true" : "false");
+            else
+                gs_sb_printf(sb, "%s%" PRId64, i ? ", " : "", v);
+        }
+        gs_sb_putc(sb, ']');
+        lead = ", ";
+    }
+    gs_sb_putc(sb, '}');
+    char extra[128];
+    snprintf(extra, sizeof extra,
+             "batch_group_count = %" PRId64 " : i64, feature_group_count = %" PRId64 " : i64",
+             gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1),
+             gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1));
+    print_attr_dict(sb, in, extra);
+    print_fn_type(sb, in);
+    return !p->failed;
+}
+
+/* `%N:K = stablehlo.while(%iterArgA = %x, ...) : T, ... cond { ... } do { ... }` */
+static bool print_while(printer *p, scope *s, const gs_instr *in) {
+    gs_computation *cond = gs_instr_comp(in, GS_ATTR_CONDITION);
+    gs_computation *body = gs_instr_comp(in, GS_ATTR_BODY);
+    if (!cond || !body || in->n_operands != 1 || cond->n_params != 1 || body->n_params != 1)
+        return fail(p, in, "a while needs one operand, a condition and a body to print");
+    const gs_instr *init = in->operands[0];
+    const char *vals[MAX_VALUES];
+    int n = spread(p, s, init, vals, MAX_VALUES);
+    if (p->failed) return false;
+    const char **iter = GS_NEW_ARRAY(&p->a, const char *, n ? n : 1);
+    if (!iter) return p->failed = true, false;
+    for (int i = 0; i < n; i++) iter[i] = fresh(p, "%%iterArg_%d", p->next_arg++);
+    result_prefix(p, s, in);
+    gs_sb_puts(p->sb, "stablehlo.while(");
+    for (int i = 0; i < n; i++) gs_sb_printf(p->sb, "%s%s = %s", i ? ", " : "", iter[i], vals[i]);
+    gs_sb_puts(p->sb, ")");
+    print_attr_dict(p->sb, in, NULL);
+    gs_sb_puts(p->sb, " : ");
+    for (int i = 0; i < n; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, spread_type(init->shape, i));
+    }
+    const gs_computation *regions[2] = {cond, body};
+    for (int k = 0; k < 2; k++) {
+        p->indent++;
+        newline(p);
+        gs_sb_puts(p->sb, k ? "} do {" : "cond {");
+        scope *rs = new_scope(p, regions[k]);
+        if (!rs) return false;
+        ref *pr = ref_of(rs, regions[k]->params[0]);
+        if (n == 1 && n_results(regions[k]->params[0]->shape) == 1 &&
+            !gs_shape_is_tuple(regions[k]->params[0]->shape)) {
+            pr->kind = REF_VALUE;
+            pr->name = iter[0];
+        } else {
+            pr->kind = REF_ITER;
+            pr->n = n;
+            pr->elems = iter;
+        }
+        p->indent++;
+        if (!print_body(p, rs, "stablehlo.return")) return false;
+        p->indent -= 2;
+    }
+    p->indent++;
+    newline(p);
+    gs_sb_putc(p->sb, '}');
+    p->indent--;
+    return !p->failed;
+}
+
+/* `%N = stablehlo.constant dense<...> : T` (a tuple constant: its elements, then a tuple). */
+static bool print_constant(printer *p, scope *s, const gs_instr *in) {
+    const gs_literal_ir *lit = in->literal;
+    if (!lit) return fail(p, in, "a constant without a value cannot be printed");
+    if (gs_shape_is_tuple(in->shape)) {
+        ref *r = ref_of(s, in);
+        r->kind = REF_ITER;
+        r->n = in->shape->n_tuple;
+        r->elems = GS_NEW_ARRAY(&p->a, const char *, r->n ? r->n : 1);
+        if (!r->elems) return p->failed = true, false;
+        for (int i = 0; i < r->n; i++) {
+            const gs_shape *es = in->shape->tuple[i];
+            if (!gs_shape_is_array(es))
+                return fail(p, in, "a nested tuple constant cannot be printed");
+            const char *name = fresh(p, "%%%d", p->next_value++);
+            newline(p);
+            gs_sb_printf(p->sb, "%s = stablehlo.constant ", name);
+            if (lit->tuple[i]->elided)
+                return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
+            print_dense(p->sb, es, lit->tuple[i]);
+            gs_sb_puts(p->sb, " : ");
+            print_type(p->sb, es);
+            r->elems[i] = name;
+        }
+        return !p->failed;
+    }
+    if (lit->elided)
+        return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
+    result_prefix(p, s, in);
+    gs_sb_puts(p->sb, "stablehlo.constant ");
+    print_attr_dict(p->sb, in, NULL);
+    if (gs_instr_get_sharding(in)) gs_sb_putc(p->sb, ' ');
+    print_dense(p->sb, in->shape, lit);
+    gs_sb_puts(p->sb, " : ");
+    print_type(p->sb, in->shape);
+    return !p->failed;
+}
+
+/* `%N = call @f(%a) : (T) -> R` */
+static bool print_call(printer *p, scope *s, const gs_instr *in, const gs_computation *f) {
+    if (!f) return fail(p, in, "a call without a computation cannot be printed");
+    int idx = -1;
+    for (int i = 0; i < p->m->n_comps; i++)
+        if (p->m->comps[i] == f) idx = i;
+    if (idx < 0 || !p->func_names[idx]) return fail(p, in, "'%s' is not a function", f->name);
+    const char *ops[MAX_VALUES];
+    int n = operands_and_result(p, s, in, ops);
+    if (n < 0) return false;
+    gs_sb_printf(p->sb, "call @%s(", p->func_names[idx]);
+    print_names(p->sb, ops, n);
+    gs_sb_putc(p->sb, ')');
+    print_attr_dict(p->sb, in, NULL);
+    print_fn_type(p->sb, in);
+    return !p->failed;
+}
+
+static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
+    const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
+    if (!target) return fail(p, in, "a custom-call without a target cannot be printed");
+    const char *ops[MAX_VALUES];
+    int n = operands_and_result(p, s, in, ops);
+    if (n < 0) return false;
+    bool plain = target[0] != 0;
+    for (const char *c = target; *c; c++)
+        plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                 (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '$';
+    gs_sb_puts(p->sb, "stablehlo.custom_call @");
+    if (plain)
+        gs_sb_puts(p->sb, target);
+    else
+        print_escaped(p->sb, target);
+    gs_sb_putc(p->sb, '(');
+    print_names(p->sb, ops, n);
+    gs_sb_putc(p->sb, ')');
+    print_attr_dict(p->sb, in,
+                    gs_instr_bool(in, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, false)
+                        ? "has_side_effect = true"
+                        : NULL);
+    print_fn_type(p->sb, in);
+    return !p->failed;
+}
+
+/* in's value is its operand's (copies and markers StableHLO does not have). */
+static bool alias(scope *s, const gs_instr *in) {
+    s->refs[in->id] = *ref_of(s, in->operands[0]);
+    return true;
+}
+
+static bool print_instr(printer *p, scope *s, const gs_instr *in) {
+    gs_sb at = {0};
+    bool ok;
+    const char *name = mlir_op_name(p, in->op);
+    const gs_op_info *info = gs_op_info_of(in->op);
+    gs_computation *to_apply = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    switch (in->op) {
+    case GS_OP_TUPLE: {
+        ref *r = ref_of(s, in);
+        r->kind = REF_TUPLE;
+        r->n = in->n_operands;
+        r->tuple = in;
+        return true;
+    }
+    case GS_OP_GET_TUPLE_ELEMENT: {
+        const gs_instr *t = in->operands[0];
+        int64_t i = gs_instr_int(in, GS_ATTR_INDEX, 0);
+        if (!gs_shape_is_tuple(t->shape) || i < 0 || i >= t->shape->n_tuple)
+            return fail(p, in, "get-tuple-element index out of range");
+        ref *tr = ref_of(s, t);
+        if (tr->kind == REF_TUPLE) {
+            s->refs[in->id] = *ref_of(s, tr->tuple->operands[i]);
+            return true;
+        }
+        const char *e = elem_of(p, s, t, (int)i);
+        ref *r = ref_of(s, in);
+        r->kind = REF_VALUE;
+        r->name = e;
+        return !p->failed;
+    }
+    case GS_OP_COPY:
+    case GS_OP_DOMAIN:
+    case GS_OP_ADD_DEPENDENCY: return alias(s, in);
+    case GS_OP_CONSTANT: return print_constant(p, s, in);
+    case GS_OP_WHILE: return print_while(p, s, in);
+    case GS_OP_CALL: return print_call(p, s, in, to_apply);
+    case GS_OP_FUSION: return print_call(p, s, in, gs_instr_comp(in, GS_ATTR_CALLS));
+    case GS_OP_CUSTOM_CALL: return print_custom_call(p, s, in);
+    case GS_OP_CONVOLUTION: return print_convolution(p, s, in);
+    case GS_OP_COMPARE: {
+        const char *dir = gs_instr_str(in, GS_ATTR_DIRECTION);
+        const char *type = gs_instr_str(in, GS_ATTR_TYPE);
+        if (!dir || in->n_operands != 2) return fail(p, in, "a compare needs a direction");
+        const char *a = whole_of(p, s, in->operands[0]), *b = whole_of(p, s, in->operands[1]);
+        if (p->failed) return false;
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "stablehlo.compare  %s, %s, %s", dir, a, b);
+        if (type) gs_sb_printf(p->sb, ",  %s", type);
+        print_attr_dict(p->sb, in, NULL);
+        print_fn_type(p->sb, in);
+        return !p->failed;
+    }
+    case GS_OP_BROADCAST:
+    case GS_OP_TRANSPOSE:
+    case GS_OP_REVERSE:
+        gs_sb_puts(&at, "dims = ");
+        print_list(&at, gs_instr_ints(in, GS_ATTR_DIMENSIONS));
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), in->op != GS_OP_REVERSE);
+        gs_sb_free(&at);
+        return ok;
+    case GS_OP_CONCATENATE: {
+        gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+        gs_sb_printf(&at, "dim = %" PRId64, d.n ? d.v[0] : 0);
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), true);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_IOTA:
+        gs_sb_printf(&at, "dim = %" PRId64, gs_instr_int(in, GS_ATTR_IOTA_DIMENSION, 0));
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), false);
+        gs_sb_free(&at);
+        return ok;
+    case GS_OP_SLICE: {
+        const gs_attr *sl = gs_instr_attr(in, GS_ATTR_SLICE);
+        const char *x = whole_of(p, s, in->operands[0]);
+        if (!sl) return fail(p, in, "a slice needs slice={...}");
+        if (p->failed) return false;
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "stablehlo.slice %s [", x);
+        for (int i = 0; i < sl->u.slice.n; i++) {
+            const gs_slice_dim *d = &sl->u.slice.v[i];
+            gs_sb_printf(p->sb, "%s%" PRId64 ":%" PRId64, i ? ", " : "", d->start, d->limit);
+            if (d->stride != 1) gs_sb_printf(p->sb, ":%" PRId64, d->stride);
+        }
+        gs_sb_putc(p->sb, ']');
+        print_attr_dict(p->sb, in, NULL);
+        print_fn_type(p->sb, in);
+        return !p->failed;
+    }
+    case GS_OP_DOT: {
+        gs_ints lb = gs_instr_ints(in, GS_ATTR_LHS_BATCH_DIMS);
+        gs_ints rb = gs_instr_ints(in, GS_ATTR_RHS_BATCH_DIMS);
+        gs_ints lc = gs_instr_ints(in, GS_ATTR_LHS_CONTRACTING_DIMS);
+        gs_ints rc = gs_instr_ints(in, GS_ATTR_RHS_CONTRACTING_DIMS);
+        if (in->n_operands != 2) return fail(p, in, "a dot of %d operands (sparse) cannot be "
+                                                    "printed", in->n_operands);
+        if (lb.n || rb.n) {
+            gs_sb_puts(&at, "batching_dims = ");
+            print_list(&at, lb);
+            gs_sb_puts(&at, " x ");
+            print_list(&at, rb);
+        }
+        if (lc.n || rc.n) {
+            sep(&at);
+            gs_sb_puts(&at, "contracting_dims = ");
+            print_list(&at, lc);
+            gs_sb_puts(&at, " x ");
+            print_list(&at, rc);
+        }
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), true);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_DYNAMIC_SLICE:
+        gs_sb_puts(&at, "sizes = ");
+        print_list(&at, gs_instr_ints(in, GS_ATTR_DYNAMIC_SLICE_SIZES));
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), true);
+        gs_sb_free(&at);
+        return ok;
+    case GS_OP_PAD: {
+        const gs_attr *pa = gs_instr_attr(in, GS_ATTR_PADDING);
+        if (!pa) return fail(p, in, "a pad needs padding=...");
+        const gs_padding *pd = pa->u.padding;
+        static const char *const KEYS[3] = {"low", "high", "interior"};
+        for (int k = 0; k < 3; k++) {
+            gs_sb_printf(&at, "%s%s = [", k ? ", " : "", KEYS[k]);
+            for (int i = 0; i < pd->n; i++) {
+                int64_t v = k == 0 ? pd->dims[i].lo : k == 1 ? pd->dims[i].hi : pd->dims[i].interior;
+                gs_sb_printf(&at, "%s%" PRId64, i ? ", " : "", v);
+            }
+            gs_sb_putc(&at, ']');
+        }
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), true);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_REDUCE_PRECISION:
+        gs_sb_printf(&at, "format = e%" PRId64 "m%" PRId64,
+                     gs_instr_int(in, GS_ATTR_EXPONENT_BITS, 8),
+                     gs_instr_int(in, GS_ATTR_MANTISSA_BITS, 23));
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), false);
+        gs_sb_free(&at);
+        return ok;
+    case GS_OP_RESHAPE:
+    case GS_OP_BITCAST:
+    case GS_OP_CONVERT:
+    case GS_OP_BITCAST_CONVERT:
+    case GS_OP_DYNAMIC_UPDATE_SLICE: return print_pretty(p, s, in, name, NULL, true);
+    case GS_OP_PARTITION_ID:
+    case GS_OP_REPLICA_ID:
+    case GS_OP_AFTER_ALL: return print_pretty(p, s, in, name, NULL, false);
+    case GS_OP_REDUCE: {
+        gs_sb_puts(&at, "dimensions = ");
+        gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+        print_array(&at, d.v, d.n);
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 1, &to_apply);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_REDUCE_WINDOW:
+    case GS_OP_SELECT_AND_SCATTER: {
+        const gs_attr *w = gs_instr_attr(in, GS_ATTR_WINDOW);
+        if (!w) return fail(p, in, "'%s' needs a window", gs_op_name(in->op));
+        print_window_props(&at, w->u.window, in->op == GS_OP_REDUCE_WINDOW);
+        gs_computation *regs[2] = {to_apply, NULL};
+        int nr = 1;
+        if (in->op == GS_OP_SELECT_AND_SCATTER) {
+            regs[0] = gs_instr_comp(in, GS_ATTR_SELECT);
+            regs[1] = gs_instr_comp(in, GS_ATTR_SCATTER);
+            nr = 2;
+        }
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), nr, regs);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_SORT: {
+        gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+        gs_sb_printf(&at, "dimension = %" PRId64 " : i64", d.n ? d.v[0] : 0);
+        if (gs_instr_bool(in, GS_ATTR_IS_STABLE, false)) gs_sb_puts(&at, ", is_stable = true");
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 1, &to_apply);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_GATHER:
+    case GS_OP_SCATTER: {
+        bool g = in->op == GS_OP_GATHER;
+        static const gs_attr_key GATHER_KEYS[] = {
+            GS_ATTR_OFFSET_DIMS, GS_ATTR_COLLAPSED_SLICE_DIMS, GS_ATTR_OPERAND_BATCHING_DIMS,
+            GS_ATTR_START_INDICES_BATCHING_DIMS, GS_ATTR_START_INDEX_MAP};
+        static const gs_attr_key SCATTER_KEYS[] = {
+            GS_ATTR_UPDATE_WINDOW_DIMS, GS_ATTR_INSERTED_WINDOW_DIMS, GS_ATTR_INPUT_BATCHING_DIMS,
+            GS_ATTR_SCATTER_INDICES_BATCHING_DIMS, GS_ATTR_SCATTER_DIMS_TO_OPERAND_DIMS};
+        const gs_attr_key *keys = g ? GATHER_KEYS : SCATTER_KEYS;
+        gs_sb_puts(&at, g ? "dimension_numbers = #stablehlo.gather<"
+                          : "scatter_dimension_numbers = #stablehlo.scatter<");
+        for (int k = 0; k < 5; k++) {
+            gs_ints v = gs_instr_ints(in, keys[k]);
+            if (!v.n) continue;
+            gs_sb_printf(&at, "%s = ", gs_attr_name(keys[k]));
+            print_list(&at, v);
+            gs_sb_puts(&at, ", ");
+        }
+        gs_sb_printf(&at, "index_vector_dim = %" PRId64 ">",
+                     gs_instr_int(in, GS_ATTR_INDEX_VECTOR_DIM, 0));
+        if (gs_instr_bool(in, GS_ATTR_INDICES_ARE_SORTED, false))
+            gs_sb_puts(&at, ", indices_are_sorted = true");
+        if (g) {
+            gs_ints ss = gs_instr_ints(in, GS_ATTR_SLICE_SIZES);
+            gs_sb_puts(&at, ", slice_sizes = ");
+            print_array(&at, ss.v, ss.n);
+        } else if (gs_instr_bool(in, GS_ATTR_UNIQUE_INDICES, false)) {
+            gs_sb_puts(&at, ", unique_indices = true");
+        }
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), g ? 0 : 1, &to_apply);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_OPTIMIZATION_BARRIER: return print_generic(p, s, in, name, NULL, 0, NULL);
+    case GS_OP_ALL_REDUCE:
+    case GS_OP_ALL_GATHER:
+    case GS_OP_ALL_TO_ALL:
+    case GS_OP_REDUCE_SCATTER:
+    case GS_OP_COLLECTIVE_BROADCAST:
+    case GS_OP_COLLECTIVE_PERMUTE: {
+        gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+        if (in->op == GS_OP_ALL_GATHER || in->op == GS_OP_REDUCE_SCATTER) {
+            gs_sb_printf(&at, "%s = %" PRId64 " : i64",
+                         in->op == GS_OP_ALL_GATHER ? "all_gather_dim" : "scatter_dimension",
+                         d.n ? d.v[0] : 0);
+        } else if (in->op == GS_OP_ALL_TO_ALL) {
+            const gs_attr *g = gs_instr_attr(in, GS_ATTR_REPLICA_GROUPS);
+            int64_t count = g && g->u.groups->n_groups ? gs_replica_groups_size(g->u.groups, 0)
+                                                       : p->m->num_partitions;
+            if (!d.n) {
+                gs_sb_free(&at);
+                return fail(p, in, "a tuple all-to-all has no StableHLO form");
+            }
+            gs_sb_printf(&at,
+                         "split_dimension = %" PRId64 " : i64, concat_dimension = %" PRId64
+                         " : i64, split_count = %" PRId64 " : i64",
+                         d.v[0], d.v[0], count);
+        } else if (in->op == GS_OP_COLLECTIVE_PERMUTE) {
+            const gs_attr *pr = gs_instr_attr(in, GS_ATTR_SOURCE_TARGET_PAIRS);
+            int n = pr ? pr->u.pairs.n : 0;
+            gs_sb_puts(&at, "source_target_pairs = dense<");
+            if (n) gs_sb_putc(&at, '[');
+            for (int i = 0; i < n; i++)
+                gs_sb_printf(&at, "%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "",
+                             pr->u.pairs.v[i][0], pr->u.pairs.v[i][1]);
+            if (n) gs_sb_putc(&at, ']');
+            gs_sb_printf(&at, "> : tensor<%dx2xi64>", n);
+        }
+        if (in->op != GS_OP_COLLECTIVE_PERMUTE && !print_groups(p, &at, in)) {
+            gs_sb_free(&at);
+            return false;
+        }
+        print_channel(&at, in);
+        if (gs_instr_bool(in, GS_ATTR_USE_GLOBAL_DEVICE_IDS, false)) {
+            sep(&at);
+            gs_sb_puts(&at, "use_global_device_ids");
+        }
+        bool reg = in->op == GS_OP_ALL_REDUCE || in->op == GS_OP_REDUCE_SCATTER;
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), reg ? 1 : 0, &to_apply);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_FFT: {
+        gs_ints l = gs_instr_ints(in, GS_ATTR_FFT_LENGTH);
+        const char *t = gs_instr_str(in, GS_ATTR_FFT_TYPE);
+        gs_sb_printf(&at, "fft_length = ");
+        print_array(&at, l.v, l.n);
+        gs_sb_printf(&at, ", fft_type = #stablehlo<fft_type %s>", t ? t : "FFT");
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_CHOLESKY:
+        gs_sb_printf(&at, "lower = %s", gs_instr_bool(in, GS_ATTR_LOWER, false) ? "true" : "false");
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
+        gs_sb_free(&at);
+        return ok;
+    case GS_OP_TRIANGULAR_SOLVE: {
+        const char *ta = gs_instr_str(in, GS_ATTR_TRANSPOSE_A);
+        gs_sb_printf(&at,
+                     "left_side = %s, lower = %s, transpose_a = #stablehlo<transpose %s>, "
+                     "unit_diagonal = %s",
+                     gs_instr_bool(in, GS_ATTR_LEFT_SIDE, false) ? "true" : "false",
+                     gs_instr_bool(in, GS_ATTR_LOWER, false) ? "true" : "false",
+                     ta ? ta : "NO_TRANSPOSE",
+                     gs_instr_bool(in, GS_ATTR_UNIT_DIAGONAL, false) ? "true" : "false");
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_BATCH_NORM_TRAINING:
+    case GS_OP_BATCH_NORM_INFERENCE:
+    case GS_OP_BATCH_NORM_GRAD: {
+        const gs_attr *e = gs_instr_attr(in, GS_ATTR_EPSILON);
+        gs_sb_puts(&at, "epsilon = ");
+        print_float(&at, GS_F32, e ? e->u.f : 0.0);
+        gs_sb_printf(&at, " : f32, feature_index = %" PRId64 " : i64",
+                     gs_instr_int(in, GS_ATTR_FEATURE_INDEX, 0));
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_RNG_BIT_GENERATOR: {
+        const char *alg = gs_instr_str(in, GS_ATTR_ALGORITHM);
+        const char *m = "DEFAULT";
+        if (alg && strcmp(alg, "rng_three_fry") == 0) m = "THREE_FRY";
+        if (alg && strcmp(alg, "rng_philox") == 0) m = "PHILOX";
+        gs_sb_printf(&at, "rng_algorithm = #stablehlo<rng_algorithm %s>", m);
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
+        gs_sb_free(&at);
+        return ok;
+    }
+    case GS_OP_MAP: {
+        gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+        gs_sb_puts(&at, "dimensions = ");
+        print_array(&at, d.v, d.n);
+        ok = print_generic(p, s, in, name, gs_sb_str(&at), 1, &to_apply);
+        gs_sb_free(&at);
+        return ok;
+    }
+    default: break;
+    }
+    if (info->family == GS_FAM_UNARY || info->family == GS_FAM_BINARY ||
+        info->family == GS_FAM_TERNARY)
+        return print_pretty(p, s, in, name, NULL, false);
+    if (in->op == GS_OP_CONDITIONAL)
+        return fail(p, in, "'conditional' is not printed as StableHLO yet (stablehlo.case "
+                           "regions capture their operands)");
+    return fail(p, in, "'%s' has no StableHLO form in gspmd's printer", gs_op_name(in->op));
+}
+
+/* ------------------------------------------------------------------ functions */
+
+/* Prints the ops of s's computation and its return: `ret %a, %b : T, U`. */
+static bool print_body(printer *p, scope *s, const char *ret) {
+    const gs_computation *c = s->c;
+    for (int i = 0; i < c->n_instrs; i++)
+        if (c->instrs[i]->op != GS_OP_PARAMETER && !print_instr(p, s, c->instrs[i])) return false;
+    if (!c->root) return fail(p, NULL, "computation '%s' has no root", c->name);
+    const char *vals[MAX_VALUES];
+    int n = spread(p, s, c->root, vals, MAX_VALUES);
+    if (p->failed) return false;
+    newline(p);
+    gs_sb_puts(p->sb, ret);
+    if (n) {
+        gs_sb_putc(p->sb, ' ');
+        print_names(p->sb, vals, n);
+        gs_sb_puts(p->sb, " : ");
+        for (int i = 0; i < n; i++) {
+            if (i) gs_sb_puts(p->sb, ", ");
+            print_type(p->sb, spread_type(c->root->shape, i));
+        }
+    }
+    return !p->failed;
+}
+
+/* Prints computation c as a region `{ ^bb0(%argN: T, ...): ops stablehlo.return ... }`. */
+static bool print_region(printer *p, const gs_computation *c) {
+    scope *s = new_scope(p, c);
+    if (!s) return false;
+    gs_sb_puts(p->sb, "{");
+    p->indent++;
+    newline(p);
+    gs_sb_puts(p->sb, "^bb0(");
+    for (int i = 0; i < c->n_params; i++) {
+        ref *r = ref_of(s, c->params[i]);
+        r->kind = REF_VALUE;
+        r->name = fresh(p, "%%arg%d", p->next_arg++);
+        gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
+        print_type(p->sb, c->params[i]->shape);
+    }
+    gs_sb_puts(p->sb, "):");
+    p->indent++;
+    bool ok = print_body(p, s, "stablehlo.return");
+    p->indent -= 2;
+    newline(p);
+    gs_sb_putc(p->sb, '}');
+    return ok;
+}
+
+/* `func.func public @main(%arg0: T {mhlo.sharding = ".."}) -> (R {..}) { ... }` */
+static bool print_func(printer *p, const gs_computation *c, const char *sym) {
+    p->next_value = 0;
+    p->next_arg = 0;
+    scope *s = new_scope(p, c);
+    if (!s) return false;
+    newline(p);
+    gs_sb_printf(p->sb, "func.func %s @%s(", c->is_entry ? "public" : "private", sym);
+    for (int i = 0; i < c->n_params; i++) {
+        const gs_instr *pa = c->params[i];
+        if (!pa) return fail(p, NULL, "computation '%s' lacks parameter %d", c->name, i);
+        ref *r = ref_of(s, pa);
+        r->kind = REF_VALUE;
+        r->name = fresh(p, "%%arg%d", p->next_arg++);
+        gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
+        print_type(p->sb, pa->shape);
+        if (gs_instr_get_sharding(pa)) {
+            gs_sb_puts(p->sb, " {mhlo.sharding = ");
+            print_sharding_text(p->sb, gs_instr_get_sharding(pa));
+            gs_sb_putc(p->sb, '}');
+        }
+    }
+    gs_sb_puts(p->sb, ") -> (");
+    const gs_shape *rs = c->root->shape;
+    int n = gs_shape_is_tuple(rs) && rs->n_tuple != 1 ? rs->n_tuple : 1;
+    const gs_sharding *rsh = gs_instr_get_sharding(c->root);
+    for (int i = 0; i < n; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, spread_type(rs, i));
+        gs_sb tmp = {0};
+        bool has = n == 1 ? (rsh ? (print_sharding_text(&tmp, rsh), true) : false)
+                          : print_elem_sharding(&tmp, rsh, rs, i);
+        if (has) gs_sb_printf(p->sb, " {mhlo.sharding = %s}", gs_sb_str(&tmp));
+        gs_sb_free(&tmp);
+    }
+    gs_sb_puts(p->sb, ") {");
+    p->indent++;
+    bool ok = print_body(p, s, "return");
+    p->indent--;
+    newline(p);
+    gs_sb_putc(p->sb, '}');
+    return ok;
+}
+
+/* A symbol for computation name: MLIR's bare-id characters, unique among names[0..n). */
+static const char *func_symbol(printer *p, const char *name, const char **names, int n) {
+    size_t len = strlen(name);
+    char *s = gs_arena_alloc(&p->a, len + 16);
+    if (!s) return p->failed = true, "f";
+    size_t j = 0;
+    if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+          name[0] == '_'))
+        s[j++] = '_';
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '$';
+        s[j++] = ok ? c : '_';
+    }
+    s[j] = 0;
+    for (int k = 2;; k++) {
+        bool taken = strcmp(s, "main") == 0;
+        for (int i = 0; i < n && !taken; i++) taken = names[i] && strcmp(names[i], s) == 0;
+        if (!taken) return s;
+        snprintf(s + j, 16, "_%d", k);
+    }
+}
+
+char *gs_module_to_mlir(const gs_module *m, gs_diags *d) {
+    printer p = {.d = d, .m = m};
+    gs_sb sb = {0};
+    p.sb = &sb;
+    gs_arena_init(&p.a);
+    p.func_names = GS_NEW_ARRAY(&p.a, const char *, m->n_comps ? m->n_comps : 1);
+    if (!p.func_names || !m->entry) {
+        gs_arena_free(&p.a);
+        if (!m->entry) gs_error(d, gs_span_none(), "the module has no entry computation");
+        return NULL;
+    }
+    /* functions: the entry, and what call and fusion instructions call */
+    for (int i = 0; i < m->n_comps; i++) p.func_names[i] = NULL;
+    for (int i = 0; i < m->n_comps; i++) {
+        const gs_computation *c = m->comps[i];
+        for (int k = 0; k < c->n_instrs; k++) {
+            const gs_instr *in = c->instrs[k];
+            gs_computation *f = in->op == GS_OP_CALL     ? gs_instr_comp(in, GS_ATTR_TO_APPLY)
+                                : in->op == GS_OP_FUSION ? gs_instr_comp(in, GS_ATTR_CALLS)
+                                                         : NULL;
+            for (int j = 0; f && j < m->n_comps; j++)
+                if (m->comps[j] == f && !p.func_names[j] && f != m->entry)
+                    p.func_names[j] = func_symbol(&p, f->name, p.func_names, m->n_comps);
+        }
+    }
+    for (int i = 0; i < m->n_comps; i++)
+        if (m->comps[i] == m->entry) p.func_names[i] = "main";
+    const char *mod = func_symbol(&p, m->name && m->name[0] ? m->name : "module", NULL, 0);
+    gs_sb_printf(&sb,
+                 "module @%s attributes {mhlo.num_partitions = %" PRId64
+                 " : i32, mhlo.num_replicas = %" PRId64 " : i32} {",
+                 mod, m->num_partitions, m->replica_count);
+    p.indent = 1;
+    for (int i = 0; i < m->n_comps && !p.failed; i++)
+        if (p.func_names[i]) print_func(&p, m->comps[i], p.func_names[i]);
+    gs_sb_puts(&sb, "\n}\n");
+    gs_arena_free(&p.a);
+    if (p.failed) {
+        if (!d->n_errors) gs_error(d, gs_span_none(), "out of memory");
+        gs_sb_free(&sb);
+        return NULL;
+    }
+    return gs_sb_take(&sb);
+}
+
+bool gs_source_is_mlir(const gs_source *src) { return gs_mlir_detect(src); }
