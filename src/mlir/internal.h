@@ -55,6 +55,9 @@ typedef struct reader {
     gs_builder b;      /* appends to the computation being read */
     gs_vec mesh_names; /* const char *: the `sdy.mesh @NAME`s, in order */
     gs_vec meshes;     /* gs_mesh: their meshes */
+    gs_strmap loc_aliases; /* `#loc3` → 1 + position of its `loc(...)` (locations.c) */
+    size_t last_loc;       /* position of the last `loc(` skipped as whitespace (0: none) */
+    size_t last_loc_end;   /* where the whitespace after it ended */
 } reader;
 
 /* Reports a located error at the cursor (the first error wins; later ones are dropped). */
@@ -112,6 +115,11 @@ bool mlir_parse_sdy_op(reader *r, const char *opname, size_t op_pos, gs_instr **
  * decomposition; *result is the value (a tuple for several results). False after a located
  * error. */
 bool mlir_parse_chlo(reader *r, const char *opname, size_t op_pos, bool generic, gs_instr **result);
+
+/* ---- locations.c */
+bool mlir_scan_loc_aliases(reader *r);
+/* Sets in's metadata from the location right after the op that started at op_pos, if any. */
+bool mlir_take_loc(reader *r, gs_instr *in, size_t op_pos);
 
 /* ---- reader.c */
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results);

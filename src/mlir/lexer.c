@@ -80,6 +80,7 @@ bool mlir_skip_balanced(reader *r) {
 
 /* Skips whitespace, `//` comments and `loc(...)` locations. */
 void mlir_skip_ws(reader *r) {
+    bool saw_loc = false;
     for (;;) {
         char c = mlir_cur(r);
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
@@ -88,9 +89,12 @@ void mlir_skip_ws(reader *r) {
             while (r->pos < r->len && r->s[r->pos] != '\n') r->pos++;
         } else if (c == 'l' && r->pos + 4 <= r->len && memcmp(r->s + r->pos, "loc(", 4) == 0 &&
                    (r->pos == 0 || !mlir_is_id_char(r->s[r->pos - 1]))) {
+            r->last_loc = r->pos;
+            saw_loc = true;
             r->pos += 3;
             if (!mlir_skip_balanced(r)) return;
         } else {
+            if (saw_loc) r->last_loc_end = r->pos;
             return;
         }
     }

@@ -1041,7 +1041,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
          (!conv || set_conv_attrs(r, result, conv, conv_window, op_pos));
 
 define:
-    if (!ok || !mlir_apply_op_sharding(r, result, &kvs)) goto done;
+    if (!ok || !mlir_apply_op_sharding(r, result, &kvs) || !mlir_take_loc(r, result, op_pos))
+        goto done;
     {
         int total = 0;
         for (int i = 0; i < n_res; i++) total += res_counts[i];

@@ -388,6 +388,10 @@ static bool finish(reader *r) {
 bool gs_mlir_detect(const gs_source *src) {
     reader r = {.src = src, .s = src->text, .len = src->len};
     mlir_skip_ws(&r);
+    while (mlir_cur(&r) == '#') { /* attribute and location aliases (`#loc1 = loc(...)`) */
+        while (r.pos < r.len && r.s[r.pos] != '\n') r.pos++;
+        mlir_skip_ws(&r);
+    }
     return mlir_at_word(&r, "module") || mlir_at_word(&r, "func.func");
 }
 
@@ -404,7 +408,7 @@ gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_d
     gs_vec_init(&r.funcs_list, sizeof(gs_computation *));
     gs_vec_init(&r.mesh_names, sizeof(const char *));
     gs_vec_init(&r.meshes, sizeof(gs_mesh));
-    bool ok = parse_module(&r) && finish(&r);
+    bool ok = mlir_scan_loc_aliases(&r) && parse_module(&r) && finish(&r);
     if (ok && m->arena.failed) ok = mlir_oom(&r);
     gs_vec_free(&r.values);
     gs_vec_free(&r.funcs_list);
@@ -412,6 +416,7 @@ gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_d
     gs_vec_free(&r.meshes);
     gs_strmap_free(&r.funcs);
     gs_strmap_free(&r.defined);
+    gs_strmap_free(&r.loc_aliases);
     gs_names_free(&r.names);
     if (!ok && !r.failed) gs_error(d, mlir_span_at(&r, r.pos), "out of memory");
     return ok ? GS_OK : GS_ERR;

@@ -143,6 +143,9 @@ void gs_part_leave_computation(gs_part_ctx *c, gs_part_scope *saved);
 gs_builder *gs_part_builder(gs_part_ctx *c);
 /* The arena for shardings and scratch. */
 gs_arena *gs_part_arena(gs_part_ctx *c);
+/* ` (from FILE:LINE)` (or ` (op NAME)`) from the metadata of `in` for messages; "" when it has
+ * none. */
+const char *gs_part_origin(gs_part_ctx *c, const gs_instr *in);
 /* The partitioned value of source operand k of `in`. */
 const gs_part_value *gs_part_operand(gs_part_ctx *c, const gs_instr *in, int k);
 /* The sharding as the partitioner reads it for a value of shape s (sh NULL: replicated; a tuple

@@ -196,8 +196,7 @@ static int64_t local_bytes(const gs_shape *base, const gs_sharding *s) {
     return n * gs_type_size(base->type);
 }
 
-/* source_file:source_line (or op_name) from the metadata of `in`, "" when it has none. */
-static const char *origin(gs_part_ctx *c, const gs_instr *in) {
+const char *gs_part_origin(gs_part_ctx *c, const gs_instr *in) {
     const char *raw = gs_instr_str(in, GS_ATTR_METADATA);
     if (!raw) return "";
     const char *f = strstr(raw, "source_file=\""), *l = strstr(raw, "source_line=");
@@ -279,9 +278,9 @@ static void report_whole(gs_part_ctx *c, const gs_instr *in, bool took_default,
                  "; result computed on %lld bytes per device instead of %lld", (long long)have,
                  (long long)want);
     if (c->opts && c->opts->strict)
-        gs_part_error(c, "%%%s%s: %s (%s) [--strict]", in->name, origin(c, in), what, detail);
+        gs_part_error(c, "%%%s%s: %s (%s) [--strict]", in->name, gs_part_origin(c, in), what, detail);
     else
-        gs_warning(c->d, in->span, "%%%s%s: %s (%s)", in->name, origin(c, in), what, detail);
+        gs_warning(c->d, in->span, "%%%s%s: %s (%s)", in->name, gs_part_origin(c, in), what, detail);
 }
 
 /* Does `in`, an op whose result has its operands' element type, mix float types (as XLA's

@@ -825,9 +825,9 @@ static void warn_remat(gs_part_ctx *c, const gs_sharding *from, const gs_shardin
     gs_arena *a = gs_part_arena(c);
     const char *name = c->cur ? c->cur->name : "?";
     gs_warning(c->d, c->cur ? c->cur->span : gs_span_none(),
-               "involuntary full rematerialization: resharding %%%s from %s to %s replicates "
+               "involuntary full rematerialization: resharding %%%s%s from %s to %s replicates "
                "the whole value on every device first",
-               name, gs_sharding_to_string(a, from), gs_sharding_to_string(a, to));
+               name, c->cur ? gs_part_origin(c, c->cur) : "", gs_sharding_to_string(a, from), gs_sharding_to_string(a, to));
 }
 
 /* 8. Gather the dims that do not refine; the ladder continues from there. */
