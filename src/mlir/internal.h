@@ -58,6 +58,7 @@ typedef struct reader {
     gs_strmap loc_aliases; /* `#loc3` → 1 + position of its `loc(...)` (locations.c) */
     size_t last_loc;       /* position of the last `loc(` skipped as whitespace (0: none) */
     size_t last_loc_end;   /* where the whitespace after it ended */
+    const int *region_arg_counts; /* for the next mlir_parse_region: each arg's result count */
 } reader;
 
 /* Reports a located error at the cursor (the first error wins; later ones are dropped). */
@@ -126,6 +127,8 @@ bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results)
 bool mlir_lookup_value(reader *r, gs_instr **out);
 bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg_names,
                        gs_shape **arg_types, const gs_shape *tupled, gs_computation **out);
+bool mlir_parse_capturing_region(reader *r, const char *stem, gs_computation **out,
+                                 gs_instr **operand);
 bool mlir_set_root(reader *r, gs_computation *c, int n, gs_instr **results, size_t at);
 gs_computation *mlir_func_comp(reader *r, const char *name);
 #endif

@@ -628,6 +628,53 @@ enum { MAX_OPS = 256 };
 
 /* One operation inside a function or region. Results are defined in scope; `return` ops set
  * c's root and set *ended. */
+/* "stablehlo.case"(%index) ({...}, {...}) / "stablehlo.if"(%pred) ({true}, {false}) :
+ * (type) -> results, after the operands: HLO's conditional, each branch a computation of the
+ * tuple of outer values it uses (its operand). */
+static bool conditional(reader *r, const char *opname, size_t op_pos, gs_instr *sel,
+                        gs_instr **result, gs_shape **outs, int *n_out) {
+    gs_computation *branches[MAX_OPS];
+    gs_instr *ops[MAX_OPS + 1];
+    int n = 0;
+    ops[0] = sel;
+    if (!mlir_expect(r, '(', "opening the branches")) return false;
+    do {
+        if (n >= MAX_OPS) return FAIL(r, "too many branches");
+        if (!mlir_parse_capturing_region(r, "branch", &branches[n], &ops[1 + n])) return false;
+        n++;
+    } while (mlir_accept(r, ','));
+    gs_vec kvs;
+    gs_vec_init(&kvs, sizeof(kv));
+    gs_shape *ins[MAX_OPS];
+    int n_in;
+    bool ok = mlir_expect(r, ')', "closing the branches") &&
+              (mlir_peek(r) != '{' || (r->pos++, mlir_parse_kv_list(r, &kvs, '}'))) &&
+              mlir_expect(r, ':', "before the op's type") &&
+              mlir_parse_type_spec(r, ins, &n_in, outs, n_out, MAX_OPS) &&
+              result_types(r, ins, n_in, outs, n_out);
+    gs_vec_free(&kvs);
+    if (!ok) return false;
+    bool is_if = strcmp(opname, "stablehlo.if") == 0;
+    if (is_if && n != 2) return mlir_fail_at(r, op_pos, "'stablehlo.if' needs two branches");
+    r->b.span = mlir_span_at(r, op_pos);
+    gs_shape *shape = *n_out == 1 ? outs[0] : gs_shape_tuple(r->a, *n_out, outs);
+    gs_instr *in = shape ? gs_build(&r->b, GS_OP_CONDITIONAL, shape, 1 + n, ops) : NULL;
+    gs_computation **v = GS_NEW_ARRAY(r->a, gs_computation *, n);
+    if (!in || !v) return mlir_oom(r);
+    memcpy(v, branches, sizeof *v * (size_t)n);
+    gs_attr at = {.key = GS_ATTR_BRANCH_COMPUTATIONS, .name = "branch_computations"};
+    at.u.comps.n = n;
+    at.u.comps.v = v;
+    if (is_if) {
+        gs_build_set_comp(&r->b, in, GS_ATTR_TRUE_COMPUTATION, branches[0]);
+        gs_build_set_comp(&r->b, in, GS_ATTR_FALSE_COMPUTATION, branches[1]);
+    } else if (gs_instr_set_attr(r->m, in, &at) != GS_OK) {
+        return mlir_oom(r);
+    }
+    *result = in;
+    return !r->b.failed || mlir_oom(r);
+}
+
 bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     const char *res_names[16];
     int res_counts[16], n_res = 0;
@@ -690,6 +737,11 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             if (!mlir_expect(r, '{', "opening the properties") ||
                 !mlir_parse_kv_list(r, &kvs, '}') || !mlir_expect(r, '>', "closing the properties"))
                 goto done;
+        }
+        if ((strcmp(opname, "stablehlo.case") == 0 || strcmp(opname, "stablehlo.if") == 0) &&
+            n_ops == 1) {
+            ok = conditional(r, opname, op_pos, ops[0], &result, outs, &n_out);
+            goto define;
         }
         if (mlir_peek(r) == '(') {
             r->pos++;

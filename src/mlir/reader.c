@@ -114,10 +114,13 @@ bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg
     r->b.span = c->span;
     gs_instr *tuple = tupled ? gs_build_parameter(&r->b, 0, tupled, NULL) : NULL;
     if (tupled && !tuple) return mlir_oom(r);
+    const int *counts = r->region_arg_counts;
+    r->region_arg_counts = NULL;
     for (int i = 0; i < n_args; i++) {
         gs_instr *p = tuple ? gs_build_gte(&r->b, tuple, i)
                             : gs_build_parameter(&r->b, i, arg_types[i], NULL);
-        if (!p || !mlir_define_value(r, arg_names[i], p, 1)) return mlir_oom(r);
+        if (!p || !mlir_define_value(r, arg_names[i], p, counts ? counts[i] : 1))
+            return mlir_oom(r);
     }
     if (!parse_ops(r, c, '}', "region")) return false;
     r->values.n = r->scope;
@@ -125,6 +128,70 @@ bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg
     r->b = saved;
     *out = c;
     return true;
+}
+
+/* The values of the current scope that the region at the cursor (`{`) uses: what a region of
+ * `case`, `if` or `while` may take from around it (its names are not redefined inside: SSA).
+ * Fills vals (up to max, first use first); *n their number. */
+static bool region_captures(reader *r, value_ent *vals, int *n, int max) {
+    *n = 0;
+    size_t save = r->pos, start = (mlir_skip_ws(r), r->pos);
+    if (!mlir_skip_balanced(r)) return false;
+    size_t end = r->pos;
+    r->pos = save;
+    char name[128];
+    for (size_t i = start; i < end; i++) {
+        char c = r->s[i];
+        if (c == '"') { /* strings may hold a '%' */
+            for (i++; i < end && r->s[i] != '"'; i++)
+                if (r->s[i] == '\\') i++;
+            continue;
+        }
+        if (c != '%') continue;
+        size_t k = 0;
+        while (i + 1 + k < end && k + 1 < sizeof name &&
+               (mlir_is_id_char(r->s[i + 1 + k]) || r->s[i + 1 + k] == '-'))
+            name[k] = r->s[i + 1 + k], k++;
+        name[k] = 0;
+        i += k;
+        if (!k) continue;
+        for (size_t j = r->values.n; j-- > r->scope;) {
+            value_ent *e = &GS_VEC_AT(&r->values, value_ent, j);
+            if (strcmp(e->name, name) != 0) continue;
+            bool seen = false;
+            for (int q = 0; q < *n; q++) seen |= vals[q].in == e->in;
+            if (!seen) {
+                if (*n >= max) return FAIL(r, "a region uses more than %d outer values", max);
+                vals[(*n)++] = *e;
+            }
+            break;
+        }
+    }
+    return true;
+}
+
+/* A region at the cursor that may use values from around it (a branch of `case` or `if`): a
+ * computation of one tuple parameter holding them; *operand is that tuple, built here. */
+bool mlir_parse_capturing_region(reader *r, const char *stem, gs_computation **out,
+                                 gs_instr **operand) {
+    value_ent caps[64];
+    int n;
+    if (!region_captures(r, caps, &n, 64)) return false;
+    const char *names[64];
+    gs_shape *types[64];
+    gs_instr *ins[64];
+    int counts[64];
+    for (int i = 0; i < n; i++) {
+        names[i] = caps[i].name;
+        types[i] = caps[i].in->shape;
+        ins[i] = caps[i].in;
+        counts[i] = caps[i].n_results;
+    }
+    gs_shape *tupled = gs_shape_tuple(r->a, n, types);
+    *operand = tupled ? gs_build_tuple(&r->b, n, ins) : NULL;
+    if (!*operand) return mlir_oom(r);
+    r->region_arg_counts = counts;
+    return mlir_parse_region(r, stem, n, names, types, tupled, out);
 }
 
 /* Makes results[0..n) the root of c (a tuple when n != 1). */
