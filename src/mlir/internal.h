@@ -20,6 +20,7 @@ typedef struct value_ent {
     const char *name; /* without the `%`, NUL-terminated (arena) */
     gs_instr *in;     /* its instruction (a tuple when it has several results) */
     int n_results;    /* results it names (`%0:2` → 2), 1 otherwise */
+    size_t hides;     /* 1 + index of the entry of the same name it hides (0: none) */
 } value_ent;
 
 /* A key = value of an op's attributes, flattened (`#stablehlo.dot<a = [1]>` gives key a). */
@@ -39,8 +40,8 @@ typedef struct reader {
     const char *s;   /* the text */
     size_t len;      /* its length */
     size_t pos;      /* cursor */
-    size_t span_off; /* position whose line/col span_line/span_col cache */
-    uint32_t span_line, span_col;
+    size_t *line_starts; /* offsets where each line starts (arena; built on first use) */
+    size_t n_lines;
     gs_module *m;      /* module being built */
     gs_arena *a;       /* its arena */
     gs_diags *d;       /* diagnostics */
@@ -48,6 +49,8 @@ typedef struct reader {
     int64_t max_lit;   /* the most bytes a dense literal may take (gs_parse_options) */
     gs_names names;    /* instruction and computation names */
     gs_vec values;     /* value_ent, the values in scope */
+    gs_strmap value_index; /* name → 1 + index in values of its latest entry (reader.c) */
+    gs_strmap types;       /* `tensor<...>` text → its shape, read once (types.c) */
     size_t scope;      /* values[scope..] are the current region's */
     gs_strmap funcs;   /* function name → gs_computation (declared or defined) */
     gs_strmap defined; /* function name → (void *)1 once its body is read */

@@ -15,21 +15,32 @@
 
 /* ------------------------------------------------------------------ errors and positions */
 
+/* The line and column of text offset off: a binary search in the line starts, which are found
+ * once (spans are asked for out of order: an op's start after its regions were read). */
 gs_span mlir_span_at(reader *r, size_t off) {
-    if (off < r->span_off) {
-        r->span_off = 0;
-        r->span_line = 1;
-        r->span_col = 1;
-    }
-    for (; r->span_off < off && r->span_off < r->len; r->span_off++) {
-        if (r->s[r->span_off] == '\n') {
-            r->span_line++;
-            r->span_col = 1;
-        } else {
-            r->span_col++;
+    if (!r->line_starts) {
+        size_t n = 1;
+        for (size_t i = 0; i < r->len; i++) n += r->s[i] == '\n';
+        r->line_starts = GS_NEW_ARRAY(r->a, size_t, n);
+        if (!r->line_starts) { /* out of memory: no position */
+            gs_span none = {r->src, 0, 0};
+            return none;
         }
+        r->line_starts[0] = 0;
+        r->n_lines = 1;
+        for (size_t i = 0; i < r->len; i++)
+            if (r->s[i] == '\n') r->line_starts[r->n_lines++] = i + 1;
     }
-    gs_span sp = {r->src, r->span_line, r->span_col};
+    if (off > r->len) off = r->len;
+    size_t lo = 0, hi = r->n_lines; /* the last line start <= off is in [lo, hi) */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->line_starts[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    gs_span sp = {r->src, (uint32_t)(lo + 1), (uint32_t)(off - r->line_starts[lo] + 1)};
     return sp;
 }
 

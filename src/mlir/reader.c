@@ -32,15 +32,38 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ values */
 
+/* Values are found by name through r->value_index (name → 1 + index of its latest entry); each
+ * entry keeps the one it hides, restored when its region ends. */
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results) {
-    value_ent e = {name, in, n_results};
-    if (gs_vec_push(&r->values, &e) != GS_OK) return mlir_oom(r);
+    value_ent e = {name, in, n_results, (size_t)(uintptr_t)gs_strmap_get(&r->value_index, name)};
+    if (gs_vec_push(&r->values, &e) != GS_OK ||
+        gs_strmap_put(&r->value_index, name, (void *)(uintptr_t)r->values.n) != GS_OK)
+        return mlir_oom(r);
+    return true;
+}
+
+/* The entry of the value named name in the current region, or NULL. */
+static value_ent *find_value(reader *r, const char *name) {
+    size_t at = (size_t)(uintptr_t)gs_strmap_get(&r->value_index, name);
+    if (!at || at - 1 < r->scope) return NULL;
+    return &GS_VEC_AT(&r->values, value_ent, at - 1);
+}
+
+/* Ends the values defined from entry `to` on (a region's or a function's). */
+static bool pop_values(reader *r, size_t to) {
+    while (r->values.n > to) {
+        value_ent *e = &GS_VEC_AT(&r->values, value_ent, r->values.n - 1);
+        if (gs_strmap_put(&r->value_index, e->name, (void *)(uintptr_t)e->hides) != GS_OK)
+            return mlir_oom(r);
+        r->values.n--;
+    }
     return true;
 }
 
@@ -50,9 +73,8 @@ bool mlir_lookup_value(reader *r, gs_instr **out) {
     const char *name;
     int index;
     if (!mlir_parse_value_name(r, &name, &index, true)) return false;
-    for (size_t i = r->values.n; i-- > r->scope;) {
-        value_ent *e = &GS_VEC_AT(&r->values, value_ent, i);
-        if (strcmp(e->name, name) != 0) continue;
+    value_ent *e = find_value(r, name);
+    if (e) {
         if (index < 0) {
             if (e->n_results != 1)
                 return mlir_fail_at(r, at, "value '%%%s' has %d results: name one as %%%s#i", name,
@@ -123,7 +145,7 @@ bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg
             return mlir_oom(r);
     }
     if (!parse_ops(r, c, '}', "region")) return false;
-    r->values.n = r->scope;
+    if (!pop_values(r, r->scope)) return false;
     r->scope = saved_scope;
     r->b = saved;
     *out = c;
@@ -155,16 +177,14 @@ static bool region_captures(reader *r, value_ent *vals, int *n, int max) {
         name[k] = 0;
         i += k;
         if (!k) continue;
-        for (size_t j = r->values.n; j-- > r->scope;) {
-            value_ent *e = &GS_VEC_AT(&r->values, value_ent, j);
-            if (strcmp(e->name, name) != 0) continue;
+        value_ent *e = find_value(r, name);
+        if (e) {
             bool seen = false;
             for (int q = 0; q < *n; q++) seen |= vals[q].in == e->in;
             if (!seen) {
                 if (*n >= max) return FAIL(r, "a region uses more than %d outer values", max);
                 vals[(*n)++] = *e;
             }
-            break;
         }
     }
     return true;
@@ -346,8 +366,7 @@ static bool parse_func(reader *r) {
     }
     if (mlir_accept_word(r, "attributes") && !skip_dict(r)) return false;
     if (!mlir_expect(r, '{', "opening the function's body")) return false;
-    if (!parse_ops(r, c, '}', "function")) return false;
-    r->values.n = r->scope;
+    if (!parse_ops(r, c, '}', "function") || !pop_values(r, r->scope)) return false;
     return !any_sh || set_result_shardings(r, c, n_res, res_sh, res_at);
 }
 
@@ -470,7 +489,6 @@ gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_d
                 .a = &m->arena,
                 .d = d,
                 .max_lit = max_lit};
-    r.span_line = r.span_col = 1;
     gs_vec_init(&r.values, sizeof(value_ent));
     gs_vec_init(&r.funcs_list, sizeof(gs_computation *));
     gs_vec_init(&r.mesh_names, sizeof(const char *));
@@ -484,6 +502,8 @@ gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_d
     gs_strmap_free(&r.funcs);
     gs_strmap_free(&r.defined);
     gs_strmap_free(&r.loc_aliases);
+    gs_strmap_free(&r.value_index);
+    gs_strmap_free(&r.types);
     gs_names_free(&r.names);
     if (!ok && !r.failed) gs_error(d, mlir_span_at(&r, r.pos), "out of memory");
     return ok ? GS_OK : GS_ERR;

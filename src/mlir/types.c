@@ -54,10 +54,43 @@ static gs_type element_type(const char *s, size_t n) {
     return t != GS_INVALID_TYPE && gs_type_is_float(t) ? t : GS_INVALID_TYPE;
 }
 
+static bool parse_type(reader *r, gs_shape **out);
+
 /* `tensor<2x3xf32>`, `tensor<f32>`, a bare element type (a scalar), `tuple<...>`,
- * `!stablehlo.token`. */
+ * `!stablehlo.token`. A module writes few distinct tensor types many times: each is read once
+ * and the shape shared after (r->types; the IR copies a shape it keeps). */
 bool mlir_parse_type(reader *r, gs_shape **out) {
     mlir_skip_ws(r);
+    size_t start = r->pos, n = 0;
+    char key[96];
+    if (r->len - start > 7 && memcmp(r->s + start, "tensor<", 7) == 0) {
+        n = 7;
+        while (start + n < r->len && n + 1 < sizeof key && r->s[start + n] != '>' &&
+               r->s[start + n] != '<' && r->s[start + n] != '\n')
+            n++;
+        if (start + n < r->len && r->s[start + n] == '>' && n + 1 < sizeof key) {
+            n++;
+            memcpy(key, r->s + start, n);
+            key[n] = 0;
+            gs_shape *hit = gs_strmap_get(&r->types, key);
+            if (hit) {
+                r->pos = start + n;
+                *out = hit;
+                return true;
+            }
+        } else {
+            n = 0; /* nested (`complex<f32>`, bounds) or long: not shared */
+        }
+    }
+    if (!parse_type(r, out)) return false;
+    if (n && r->pos == start + n) {
+        const char *k = gs_arena_strndup(r->a, key, n);
+        if (!k || gs_strmap_put(&r->types, k, *out) != GS_OK) return mlir_oom(r);
+    }
+    return true;
+}
+
+static bool parse_type(reader *r, gs_shape **out) {
     size_t start = r->pos;
     if (mlir_cur(r) == '!') {
         if (r->pos + 16 <= r->len && memcmp(r->s + r->pos, "!stablehlo.token", 16) == 0) {
