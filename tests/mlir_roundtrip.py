@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """HLO <-> StableHLO round trip of the test files (ctest mlir.roundtrip, label mlir).
 
-Usage: mlir_roundtrip.py GSPMD DIR... [--verbose]
-  Every *.hlo under each DIR (recursively) and every *.mlir that `gspmd parse` reads:
+Usage: mlir_roundtrip.py GSPMD DIR... [--verbose] [--eval-timeout S] [--max-memory BYTES]
+  Every *.hlo under each DIR (recursively) and every *.mlir that `gspmd parse` reads (ctest
+  runs it over tests/; pointed at ../shared/conformance/xla or ../shared/real it measures those,
+  the figures in docs/status.md):
   1. `parse F --emit mlir` prints StableHLO text M;
   2. printing is a fixed point: `parse M --emit mlir` prints M again;
   3. `parse M --emit hlo` evaluates (`gspmd eval --seed 0`) to bit-identical outputs as F
@@ -52,6 +54,10 @@ def normalize(text):
     return text
 
 
+EVAL_TIMEOUT = 300
+MAX_MEMORY = "8G"
+
+
 def run(args, stdin=None, timeout=300):
     try:
         return subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=timeout)
@@ -75,7 +81,8 @@ def eval_outputs(gspmd, path, text, tmp, tag):
         src = os.path.join(tmp, tag + ".hlo")
         with open(src, "w") as f:
             f.write(text)
-    p = run([gspmd, "eval", src, "--seed", "0", "--output-dir", out])
+    p = run([gspmd, "eval", src, "--seed", "0", "--output-dir", out, "--max-memory", MAX_MEMORY],
+            timeout=EVAL_TIMEOUT)
     if p is None or p.returncode != 0:
         return None, first_error(p)
     res = {}
@@ -126,8 +133,19 @@ def check(gspmd, path, tmp, stats):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    verbose = "--verbose" in sys.argv
+    global EVAL_TIMEOUT, MAX_MEMORY
+    argv, args = sys.argv[1:], []
+    verbose = False
+    while argv:
+        a = argv.pop(0)
+        if a == "--verbose":
+            verbose = True
+        elif a == "--eval-timeout":
+            EVAL_TIMEOUT = float(argv.pop(0))
+        elif a == "--max-memory":
+            MAX_MEMORY = argv.pop(0)
+        else:
+            args.append(a)
     gspmd, dirs = args[0], args[1:]
     files = []
     for d in dirs:
