@@ -440,6 +440,7 @@ static const gs_shape *spread_type(const gs_shape *sh, int i) {
 /* ------------------------------------------------------------------ op pieces */
 
 static bool print_region(printer *p, const gs_computation *c);
+static bool print_conditional(printer *p, scope *s, const gs_instr *in);
 static bool print_body(printer *p, scope *s, const char *ret);
 
 enum { MAX_VALUES = 1024 };
@@ -784,12 +785,14 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
     result_prefix(p, s, in);
     gs_sb_puts(p->sb, "stablehlo.while(");
     for (int i = 0; i < n; i++) gs_sb_printf(p->sb, "%s%s = %s", i ? ", " : "", iter[i], vals[i]);
-    gs_sb_puts(p->sb, ")");
-    print_attr_dict(p->sb, in, NULL);
-    gs_sb_puts(p->sb, " : ");
+    gs_sb_puts(p->sb, ") : ");
     for (int i = 0; i < n; i++) {
         if (i) gs_sb_puts(p->sb, ", ");
         print_type(p->sb, spread_type(init->shape, i));
+    }
+    if (gs_instr_get_sharding(in)) { /* MLIR's while writes its attributes after the types */
+        gs_sb_puts(p->sb, " attributes");
+        print_attr_dict(p->sb, in, NULL);
     }
     const gs_computation *regions[2] = {cond, body};
     for (int k = 0; k < 2; k++) {
@@ -945,6 +948,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
     case GS_OP_CALL: return print_call(p, s, in, to_apply);
     case GS_OP_FUSION: return print_call(p, s, in, gs_instr_comp(in, GS_ATTR_CALLS));
     case GS_OP_CUSTOM_CALL: return print_custom_call(p, s, in);
+    case GS_OP_CONDITIONAL: return print_conditional(p, s, in);
     case GS_OP_CONVOLUTION: return print_convolution(p, s, in);
     case GS_OP_COMPARE: {
         const char *dir = gs_instr_str(in, GS_ATTR_DIRECTION);
@@ -1236,9 +1240,6 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
     if (info->family == GS_FAM_UNARY || info->family == GS_FAM_BINARY ||
         info->family == GS_FAM_TERNARY)
         return print_pretty(p, s, in, name, NULL, false);
-    if (in->op == GS_OP_CONDITIONAL)
-        return fail(p, in, "'conditional' is not printed as StableHLO yet (stablehlo.case "
-                           "regions capture their operands)");
     return fail(p, in, "'%s' has no StableHLO form in gspmd's printer", gs_op_name(in->op));
 }
 
@@ -1289,6 +1290,63 @@ static bool print_region(printer *p, const gs_computation *c) {
     newline(p);
     gs_sb_putc(p->sb, '}');
     return ok;
+}
+
+/* Prints computation c as a region without arguments whose parameter is the value `arg` of the
+ * enclosing scope (stablehlo.if/case branches capture their operands). */
+static bool print_capturing_region(printer *p, const gs_computation *c, scope *outer,
+                                   const gs_instr *arg) {
+    scope *s = new_scope(p, c);
+    if (!s) return false;
+    if (c->n_params != (arg ? 1 : 0))
+        return fail(p, arg, "branch '%s' takes %d parameters, not one", c->name, c->n_params);
+    if (arg) s->refs[c->params[0]->id] = *ref_of(outer, arg);
+    gs_sb_puts(p->sb, "{");
+    p->indent += 2;
+    bool ok = print_body(p, s, "stablehlo.return");
+    p->indent -= 2;
+    p->indent++;
+    newline(p);
+    p->indent--;
+    gs_sb_putc(p->sb, '}');
+    return ok;
+}
+
+/* `%N:K = "stablehlo.if"(%pred) ({...}, {...})` or `"stablehlo.case"(%index) ({...}, ...)`:
+ * HLO's conditional with its branch operands captured by the branches. */
+static bool print_conditional(printer *p, scope *s, const gs_instr *in) {
+    gs_computation *br[64];
+    int n = 0;
+    const gs_attr *bc = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
+    bool pred = !bc;
+    if (bc) {
+        if (bc->u.comps.n > 64 || bc->u.comps.n != in->n_operands - 1)
+            return fail(p, in, "a conditional needs one operand per branch");
+        for (n = 0; n < bc->u.comps.n; n++) br[n] = bc->u.comps.v[n];
+    } else {
+        br[0] = gs_instr_comp(in, GS_ATTR_TRUE_COMPUTATION);
+        br[1] = gs_instr_comp(in, GS_ATTR_FALSE_COMPUTATION);
+        n = 2;
+        if (!br[0] || !br[1] || in->n_operands != 3)
+            return fail(p, in, "a conditional needs true and false computations");
+    }
+    const char *sel = whole_of(p, s, in->operands[0]);
+    for (int i = 1; i < in->n_operands; i++) whole_of(p, s, in->operands[i]);
+    if (p->failed) return false;
+    result_prefix(p, s, in);
+    gs_sb_printf(p->sb, "\"stablehlo.%s\"(%s) (", pred ? "if" : "case", sel);
+    for (int i = 0; i < n; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        if (!br[i]) return fail(p, in, "a conditional lacks branch %d", i);
+        if (!print_capturing_region(p, br[i], s, in->operands[i + 1])) return false;
+    }
+    gs_sb_putc(p->sb, ')');
+    print_attr_dict(p->sb, in, NULL);
+    gs_sb_puts(p->sb, " : (");
+    print_type(p->sb, in->operands[0]->shape);
+    gs_sb_puts(p->sb, ") -> ");
+    print_result_types(p->sb, in);
+    return !p->failed;
 }
 
 /* `func.func public @main(%arg0: T {mhlo.sharding = ".."}) -> (R {..}) { ... }` */

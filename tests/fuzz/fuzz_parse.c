@@ -3,8 +3,11 @@
  *
  * Each input is HLO text. The parse must succeed or fail with diagnostics (rendered, to exercise
  * the caret code), never crash or trip ASan/UBSan. When it succeeds, printing must be a fixed
- * point: print(parse(print(m))) == print(m), and the printed text must parse. Any violation
- * aborts with both texts on stderr, which libFuzzer reports as a finding.
+ * point: print(parse(print(m))) == print(m), and the printed text must parse. When the input is
+ * StableHLO (MLIR) text, printing as StableHLO must be a fixed point as well:
+ * print_mlir(parse(print_mlir(m))) == print_mlir(m) (the printer may refuse an op with a
+ * located error, never crash). Any violation aborts with both texts on stderr, which libFuzzer
+ * reports as a finding.
  *
  * Built only with clang and -DGSPMD_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by `make fuzz`.
  */
@@ -34,6 +37,53 @@ static gs_module *parse(const char *name, const char *text, gs_source **src, FIL
     return m;
 }
 
+/* m printed as StableHLO, or NULL when the printer refuses it (with an error, else abort). */
+static char *print_mlir(const gs_module *m) {
+    gs_diags d = {0};
+    char *text = gs_module_to_mlir(m, &d);
+    if (!text && d.n_errors == 0) {
+        fprintf(stderr, "fuzz_parse: printing as StableHLO failed without an error\n");
+        abort();
+    }
+    gs_diags_free(&d);
+    return text;
+}
+
+/* m printed as HLO text (NULL only when memory runs out: abort). */
+static char *print_hlo(const gs_module *m) {
+    char *text = gs_module_to_string(m);
+    if (!text) abort();
+    return text;
+}
+
+/* print(parse(print(m))) == print(m), and print(m) parses; `what` names the format. A printer
+ * that refuses m (NULL) ends the check. */
+static void check_fixed_point(const gs_module *m, char *(*print)(const gs_module *),
+                              const char *what) {
+    char *once = print(m);
+    if (!once) return;
+    gs_source *src;
+    gs_module *m2 = parse("once", once, &src, NULL);
+    if (!m2) {
+        gs_diags d = {0};
+        gs_module_free(gs_parse_module_ex(src, &OPTS, &d));
+        fprintf(stderr, "fuzz_parse: the printed %s does not parse:\n%s\n", what, once);
+        gs_diags_render(&d, stderr);
+        abort();
+    }
+    char *twice = print(m2);
+    if (!twice || strcmp(once, twice) != 0) {
+        fprintf(stderr, "fuzz_parse: printing %s is not a fixed point\n--- once:\n%s\n"
+                        "--- twice:\n%s\n",
+                what, once, twice ? twice : "(refused)");
+        abort();
+    }
+    free(twice);
+    gs_module_free(m2);
+    gs_source_free(src);
+    free(once);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -47,29 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gs_module *m = parse("fuzz.hlo", text, &src, sink);
     free(text);
     if (m) {
-        char *once = gs_module_to_string(m);
-        if (!once) abort();
-        gs_source *src2;
-        gs_module *m2 = parse("once.hlo", once, &src2, NULL);
-        if (!m2) {
-            gs_diags d = {0};
-            gs_module_free(gs_parse_module_ex(src2, &OPTS, &d));
-            fprintf(stderr, "fuzz_parse: the printed module does not parse:\n%s\n", once);
-            gs_diags_render(&d, stderr);
-            abort();
-        }
-        char *twice = gs_module_to_string(m2);
-        if (!twice) abort();
-        if (strcmp(once, twice) != 0) {
-            fprintf(stderr,
-                    "fuzz_parse: printing is not a fixed point\n--- once:\n%s\n--- twice:\n%s\n",
-                    once, twice);
-            abort();
-        }
-        free(twice);
-        gs_module_free(m2);
-        gs_source_free(src2);
-        free(once);
+        check_fixed_point(m, print_hlo, "HLO");
+        if (gs_source_is_mlir(src)) check_fixed_point(m, print_mlir, "StableHLO");
         gs_module_free(m);
     }
     gs_source_free(src);
