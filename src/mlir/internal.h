@@ -29,6 +29,8 @@ typedef struct kv {
     int n_a, n_b;    /* integers of the value (`[1, 2]`, `3`, `array<i64: 1>`), and after ` x ` */
     int64_t a[GS_MAX_RANK], b[GS_MAX_RANK];
     bool is_int;          /* a single integer (or bool: 0/1) */
+    bool is_float;        /* a float (`1.0e-03 : f32`), in f */
+    double f;
     const char *ident;    /* a bare word value (`EQ`, `true`), or NULL */
     size_t value_pos;     /* where its value starts (after `=` and spaces) */
     size_t dense_pos;     /* a `dense<` value: position of `dense` (0 when none) */

@@ -436,6 +436,13 @@ static bool apply_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_po
         case GS_AK_IDENT:
             if (k->ident) gs_build_set_ident(&r->b, in, ak, k->ident);
             break;
+        case GS_AK_FLOAT:
+            if (k->is_float || k->is_int) {
+                gs_attr at = {.key = ak, .name = gs_attr_name(ak)};
+                at.u.f = k->is_float ? k->f : (double)k->a[0];
+                if (gs_instr_set_attr(r->m, in, &at) != GS_OK) return mlir_oom(r);
+            }
+            break;
         default: break;
         }
     }
@@ -854,22 +861,32 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         if (opname[0] == 's' &&
             (strcmp(callee, "Sharding") == 0 || strcmp(callee, "SPMDFullToShardShape") == 0 ||
              strcmp(callee, "SPMDShardToFullShape") == 0)) {
-            /* the partitioner's own custom-calls; their mhlo.sharding is set below */
+            /* the partitioner's own custom-calls (their mhlo.sharding is set below) */
             if (n_ops != 1 || n_out != 1) {
                 mlir_fail_at(r, op_pos, "custom_call @%s takes one operand and has one result",
                              callee);
                 goto done;
             }
+        }
+        if (opname[0] == 's' && strncmp(callee, "check.", 6) != 0) {
+            /* any other target: a custom-call of it, as HLO text has (the interpreter and the
+             * partitioner say what they do not run) */
+            gs_shape *shape = n_out == 1 ? outs[0] : gs_shape_tuple(r->a, n_out, outs);
             r->b.span = mlir_span_at(r, op_pos);
-            result = mlir_custom_call(r, callee, outs[0], 1, ops, NULL);
-            ok = result || mlir_oom(r);
+            result = shape ? mlir_custom_call(r, callee, shape, n_ops, ops, NULL) : NULL;
+            const kv *se = mlir_find_kv(&kvs, "has_side_effect");
+            if (result && se && se->is_int && se->a[0])
+                gs_build_set_bool(&r->b, result, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, true);
+            const kv *bc = mlir_find_kv(&kvs, "backend_config");
+            if (result && bc && bc->ident) { /* kept quoted, as HLO text has it */
+                gs_attr at = {.key = GS_ATTR_BACKEND_CONFIG, .name = "backend_config"};
+                at.u.s = gs_arena_printf(r->a, "\"%s\"", bc->ident);
+                if (!at.u.s || gs_instr_set_attr(r->m, result, &at) != GS_OK) result = NULL;
+            }
+            ok = (result && !r->b.failed) || mlir_oom(r);
             goto define;
         }
         if (opname[0] == 's') {
-            if (strncmp(callee, "check.", 6) != 0) {
-                mlir_fail_at(r, op_pos, "custom_call @%s is not supported yet", callee);
-                goto done;
-            }
             check_target = callee;
             result = build_check(r, check_target, n_ops, ops, n_out == 1 ? outs[0] : NULL, op_pos);
             if (!result) {
@@ -948,6 +965,10 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             mlir_oom(r);
             goto done;
         }
+        if (mlir_accept_word(r, "attributes") &&
+            (!mlir_expect(r, '{', "opening the while's attributes") ||
+             !mlir_parse_kv_list(r, &kvs, '}')))
+            goto done;
         if (!mlir_accept_word(r, "cond")) {
             FAIL(r, "expected 'cond' after the while's types, found %s", mlir_found(r));
             goto done;

@@ -39,11 +39,11 @@ typedef enum ref_kind {
 
 typedef struct ref {
     ref_kind kind;
-    const char *name;       /* VALUE, MULTI: "%3", "%arg0" */
-    int n;                  /* MULTI, TUPLE, ITER: element count */
-    const char **elems;     /* ITER: element names; VALUE (tuple type): printed elements, lazily */
-    const char *whole;      /* MULTI, TUPLE, ITER: the materialized tuple value, once printed */
-    const gs_instr *tuple;  /* TUPLE: the tuple instruction */
+    const char *name;      /* VALUE, MULTI: "%3", "%arg0" */
+    int n;                 /* MULTI, TUPLE, ITER: element count */
+    const char **elems;    /* ITER: element names; VALUE (tuple type): printed elements, lazily */
+    const char *whole;     /* MULTI, TUPLE, ITER: the materialized tuple value, once printed */
+    const gs_instr *tuple; /* TUPLE: the tuple instruction */
 } ref;
 
 /* One computation being printed (a function body or a region). */
@@ -53,13 +53,13 @@ typedef struct scope {
 } scope;
 
 typedef struct printer {
-    gs_sb *sb;               /* output */
-    gs_arena a;              /* names and scopes */
-    gs_diags *d;             /* the first error */
-    bool failed;             /* an error was reported (or allocation failed) */
-    int next_value;          /* %N of the function being printed */
-    int next_arg;            /* %argN of the function being printed */
-    int indent;              /* current indentation, in levels of two spaces */
+    gs_sb *sb;      /* output */
+    gs_arena a;     /* names and scopes */
+    gs_diags *d;    /* the first error */
+    bool failed;    /* an error was reported (or allocation failed) */
+    int next_value; /* %N of the function being printed */
+    int next_arg;   /* %argN of the function being printed */
+    int indent;     /* current indentation, in levels of two spaces */
     const gs_module *m;
     const char **func_names; /* by computation index: its function symbol, or NULL */
 } printer;
@@ -433,8 +433,7 @@ static int spread(printer *p, scope *s, const gs_instr *x, const char **out, int
 
 /* The type of value i of what spread gives for shape sh. */
 static const gs_shape *spread_type(const gs_shape *sh, int i) {
-    return n_results(sh) == 1 && !(gs_shape_is_tuple(sh) && sh->n_tuple == 0) ? sh
-                                                                               : sh->tuple[i];
+    return n_results(sh) == 1 && !(gs_shape_is_tuple(sh) && sh->n_tuple == 0) ? sh : sh->tuple[i];
 }
 
 /* ------------------------------------------------------------------ op pieces */
@@ -448,12 +447,23 @@ enum { MAX_VALUES = 1024 };
 /* Does op print as an MLIR op with several results when its shape is a tuple? */
 static bool multi_result_op(gs_opcode op) {
     switch (op) {
-    case GS_OP_WHILE: case GS_OP_SORT: case GS_OP_REDUCE: case GS_OP_REDUCE_WINDOW:
-    case GS_OP_SCATTER: case GS_OP_CALL: case GS_OP_FUSION: case GS_OP_ALL_REDUCE:
-    case GS_OP_ALL_GATHER: case GS_OP_ALL_TO_ALL: case GS_OP_REDUCE_SCATTER:
-    case GS_OP_COLLECTIVE_PERMUTE: case GS_OP_CUSTOM_CALL: case GS_OP_RNG_BIT_GENERATOR:
-    case GS_OP_BATCH_NORM_TRAINING: case GS_OP_BATCH_NORM_GRAD: case GS_OP_CONDITIONAL:
-        return true;
+    case GS_OP_WHILE:
+    case GS_OP_SORT:
+    case GS_OP_REDUCE:
+    case GS_OP_REDUCE_WINDOW:
+    case GS_OP_SCATTER:
+    case GS_OP_CALL:
+    case GS_OP_FUSION:
+    case GS_OP_ALL_REDUCE:
+    case GS_OP_ALL_GATHER:
+    case GS_OP_ALL_TO_ALL:
+    case GS_OP_REDUCE_SCATTER:
+    case GS_OP_COLLECTIVE_PERMUTE:
+    case GS_OP_CUSTOM_CALL:
+    case GS_OP_RNG_BIT_GENERATOR:
+    case GS_OP_BATCH_NORM_TRAINING:
+    case GS_OP_BATCH_NORM_GRAD:
+    case GS_OP_CONDITIONAL: return true;
     default: return false;
     }
 }
@@ -461,8 +471,7 @@ static bool multi_result_op(gs_opcode op) {
 /* Names in's result(s) and prints `%N = ` (`%N:K = `; nothing for an op with no results). */
 static void result_prefix(printer *p, scope *s, const gs_instr *in) {
     ref *r = ref_of(s, in);
-    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) &&
-                 in->shape->n_tuple != 1;
+    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1;
     r->name = fresh(p, "%%%d", p->next_value++);
     newline(p);
     if (multi) {
@@ -497,8 +506,7 @@ static void print_names(gs_sb *sb, const char **v, int n) {
 
 /* The result types: `T`, `(T, U)` for several results, `()` for none. */
 static void print_result_types(gs_sb *sb, const gs_instr *in) {
-    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) &&
-                 in->shape->n_tuple != 1;
+    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1;
     if (!multi) {
         print_type(sb, in->shape);
         return;
@@ -886,8 +894,8 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     if (n < 0) return false;
     bool plain = target[0] != 0;
     for (const char *c = target; *c; c++)
-        plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                 (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '$';
+        plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                 *c == '_' || *c == '.' || *c == '$';
     gs_sb_puts(p->sb, "stablehlo.custom_call @");
     if (plain)
         gs_sb_puts(p->sb, target);
@@ -896,10 +904,21 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     gs_sb_putc(p->sb, '(');
     print_names(p->sb, ops, n);
     gs_sb_putc(p->sb, ')');
-    print_attr_dict(p->sb, in,
-                    gs_instr_bool(in, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, false)
-                        ? "has_side_effect = true"
-                        : NULL);
+    gs_sb extra = {0};
+    if (gs_instr_bool(in, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, false))
+        gs_sb_puts(&extra, "has_side_effect = true");
+    const char *cfg = gs_instr_str(in, GS_ATTR_BACKEND_CONFIG);
+    if (cfg) { /* HLO keeps it as written: a quoted string (or other text, quoted here) */
+        gs_sb_puts(&extra, gs_sb_str(&extra)[0] ? ", backend_config = " : "backend_config = ");
+        size_t len = strlen(cfg);
+        if (len >= 2 && cfg[0] == '"' && cfg[len - 1] == '"')
+            gs_sb_puts(&extra, cfg);
+        else
+            print_escaped(&extra, cfg);
+    }
+    print_attr_dict(p->sb, in, gs_sb_str(&extra));
+    if (extra.failed) p->failed = true;
+    gs_sb_free(&extra);
     print_fn_type(p->sb, in);
     return !p->failed;
 }
@@ -1005,8 +1024,11 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         gs_ints rb = gs_instr_ints(in, GS_ATTR_RHS_BATCH_DIMS);
         gs_ints lc = gs_instr_ints(in, GS_ATTR_LHS_CONTRACTING_DIMS);
         gs_ints rc = gs_instr_ints(in, GS_ATTR_RHS_CONTRACTING_DIMS);
-        if (in->n_operands != 2) return fail(p, in, "a dot of %d operands (sparse) cannot be "
-                                                    "printed", in->n_operands);
+        if (in->n_operands != 2)
+            return fail(p, in,
+                        "a dot of %d operands (sparse) cannot be "
+                        "printed",
+                        in->n_operands);
         if (lb.n || rb.n) {
             gs_sb_puts(&at, "batching_dims = ");
             print_list(&at, lb);
@@ -1038,7 +1060,9 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         for (int k = 0; k < 3; k++) {
             gs_sb_printf(&at, "%s%s = [", k ? ", " : "", KEYS[k]);
             for (int i = 0; i < pd->n; i++) {
-                int64_t v = k == 0 ? pd->dims[i].lo : k == 1 ? pd->dims[i].hi : pd->dims[i].interior;
+                int64_t v = k == 0   ? pd->dims[i].lo
+                            : k == 1 ? pd->dims[i].hi
+                                     : pd->dims[i].interior;
                 gs_sb_printf(&at, "%s%" PRId64, i ? ", " : "", v);
             }
             gs_sb_putc(&at, ']');

@@ -191,7 +191,8 @@ static bool region_captures(reader *r, value_ent *vals, int *n, int max) {
 }
 
 /* A region at the cursor that may use values from around it (a branch of `case` or `if`): a
- * computation of one tuple parameter holding them; *operand is that tuple, built here. */
+ * computation of one parameter, the value it uses or a tuple of them (built here); *operand is
+ * that value. */
 bool mlir_parse_capturing_region(reader *r, const char *stem, gs_computation **out,
                                  gs_instr **operand) {
     value_ent caps[64];
@@ -207,10 +208,14 @@ bool mlir_parse_capturing_region(reader *r, const char *stem, gs_computation **o
         ins[i] = caps[i].in;
         counts[i] = caps[i].n_results;
     }
+    r->region_arg_counts = counts;
+    if (n == 1) { /* the one value it uses is its parameter */
+        *operand = ins[0];
+        return mlir_parse_region(r, stem, 1, names, types, NULL, out);
+    }
     gs_shape *tupled = gs_shape_tuple(r->a, n, types);
     *operand = tupled ? gs_build_tuple(&r->b, n, ins) : NULL;
     if (!*operand) return mlir_oom(r);
-    r->region_arg_counts = counts;
     return mlir_parse_region(r, stem, n, names, types, tupled, out);
 }
 
@@ -419,7 +424,12 @@ static bool parse_module(reader *r) {
         if (mlir_peek(r) == '@') {
             const char *name;
             if (!mlir_parse_symbol(r, &name)) return false;
-            r->m->name = name;
+            /* an HLO module name: what MLIR allows beyond [A-Za-z0-9_.-] becomes '_' */
+            char *hlo = gs_arena_strdup(r->a, name);
+            if (!hlo) return mlir_oom(r);
+            for (char *q = hlo; *q; q++)
+                if (!isalnum((unsigned char)*q) && *q != '_' && *q != '.' && *q != '-') *q = '_';
+            r->m->name = hlo;
         }
         if (mlir_accept_word(r, "attributes") && !module_attrs(r)) return false;
         if (!mlir_expect(r, '{', "opening the module")) return false;

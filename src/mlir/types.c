@@ -154,8 +154,9 @@ static bool parse_type(reader *r, gs_shape **out) {
     int64_t bytes = gs_type_is_array(t) ? gs_type_size(t) : 0;
     for (int i = 0; i < rank; i++) {
         if (dims[i] > 0 && bytes > INT64_MAX / dims[i])
-            return mlir_fail_at(r, start, "tensor type is too large: its size in bytes overflows "
-                                          "64 bits");
+            return mlir_fail_at(r, start,
+                                "tensor type is too large: its size in bytes overflows "
+                                "64 bits");
         bytes *= dims[i];
     }
     *out = gs_shape_array(r->a, t, rank, dims);
@@ -235,9 +236,8 @@ static bool parse_scalar(reader *r, void *data, gs_type t, int64_t i) {
     if (gs_type_is_complex(t)) {
         double re, im;
         bool wide = gs_type_size(t) == 16;
-        if (!mlir_expect(r, '(', "opening a complex value") ||
-            !parse_complex_part(r, wide, &re) || !mlir_expect(r, ',', "in a complex value") ||
-            !parse_complex_part(r, wide, &im))
+        if (!mlir_expect(r, '(', "opening a complex value") || !parse_complex_part(r, wide, &re) ||
+            !mlir_expect(r, ',', "in a complex value") || !parse_complex_part(r, wide, &im))
             return false;
         gs_elem_set_c(data, t, i, re, im);
         return mlir_expect(r, ')', "closing a complex value");
@@ -307,8 +307,9 @@ bool mlir_parse_dense_body(reader *r, const gs_shape *s, gs_literal_ir **out) {
     int64_t n = gs_shape_elements(s);
     size_t es = (size_t)gs_type_size(s->type), bytes = (size_t)n * es;
     if ((int64_t)bytes > r->max_lit)
-        return FAIL(r, "dense literal of %lld elements would take %zu bytes, more than the limit "
-                       "of %lld",
+        return FAIL(r,
+                    "dense literal of %lld elements would take %zu bytes, more than the limit "
+                    "of %lld",
                     (long long)n, bytes, (long long)r->max_lit);
     /* A list writes each value in at least one character: never allocate for more values than
      * the rest of the text could hold. */
@@ -446,11 +447,13 @@ bool mlir_parse_attr_value(reader *r, kv *k) {
     }
     if (isdigit((unsigned char)c) || c == '-') {
         int64_t v;
+        size_t num = r->pos;
         if (!mlir_parse_int(r, &v, "an integer")) return false;
-        if (mlir_cur(r) == '.' || mlir_cur(r) == 'e') { /* a float: skip it */
-            while (r->pos < r->len &&
-                   (isalnum((unsigned char)mlir_cur(r)) || strchr(".+-", mlir_cur(r))))
-                r->pos++;
+        if (mlir_cur(r) == '.' || mlir_cur(r) == 'e' || mlir_cur(r) == 'E') { /* a float */
+            char *end;
+            k->f = strtod(r->s + num, &end);
+            k->is_float = true;
+            r->pos = (size_t)(end - r->s);
         } else {
             k->is_int = true;
             k->a[0] = v;
