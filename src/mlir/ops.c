@@ -635,6 +635,34 @@ enum { MAX_OPS = 256 };
 
 /* One operation inside a function or region. Results are defined in scope; `return` ops set
  * c's root and set *ended. */
+/* A call of function `callee` on ops with result types outs (a tuple when several). */
+static gs_instr *build_call(reader *r, const char *callee, int n_ops, gs_instr **ops,
+                            gs_shape **outs, int n_out, size_t op_pos) {
+    gs_computation *f = mlir_func_comp(r, callee);
+    gs_shape *shape = n_out == 1 ? outs[0] : gs_shape_tuple(r->a, n_out, outs);
+    r->b.span = mlir_span_at(r, op_pos);
+    gs_instr *in = f && shape ? gs_build(&r->b, GS_OP_CALL, shape, n_ops, ops) : NULL;
+    if (!in) return NULL;
+    gs_build_set_comp(&r->b, in, GS_ATTR_TO_APPLY, f);
+    return r->b.failed ? NULL : in;
+}
+
+/* stablehlo.composite: a call of its `decomposition = @f` (the composite's meaning). */
+static bool composite(reader *r, size_t op_pos, const gs_vec *kvs, int n_ops, gs_instr **ops,
+                      gs_shape **outs, int n_out, gs_instr **result) {
+    const kv *k = mlir_find_kv(kvs, "decomposition");
+    if (!k || r->s[k->value_pos] != '@')
+        return mlir_fail_at(r, op_pos, "stablehlo.composite needs decomposition = @function");
+    size_t save = r->pos;
+    r->pos = k->value_pos;
+    const char *callee;
+    bool ok = mlir_parse_symbol(r, &callee);
+    r->pos = save;
+    if (!ok) return false;
+    *result = build_call(r, callee, n_ops, ops, outs, n_out, op_pos);
+    return *result ? true : mlir_oom(r);
+}
+
 /* "stablehlo.case"(%index) ({...}, {...}) / "stablehlo.if"(%pred) ({true}, {false}) :
  * (type) -> results, after the operands: HLO's conditional, each branch a computation of the
  * tuple of outer values it uses (its operand). */
@@ -801,6 +829,10 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
             goto done;
         }
+        if (strcmp(opname, "stablehlo.composite") == 0) {
+            ok = composite(r, op_pos, &kvs, n_ops, ops, outs, n_out, &result);
+            goto define;
+        }
         if (strcmp(opname, "stablehlo.constant") == 0 ||
             strcmp(opname, "stablehlo.custom_call") == 0) {
             mlir_fail_at(r, op_pos, "the generic form of '%s' is not supported yet", opname);
@@ -896,20 +928,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             ok = true;
             goto define;
         }
-        gs_computation *f = mlir_func_comp(r, callee);
-        if (!f) {
-            mlir_oom(r);
-            goto done;
-        }
-        gs_shape *shape = n_out == 1 ? outs[0] : gs_shape_tuple(r->a, n_out, outs);
-        r->b.span = mlir_span_at(r, op_pos);
-        result = shape ? gs_build(&r->b, GS_OP_CALL, shape, n_ops, ops) : NULL;
-        if (!result) {
-            mlir_oom(r);
-            goto done;
-        }
-        gs_build_set_comp(&r->b, result, GS_ATTR_TO_APPLY, f);
-        ok = !r->b.failed || mlir_oom(r);
+        result = build_call(r, callee, n_ops, ops, outs, n_out, op_pos);
+        ok = result || mlir_oom(r);
         goto define;
     }
     if (strncmp(opname, "sdy.", 4) == 0) {
@@ -926,6 +946,18 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     if (strncmp(opname, "stablehlo.", 10) != 0) {
         mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
         goto done;
+    }
+    if (strcmp(opname, "stablehlo.composite") == 0) {
+        /* stablehlo.composite "name" %a, %b {decomposition = @f, ...} : (T, T) -> R */
+        const char *name;
+        if (!mlir_parse_string(r, &name) || !parse_operand_list(r, ops, &n_ops, MAX_OPS) ||
+            (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) ||
+            !mlir_expect(r, ':', "before the composite's type") ||
+            !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS) ||
+            !result_types(r, ins, n_in, outs, &n_out))
+            goto done;
+        ok = composite(r, op_pos, &kvs, n_ops, ops, outs, n_out, &result);
+        goto define;
     }
     if (strcmp(opname, "stablehlo.while") == 0 && mlir_peek(r) == '(') {
         /* (%a = %x, ...) : T, ... cond { ... } do { ... }: HLO's while over the tuple of them */
