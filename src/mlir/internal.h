@@ -64,7 +64,11 @@ typedef struct reader {
     size_t last_loc;       /* position of the last `loc(` skipped as whitespace (0: none) */
     size_t last_loc_end;   /* where the whitespace after it ended */
     const int *region_arg_counts; /* for the next mlir_parse_region: each arg's result count */
+    int depth; /* regions being read inside one another (at most MLIR_MAX_DEPTH) */
 } reader;
+
+/* Regions nested deeper are an error (each level takes stack in the recursive reader). */
+#define MLIR_MAX_DEPTH 64
 
 /* Reports a located error at the cursor (the first error wins; later ones are dropped). */
 #define FAIL(r, ...) mlir_fail_at((r), (r)->pos, __VA_ARGS__)

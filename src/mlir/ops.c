@@ -754,11 +754,25 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     }
     if (strcmp(opname, "return") == 0 || strcmp(opname, "func.return") == 0 ||
         strcmp(opname, "stablehlo.return") == 0 || strcmp(opname, "sdy.return") == 0) {
-        if (!parse_operand_list(r, ops, &n_ops, MAX_OPS)) goto done;
-        if (n_ops && (!mlir_expect(r, ':', "before the returned types") ||
-                      !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS)))
-            goto done;
-        ok = mlir_set_root(r, c, n_ops, ops, op_pos);
+        /* any number of values (a training step returns every updated parameter) */
+        gs_vec vals;
+        gs_vec_init(&vals, sizeof(gs_instr *));
+        ok = true;
+        while (ok && mlir_peek(r) == '%') {
+            gs_instr *v;
+            ok = mlir_lookup_value(r, &v) && (gs_vec_push(&vals, &v) == GS_OK || mlir_oom(r));
+            if (!mlir_accept(r, ',')) break;
+        }
+        if (ok && vals.n) {
+            ok = mlir_expect(r, ':', "before the returned types");
+            for (size_t i = 0; ok && i < vals.n; i++) {
+                gs_shape *t;
+                ok = (i == 0 || mlir_expect(r, ',', "between the returned types")) &&
+                     mlir_parse_type(r, &t);
+            }
+        }
+        ok = ok && mlir_set_root(r, c, (int)vals.n, vals.data, op_pos);
+        gs_vec_free(&vals);
         *ended = true;
         goto done;
     }

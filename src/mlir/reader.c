@@ -102,6 +102,8 @@ static bool parse_ops(reader *r, gs_computation *c, char close, const char *what
  * tuple parameter and the args are its elements, as HLO's while condition and body do. */
 bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg_names,
                        gs_shape **arg_types, const gs_shape *tupled, gs_computation **out) {
+    if (r->depth >= MLIR_MAX_DEPTH) return FAIL(r, "regions nested deeper than %d", MLIR_MAX_DEPTH);
+    r->depth++;
     gs_builder saved = r->b;
     size_t saved_scope = r->scope;
     const char *name = gs_names_fresh(&r->names, r->a, stem);
@@ -146,6 +148,7 @@ bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg
     }
     if (!parse_ops(r, c, '}', "region")) return false;
     if (!pop_values(r, r->scope)) return false;
+    r->depth--;
     r->scope = saved_scope;
     r->b = saved;
     *out = c;
@@ -242,7 +245,10 @@ gs_computation *mlir_func_comp(reader *r, const char *name) {
     char stem[128];
     size_t j = 0;
     for (size_t i = 0; name[i] && j + 1 < sizeof stem; i++)
-        stem[j++] = (isalnum((unsigned char)name[i]) || name[i] == '_') ? name[i] : '_';
+        stem[j++] =
+            (isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '.' || name[i] == '-')
+                ? name[i]
+                : '_';
     stem[j] = 0;
     const char *cn = gs_names_fresh(&r->names, r->a, j ? stem : "f");
     c = cn ? gs_computation_new(r->m, cn) : NULL;
@@ -347,7 +353,8 @@ static bool parse_func(reader *r) {
         if (!mlir_expect(r, ')', "closing the function's arguments")) return false;
     }
     mlir_skip_ws(r);
-    gs_sharding *res_sh[64];
+    gs_vec res_vec; /* gs_sharding *, one per result */
+    gs_vec_init(&res_vec, sizeof(gs_sharding *));
     int n_res = 0;
     bool any_sh = false;
     size_t res_at = r->pos;
@@ -357,22 +364,28 @@ static bool parse_func(reader *r) {
             if (!mlir_accept(r, ')')) {
                 do {
                     gs_shape *t;
-                    if (n_res >= 64) return FAIL(r, "too many results");
-                    if (!mlir_parse_type(r, &t) || !dict_sharding(r, t, &res_sh[n_res]))
-                        return false;
-                    any_sh |= res_sh[n_res++] != NULL;
+                    gs_sharding *sh;
+                    if (!mlir_parse_type(r, &t) || !dict_sharding(r, t, &sh))
+                        return gs_vec_free(&res_vec), false;
+                    if (gs_vec_push(&res_vec, &sh) != GS_OK)
+                        return gs_vec_free(&res_vec), mlir_oom(r);
+                    n_res++;
+                    any_sh |= sh != NULL;
                 } while (mlir_accept(r, ','));
-                if (!mlir_expect(r, ')', "closing the function's results")) return false;
+                if (!mlir_expect(r, ')', "closing the function's results"))
+                    return gs_vec_free(&res_vec), false;
             }
         } else {
             gs_shape *t;
             if (!mlir_parse_type(r, &t)) return false;
         }
     }
-    if (mlir_accept_word(r, "attributes") && !skip_dict(r)) return false;
-    if (!mlir_expect(r, '{', "opening the function's body")) return false;
-    if (!parse_ops(r, c, '}', "function") || !pop_values(r, r->scope)) return false;
-    return !any_sh || set_result_shardings(r, c, n_res, res_sh, res_at);
+    bool ok = (!mlir_accept_word(r, "attributes") || skip_dict(r)) &&
+              mlir_expect(r, '{', "opening the function's body") &&
+              parse_ops(r, c, '}', "function") && pop_values(r, r->scope) &&
+              (!any_sh || set_result_shardings(r, c, n_res, res_vec.data, res_at));
+    gs_vec_free(&res_vec);
+    return ok;
 }
 
 /* The module's attribute dictionary: mhlo.num_partitions and mhlo.num_replicas become the
