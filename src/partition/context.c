@@ -462,3 +462,22 @@ void gs_part_copy_attrs(gs_part_ctx *c, const gs_instr *in, gs_instr *out, int n
         if (in->attrs[i].key != GS_ATTR_CONTROL_PREDECESSORS)
             gs_build_copy_attr(gs_part_builder(c), out, &in->attrs[i], map_comp, &am);
 }
+
+/* source_file:source_line (or op_name) from the metadata of `in`, "" when it has none. */
+const char *gs_part_origin(gs_part_ctx *c, const gs_instr *in) {
+    const char *raw = gs_instr_str(in, GS_ATTR_METADATA);
+    if (!raw) return "";
+    const char *f = strstr(raw, "source_file=\""), *l = strstr(raw, "source_line=");
+    if (f) {
+        f += strlen("source_file=\"");
+        const char *q = strchr(f, '"');
+        int len = q ? (int)(q - f) : (int)strlen(f);
+        long line = l ? strtol(l + strlen("source_line="), NULL, 10) : 0;
+        return gs_arena_printf(gs_part_arena(c), " (from %.*s:%ld)", len, f, line);
+    }
+    const char *o = strstr(raw, "op_name=\"");
+    if (!o) return "";
+    o += strlen("op_name=\"");
+    const char *q = strchr(o, '"');
+    return gs_arena_printf(gs_part_arena(c), " (op %.*s)", q ? (int)(q - o) : (int)strlen(o), o);
+}

@@ -196,23 +196,6 @@ static int64_t local_bytes(const gs_shape *base, const gs_sharding *s) {
     return n * gs_type_size(base->type);
 }
 
-const char *gs_part_origin(gs_part_ctx *c, const gs_instr *in) {
-    const char *raw = gs_instr_str(in, GS_ATTR_METADATA);
-    if (!raw) return "";
-    const char *f = strstr(raw, "source_file=\""), *l = strstr(raw, "source_line=");
-    if (f) {
-        f += strlen("source_file=\"");
-        const char *q = strchr(f, '"');
-        int len = q ? (int)(q - f) : (int)strlen(f);
-        long line = l ? strtol(l + strlen("source_line="), NULL, 10) : 0;
-        return gs_arena_printf(gs_part_arena(c), " (from %.*s:%ld)", len, f, line);
-    }
-    const char *o = strstr(raw, "op_name=\"");
-    if (!o) return "";
-    o += strlen("op_name=\"");
-    const char *q = strchr(o, '"');
-    return gs_arena_printf(gs_part_arena(c), " (op %.*s)", q ? (int)(q - o) : (int)strlen(o), o);
-}
 
 /* Reports instruction `in` computed on more of its value than its sharding gives a device: the
  * default action on sharded data (took_default), or a handler whose result `got` is split into
