@@ -97,6 +97,8 @@ def check(gspmd, path, tmp, stats):
     """None when the file round-trips, else the reason it does not; 'skip' when it does not
     parse at all (a bad-input test). Counts in stats what was compared."""
     p = run([gspmd, "parse", path])
+    if p is not None and p.returncode not in (0, 1):
+        return "parse crashed (exit %d)" % p.returncode  # bad input is exit 1, never a crash
     if p is None or p.returncode != 0:
         return "skip"
     # as HLO text, every file (StableHLO ones too) prints text that parses to the same print

@@ -1324,7 +1324,20 @@ static bool print_capturing_region(printer *p, const gs_computation *c, scope *o
     if (!s) return false;
     if (c->n_params != (arg ? 1 : 0))
         return fail(p, arg, "branch '%s' takes %d parameters, not one", c->name, c->n_params);
-    if (arg) s->refs[c->params[0]->id] = *ref_of(outer, arg);
+    if (arg) {
+        ref *o = ref_of(outer, arg);
+        s->refs[c->params[0]->id] = *o;
+        if (o->kind == REF_TUPLE) {
+            /* its elements are values of the enclosing scope: name them there (print_conditional
+             * printed them before the op) */
+            ref *it = &s->refs[c->params[0]->id];
+            const char **el = GS_NEW_ARRAY(&p->a, const char *, o->n ? o->n : 1);
+            if (!el) return fail(p, arg, "out of memory");
+            for (int i = 0; i < o->n; i++) el[i] = elem_of(p, outer, arg, i);
+            it->kind = REF_ITER;
+            it->elems = el;
+        }
+    }
     gs_sb_puts(p->sb, "{");
     p->indent += 2;
     bool ok = print_body(p, s, "stablehlo.return");
