@@ -18,6 +18,15 @@
 /* The line and column of text offset off: a binary search in the line starts, which are found
  * once (spans are asked for out of order: an op's start after its regions were read). */
 gs_span mlir_span_at(reader *r, size_t off) {
+    if (off > r->len) off = r->len;
+    if (!r->a) { /* a reader without an arena (gs_mlir_detect): count from the start */
+        gs_span sp = {r->src, 1, 1};
+        for (size_t i = 0; i < off; i++) {
+            sp.line += r->s[i] == '\n';
+            sp.col = r->s[i] == '\n' ? 1 : sp.col + 1;
+        }
+        return sp;
+    }
     if (!r->line_starts) {
         size_t n = 1;
         for (size_t i = 0; i < r->len; i++) n += r->s[i] == '\n';
@@ -31,7 +40,6 @@ gs_span mlir_span_at(reader *r, size_t off) {
         for (size_t i = 0; i < r->len; i++)
             if (r->s[i] == '\n') r->line_starts[r->n_lines++] = i + 1;
     }
-    if (off > r->len) off = r->len;
     size_t lo = 0, hi = r->n_lines; /* the last line start <= off is in [lo, hi) */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
