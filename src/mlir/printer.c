@@ -547,6 +547,9 @@ static void print_short_type(gs_sb *sb, const gs_instr *in) {
 /* ` {extra, mhlo.sharding = "..."}` (nothing when both are empty). */
 static void print_attr_dict(gs_sb *sb, const gs_instr *in, const char *extra) {
     const gs_sharding *sh = gs_instr_get_sharding(in);
+    /* A function's one result carries its root's sharding (print_func), which the reader puts
+     * back on the root: printed once, there, so that printing is a fixed point. */
+    if (in->is_root && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1)) sh = NULL;
     bool has_extra = extra && extra[0];
     if (!sh && !has_extra) return;
     gs_sb_puts(sb, " {");
@@ -923,6 +926,16 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     return !p->failed;
 }
 
+/* Do a and b print as one StableHLO type (layouts aside)? */
+static bool same_type(const gs_shape *a, const gs_shape *b) {
+    if (a->type != b->type) return false;
+    if (a->type != GS_TUPLE) return gs_shape_same_dims(a, b);
+    if (a->n_tuple != b->n_tuple) return false;
+    for (int i = 0; i < a->n_tuple; i++)
+        if (!same_type(a->tuple[i], b->tuple[i])) return false;
+    return true;
+}
+
 /* in's value is its operand's (copies and markers StableHLO does not have). */
 static bool alias(scope *s, const gs_instr *in) {
     s->refs[in->id] = *ref_of(s, in->operands[0]);
@@ -961,7 +974,13 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
     }
     case GS_OP_COPY:
     case GS_OP_DOMAIN:
-    case GS_OP_ADD_DEPENDENCY: return alias(s, in);
+    case GS_OP_ADD_DEPENDENCY:
+        /* its value is its operand's: only when the types agree (an unverified module may
+         * say otherwise, and the printed text would then read back differently) */
+        if (!in->n_operands || !same_type(in->shape, in->operands[0]->shape))
+            return fail(p, in, "'%s' whose type differs from its operand's cannot be printed",
+                        gs_op_name(in->op));
+        return alias(s, in);
     case GS_OP_CONSTANT: return print_constant(p, s, in);
     case GS_OP_WHILE: return print_while(p, s, in);
     case GS_OP_CALL: return print_call(p, s, in, to_apply);

@@ -63,7 +63,7 @@ bool mlir_parse_type(reader *r, gs_shape **out) {
     mlir_skip_ws(r);
     size_t start = r->pos, n = 0;
     char key[96];
-    if (r->len - start > 7 && memcmp(r->s + start, "tensor<", 7) == 0) {
+    if (start < r->len && r->len - start > 7 && memcmp(r->s + start, "tensor<", 7) == 0) {
         n = 7;
         while (start + n < r->len && n + 1 < sizeof key && r->s[start + n] != '>' &&
                r->s[start + n] != '<' && r->s[start + n] != '\n')
