@@ -337,6 +337,8 @@ bool mlir_parse_dense_body(reader *r, const gs_shape *s, gs_literal_ir **out) {
             d[i] = (unsigned char)(hexval(r->s[h + 2 * i]) * 16 + hexval(r->s[h + 2 * i + 1]));
         if (nb == es && nb != bytes)
             for (int64_t i = 1; i < n; i++) memcpy(d + (size_t)i * es, d, es);
+        if (s->type == GS_PRED) /* a pred byte is 0 or 1 (`0x0102` is two trues) */
+            for (size_t i = 0; i < bytes; i++) d[i] = d[i] != 0;
         r->pos = h + nh + 1;
     } else if (mlir_peek(r) == '[') {
         int64_t k = 0;

@@ -33,6 +33,9 @@ module @jit_literals attributes {mhlo.num_partitions = 1 : i32} {
     %18 = stablehlo.constant dense<1.0> : tensor<f64>
     stablehlo.custom_call @check.expect_eq(%17, %18) {has_side_effect = true} : (tensor<f64>, tensor<f64>) -> ()
     stablehlo.custom_call @check.expect_eq(%15, %16) {has_side_effect = true} : (tensor<complex<f64>>, tensor<complex<f64>>) -> ()
+    %19 = stablehlo.constant dense<"0x0102"> : tensor<2xi1>
+    %20 = stablehlo.constant dense<[true, true]> : tensor<2xi1>
+    stablehlo.custom_call @check.expect_eq(%19, %20) {has_side_effect = true} : (tensor<2xi1>, tensor<2xi1>) -> ()
     "check.expect_eq_const"(%12) <{value = dense<"0xFF01"> : tensor<2xui8>}> : (tensor<2xui8>) -> ()
     return %0 : tensor<2xf32>
   }
