@@ -114,6 +114,8 @@ bool mlir_parse_mesh_decl(reader *r);
 bool mlir_sharding_from_kvs(reader *r, const gs_vec *kvs, const gs_shape *shape,
                             gs_sharding **out);
 bool mlir_apply_op_sharding(reader *r, gs_instr *in, const gs_vec *kvs);
+/* Is s a sharding for a value of shape `shape`? Else a located error at `at`. */
+bool mlir_sharding_fits(reader *r, const gs_sharding *s, const gs_shape *shape, size_t at);
 /* custom-call @target(ops) of the given shape, with sharding s (may be NULL); NULL when out of
  * memory. */
 gs_instr *mlir_custom_call(reader *r, const char *target, const gs_shape *shape, int n,

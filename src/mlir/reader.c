@@ -299,8 +299,12 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
     int n_root = gs_shape_is_tuple(root->shape) ? root->shape->n_tuple : 1;
     if (n != n_root)
         return mlir_fail_at(r, at, "the function declares %d results and returns %d", n, n_root);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!sh[i] && !(sh[i] = gs_sharding_replicated(r->a))) return mlir_oom(r);
+        /* against the value returned (the declared result types are not checked against it) */
+        const gs_shape *v = n == 1 ? root->shape : root->shape->tuple[i];
+        if (!mlir_sharding_fits(r, sh[i], v, at)) return false;
+    }
     const gs_sharding *own = gs_instr_get_sharding(root);
     if (n == 1 && own && gs_sharding_equal(own, sh[0])) return true;
     if (n == 1 && root->op != GS_OP_PARAMETER && !own)

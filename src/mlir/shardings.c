@@ -71,6 +71,10 @@ static bool check_fits(reader *r, const gs_sharding *s, const gs_shape *shape, s
     return true;
 }
 
+bool mlir_sharding_fits(reader *r, const gs_sharding *s, const gs_shape *shape, size_t at) {
+    return check_fits(r, s, shape, at);
+}
+
 /* A Shardy tensor sharding at the cursor (`<@mesh, [...]>`, or with `#sdy.sharding` before). */
 static bool parse_sdy(reader *r, gs_sharding **out) {
     mlir_skip_ws(r);
