@@ -93,7 +93,7 @@ static gs_computation *clone(flat *f, const gs_computation *c) {
             o->name = fresh(f, in->name, n);
             for (int k = 0; k < in->n_operands; k++) ops[k] = map[in->operands[k]->id];
             o->operands = ops;
-            memcpy(attrs, in->attrs, sizeof *attrs * (size_t)in->n_attrs);
+            if (in->n_attrs) memcpy(attrs, in->attrs, sizeof *attrs * (size_t)in->n_attrs);
             for (int k = 0; k < in->n_attrs; k++)
                 if (gs_attr_kind_of(attrs[k].key) == GS_AK_COMPS && attrs[k].u.comps.n > 0) {
                     gs_computation **v =
