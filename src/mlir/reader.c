@@ -134,6 +134,9 @@ bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg
             if (!mlir_expect(r, ')', "closing the block arguments")) return false;
         }
         if (!mlir_expect(r, ':', "after the block label")) return false;
+        if (tupled && n_args != tupled->n_tuple)
+            return FAIL(r, "the region declares %d arguments, its op gives it %d", n_args,
+                        tupled->n_tuple);
     }
     r->b.span = c->span;
     gs_instr *tuple = tupled ? gs_build_parameter(&r->b, 0, tupled, NULL) : NULL;
