@@ -44,8 +44,9 @@ folder; TMP is a scratch folder):
   ROOT-SHAPE: SHAPE          partition  the partitioned entry root's per-device shape
   COLLECTIVES: K=N...        partition  exact counts of collectives K in the program
   VERIFY[: A...]             partition  `gspmd run FILE --verify [--no-propagate] ARGS A` exits 0
-                                        and matches the reference (--no-propagate unless ARGS has
-                                        --propagate, which is then left out)
+                                        and matches the reference (--no-propagate unless partition
+                                        propagates: ARGS has --propagate, which is then left out,
+                                        or FILE is .mlir, which partition propagates by default)
   RUN-ERROR-HAS: A => TEXT   partition  `gspmd run FILE A` exits 1 with TEXT in stderr (an
                                         argument NAME=@TYPE[DIMS] becomes a .npy of zeros)
 
@@ -61,7 +62,8 @@ With --mpi MPIRUN only files that run on devices are checked, one MPI rank per K
   run        files of at most 8 devices (K dividing them): `MPIRUN -np N/K gspmd run ...
              --backend mpi --devices-per-rank K`, with the outputs and errors above
   partition  VERIFY files of at most 6 devices: `MPIRUN -np N/K gspmd run FILE --verify
-             --backend mpi ...` matches the reference (N from --num-partitions in ARGS)
+             --backend mpi ...` matches the reference (N from --num-partitions in ARGS,
+             else the file's mhlo.num_partitions)
 """
 import math
 import os
@@ -477,15 +479,30 @@ def root_shape(text):
     return None
 
 
-def num_partitions(args):
-    return int(args[args.index("--num-partitions") + 1]) if "--num-partitions" in args else 0
+def num_partitions(args, path=None):
+    """--num-partitions in args, else the count a StableHLO file declares (mhlo.num_partitions,
+    which partition and run default to), else 0."""
+    if "--num-partitions" in args:
+        return int(args[args.index("--num-partitions") + 1])
+    if path and path.endswith(".mlir"):
+        with open(path) as f:
+            m = re.search(r"mhlo\.num_partitions\s*=\s*(\d+)", f.read())
+        return int(m.group(1)) if m else 0
+    return 0
+
+
+def partition_propagates(ctx, args):
+    """Whether `gspmd partition FILE ARGS` propagates: --propagate, or by default for StableHLO."""
+    if "--propagate" in args or "--no-propagate" in args:
+        return "--propagate" in args
+    return ctx.name.endswith(".mlir")
 
 
 def verify_argv(ctx, d):
     """`gspmd run FILE --verify ...` for VERIFY: `run` propagates unless told not to, so files
-    partitioned with --propagate run that way."""
+    partitioned with propagation run that way."""
     args = d["ARGS"]
-    prop = ["--no-propagate"] if "--propagate" not in args else []
+    prop = [] if partition_propagates(ctx, args) else ["--no-propagate"]
     return [ctx.gspmd, "run", ctx.name, "--verify"] + prop + \
         [a for a in args if a != "--propagate"] + d["VERIFY"]
 
@@ -532,7 +549,7 @@ def stage_partition(ctx, d, tmp):
 
 
 def partition_mpi(ctx, d, tmp):
-    n, k = num_partitions(d["ARGS"]), ctx.per_rank
+    n, k = num_partitions(d["ARGS"], os.path.join(ctx.folder, ctx.name)), ctx.per_rank
     if "VERIFY" not in d or "ERROR" in d or d["ERROR-HAS"]:
         return None, "no VERIFY"
     if not n or n > MPI_MAX_DEVICES["partition"] or n % k:

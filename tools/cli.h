@@ -80,9 +80,17 @@ int gs_cli_print_help(const char *usage, const char *help);
  * already; both print usage and return 2. Otherwise sets *operand and returns GS_CLI_CONTINUE. */
 int gs_cli_operand(const char *cmd, const char *usage, const char *arg, const char *what,
                    const char **operand);
-/* After the arguments of a command taking FILE --num-partitions N: `missing FILE` or
- * `missing --num-partitions N` (2 after usage), else GS_CLI_CONTINUE. */
-int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *file, long n);
+/* After the arguments of a command taking FILE [--num-partitions N]: `missing FILE` (2 after
+ * usage), else GS_CLI_CONTINUE. N may be left 0: gs_cli_module_devices fills it in. */
+int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *file);
+/* The device count for module m: *n when --num-partitions gave one, else the count the module
+ * declares (gs_module_declared_partitions), stored in *n. GS_ERR with a message in d when
+ * neither says. */
+gs_status gs_cli_module_devices(const gs_module *m, long *n, gs_diags *d);
+/* The --propagate default: propagate an MLIR program (a JAX program has shardings on its
+ * arguments and results only), partition an HLO module as written (XLA's partitioner alone).
+ * `given` is -1 when neither --propagate nor --no-propagate was given, else 0 or 1. */
+bool gs_cli_propagate_default(const gs_module *m, int given);
 /* The options of the commands that partition (run, partition, cost): --num-partitions N (N in
  * 1..max_devices, gs_cli_devices_option), the windowed einsum ones into *win
  * (gs_cli_windowed_option) and --mesh / --shard into *sh (gs_cli_sharding_option). 1 when
@@ -103,6 +111,8 @@ int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o);
 /* If arg is --propagate or --no-propagate: sets *propagate and returns true. */
 bool gs_cli_propagate_option(const char *arg, bool *propagate);
+/* The same into a tri-state: 1 --propagate, 0 --no-propagate (left -1 when neither). */
+bool gs_cli_propagate_flag(const char *arg, int *given);
 /* If argv[*i] is --num-partitions N (N in 1..max): sets *n, advances *i and returns 1; -1 with a
  * message for a bad N; 0 when argv[*i] is another option. */
 int gs_cli_devices_option(int argc, char **argv, int *i, const char *cmd, long max, long *n);

@@ -48,10 +48,27 @@ int gs_cli_operand(const char *cmd, const char *usage, const char *arg, const ch
     return GS_CLI_CONTINUE;
 }
 
-int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *file, long n) {
+int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *file) {
     if (!file) return gs_cli_usage_error(cmd, usage, "missing FILE");
-    if (n < 1) return gs_cli_usage_error(cmd, usage, "missing --num-partitions N");
     return GS_CLI_CONTINUE;
+}
+
+gs_status gs_cli_module_devices(const gs_module *m, long *n, gs_diags *d) {
+    if (*n >= 1) return GS_OK;
+    int64_t k = gs_module_declared_partitions(m);
+    if (k >= 1 && k <= (1L << 20)) {
+        *n = (long)k;
+        return GS_OK;
+    }
+    gs_error(d, gs_span_none(),
+             "give --num-partitions N: the module does not declare its device count "
+             "(mhlo.num_partitions in StableHLO, num_partitions= in an HLO header)");
+    return GS_ERR;
+}
+
+bool gs_cli_propagate_default(const gs_module *m, int given) {
+    if (given >= 0) return given == 1;
+    return m->source && gs_source_is_mlir(m->source);
 }
 
 bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value) {
@@ -121,6 +138,13 @@ bool gs_cli_propagate_option(const char *arg, bool *propagate) {
     if (strcmp(arg, "--propagate") == 0) *propagate = true;
     else if (strcmp(arg, "--no-propagate") == 0) *propagate = false;
     else return false;
+    return true;
+}
+
+bool gs_cli_propagate_flag(const char *arg, int *given) {
+    bool on;
+    if (!gs_cli_propagate_option(arg, &on)) return false;
+    *given = on;
     return true;
 }
 

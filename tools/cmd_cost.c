@@ -2,7 +2,7 @@
  * cmd_cost.c — `gspmd cost`: what one step of a sharded module costs each device on a machine,
  * and the step time and model FLOPs utilization (MFU) that implies (src/cost/step.c).
  *
- *   gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--propagate|--no-propagate]
+ *   gspmd cost FILE [--num-partitions N] [--machine NAME|FILE] [--propagate|--no-propagate]
  *              [--spmd] [--json] [--mesh M --shard NAME=SPEC]...
  *
  * FILE is compiled for N devices as `partition` compiles it (gs_compile; SPMD propagation
@@ -19,7 +19,7 @@
 #include <time.h>
 
 static const char *COST_USAGE =
-    "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--propagate|--no-propagate] "
+    "gspmd cost FILE [--num-partitions N] [--machine NAME|FILE] [--propagate|--no-propagate] "
     "[--spmd] [--json] [--model-flops F] [--strict] [--windowed-einsum-threshold-mib M | "
     "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]...";
 
@@ -31,7 +31,7 @@ static const char *COST_HELP =
     "compute between their halves) and the model FLOPs utilization it implies. While loops run\n"
     "their known trip count.\n"
     "\n"
-    "  --num-partitions N   the number of devices\n"
+    "  --num-partitions N   the number of devices (by default the count the module declares)\n"
     "  --machine NAME|FILE  a built-in profile (tpu-v3, tpu-v4, a100, h100, h200, this-cpu;\n"
     "                       default tpu-v3) or a profile file (`key = value` lines, see\n"
     "                       `gspmd calibrate`, which writes this machine's)\n"
@@ -141,7 +141,7 @@ typedef struct cost_args {
     const char *file;
     const char *machine;    /* --machine */
     double model_flops;     /* --model-flops, or 0 */
-    long n;                 /* --num-partitions */
+    long n;                 /* --num-partitions (0: what the module declares) */
     bool propagate, json;   /* --propagate, --json */
     gs_compile_options co;  /* --spmd, --strict, the windowed einsum options */
     gs_cli_shardings sh;    /* --mesh / --shard */
@@ -178,7 +178,7 @@ static int cost_parse_args(int argc, char **argv, cost_args *a) {
             return k;
         }
     }
-    return gs_cli_need_file_devices("cost", COST_USAGE, a->file, a->n);
+    return gs_cli_need_file_devices("cost", COST_USAGE, a->file);
 }
 
 /* Compiles m, predicts a step of the program on the machine and prints it. */
@@ -188,7 +188,10 @@ static gs_status cost_module(void *ctx, gs_module *m, gs_diags *d) {
     gs_mesh mesh;
     double compile_s = -1, model_flops = 0;
     gs_step_cost c, whole;
-    gs_status st = GS_ERR;
+    gs_status st = gs_cli_module_devices(m, &a->n, d);
+    if (st != GS_OK) goto done;
+    a->co.num_partitions = a->n;
+    st = GS_ERR;
     if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) != 0) goto done;
     double t0 = now_s();
     if ((st = gs_compile(m, &a->co, &out, d)) != GS_OK) goto done;
@@ -215,7 +218,6 @@ int gs_cli_cost(int argc, char **argv) {
     a.co.partition.no_warnings = true;
     int rc = cost_parse_args(argc, argv, &a);
     if (rc == GS_CLI_CONTINUE) {
-        a.co.num_partitions = a.n;
         a.co.no_propagate = !a.propagate;
         rc = load_machine(a.machine, &a.mc) != 0 ? 1 : gs_cli_with_module(a.file, cost_module, &a);
     }

@@ -2,12 +2,13 @@
  * cmd_partition.c — `gspmd partition`: rewrites a sharded module into one SPMD program and prints
  * it as HLO text (which `gspmd parse` reads and `gspmd run --spmd` executes).
  *
- *   gspmd partition FILE --num-partitions N [--propagate|--no-propagate] [--stats] [--strict]
+ *   gspmd partition FILE [--num-partitions N] [--propagate|--no-propagate] [--stats] [--strict]
  *                   [--emit hlo|mlir]
  *                   [--mesh M --shard NAME=SPEC]...
  *
- * Instructions without a sharding are replicated (XLA's partitioner alone, the default);
- * --propagate runs SPMD sharding propagation first (gs_compile does the whole pipeline). Warnings (full rematerialization; instructions computed whole although sharded) go to
+ * Instructions without a sharding are replicated (XLA's partitioner alone, the default for HLO
+ * input); --propagate (the default for StableHLO input) runs SPMD sharding propagation first
+ * (gs_compile does the whole pipeline). N defaults to the count the module declares. Warnings (full rematerialization; instructions computed whole although sharded) go to
  * stderr, as errors with --strict; --stats prints what the program costs a device against the
  * unpartitioned module (gs_cli_print_stats).
  */
@@ -18,7 +19,7 @@
 #include <string.h>
 
 static const char *PART_USAGE =
-    "gspmd partition FILE --num-partitions N [--propagate|--no-propagate] [--stats] [--strict] "
+    "gspmd partition FILE [--num-partitions N] [--propagate|--no-propagate] [--stats] [--strict] "
     "[--windowed-einsum-threshold-mib M | --no-windowed-einsum] [--bidirectional-windowed-einsum] "
     "[--mesh M --shard NAME=SPEC]... [--emit hlo|mlir]";
 
@@ -27,10 +28,13 @@ static const char *PART_HELP =
     "partition id: per-device shapes (uneven dims padded at the end) and the collectives that\n"
     "make it compute what the single-device module computes. Prints the program (--emit).\n"
     "\n"
-    "  --num-partitions N   the number of devices (every sharding must span N devices)\n"
-    "  --propagate          run SPMD sharding propagation first\n"
-    "  --no-propagate       (the default) partition the shardings as written, instructions\n"
-    "                       without one replicated: XLA's partitioner alone\n"
+    "  --num-partitions N   the number of devices (every sharding must span N devices); by\n"
+    "                       default the count the module declares (mhlo.num_partitions, or\n"
+    "                       num_partitions= in an HLO header)\n"
+    "  --propagate          run SPMD sharding propagation first (the default for StableHLO\n"
+    "                       input: a JAX program has shardings on its arguments and results)\n"
+    "  --no-propagate       (the default for HLO input) partition the shardings as written,\n"
+    "                       instructions without one replicated: XLA's partitioner alone\n"
     "  --stats              print to stderr the collectives emitted (count and bytes by kind),\n"
     "                       the instructions computed whole, and per-device FLOPs and peak\n"
     "                       memory against the unpartitioned module's / N\n"
@@ -57,8 +61,9 @@ static const char *PART_HELP =
 /* What one command line asks for. */
 typedef struct part_args {
     const char *file;
-    long n;                /* --num-partitions */
-    bool propagate, stats; /* --propagate, --stats */
+    long n;                /* --num-partitions (0: what the module declares) */
+    int propagate;         /* --propagate 1, --no-propagate 0, neither -1 */
+    bool stats;            /* --stats */
     gs_compile_options co; /* --strict, the windowed einsum options */
     gs_cli_shardings sh;   /* --mesh / --shard */
     gs_cli_emit emit;      /* --emit mlir|hlo */
@@ -69,7 +74,7 @@ static int part_parse_args(int argc, char **argv, part_args *a) {
     for (int i = 1; i < argc; i++) {
         int k;
         if (gs_cli_is_help(argv[i])) return gs_cli_print_help(PART_USAGE, PART_HELP);
-        if (gs_cli_propagate_option(argv[i], &a->propagate)) continue;
+        if (gs_cli_propagate_flag(argv[i], &a->propagate)) continue;
         if ((k = gs_cli_emit_option(argc, argv, &i, "partition", PART_USAGE, &a->emit)) != 0) {
             if (k < 0) return 2;
         } else if (strcmp(argv[i], "--stats") == 0) {
@@ -84,7 +89,7 @@ static int part_parse_args(int argc, char **argv, part_args *a) {
             return k;
         }
     }
-    return gs_cli_need_file_devices("partition", PART_USAGE, a->file, a->n);
+    return gs_cli_need_file_devices("partition", PART_USAGE, a->file);
 }
 
 /* Compiles m and prints the program (and with --stats its costs). */
@@ -92,9 +97,13 @@ static gs_status partition_module(void *ctx, gs_module *m, gs_diags *d) {
     part_args *a = ctx;
     gs_compiled out = {0};
     gs_mesh mesh;
-    gs_status st = GS_ERR;
-    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) == 0)
+    gs_status st = gs_cli_module_devices(m, &a->n, d);
+    a->co.num_partitions = a->n;
+    a->co.no_propagate = !gs_cli_propagate_default(m, a->propagate);
+    if (st == GS_OK && gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) == 0)
         st = gs_compile(m, &a->co, &out, d);
+    else
+        st = GS_ERR;
     char *text = st == GS_OK
                      ? gs_cli_module_text(out.program, m, a->emit ? a->emit : GS_CLI_EMIT_HLO, d)
                      : NULL;
@@ -109,12 +118,10 @@ static gs_status partition_module(void *ctx, gs_module *m, gs_diags *d) {
 }
 
 int gs_cli_partition(int argc, char **argv) {
-    part_args a = {0};
+    part_args a = {.propagate = -1};
     gs_compile_options_init(&a.co, 0);
     int rc = part_parse_args(argc, argv, &a);
     if (rc == GS_CLI_CONTINUE) {
-        a.co.num_partitions = a.n;
-        a.co.no_propagate = !a.propagate;
         rc = gs_cli_with_module(a.file, partition_module, &a);
     }
     gs_cli_shardings_free(&a.sh);

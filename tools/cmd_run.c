@@ -1,10 +1,10 @@
 /*
  * cmd_run.c — `gspmd run`: runs a program on N devices.
  *
- *   gspmd run FILE --num-partitions N [--propagate|--no-propagate] [--backend threads|mpi]
+ *   gspmd run FILE [--num-partitions N] [--propagate|--no-propagate] [--backend threads|mpi]
  *             [--input NAME=FILE.npy]... [--output-dir DIR] [--verify] [--seed S]
  *             [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...
- *   gspmd run --spmd FILE --num-partitions N [...] --output-dir DIR
+ *   gspmd run --spmd FILE [--num-partitions N] [...] --output-dir DIR
  *
  * Without --spmd, FILE is a single-device module with shardings: it is propagated (unless
  * --no-propagate), partitioned, its global inputs are sliced per device by the parameter
@@ -32,13 +32,13 @@
 #include <sys/stat.h>
 
 static const char *RUN_USAGE =
-    "gspmd run FILE --num-partitions N [--propagate|--no-propagate] [--backend threads|mpi]\n"
+    "gspmd run FILE [--num-partitions N] [--propagate|--no-propagate] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--output-dir DIR] [--verify]\n"
     "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
     "          [--no-windowed-einsum] [--max-memory BYTES]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "          [--share-work | --no-share-work]\n"
-    "       gspmd run --spmd FILE --num-partitions N [--num-replicas R] [--backend threads|mpi]\n"
+    "       gspmd run --spmd FILE [--num-partitions N] [--num-replicas R] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
     "          [--max-memory BYTES] [--share-work | --no-share-work] [--stats]\n"
     "          --output-dir DIR";
@@ -49,7 +49,8 @@ static const char *RUN_HELP =
     "shardings, runs the program (one thread per device, or one MPI rank per device), and\n"
     "reassembles the global outputs by the root's sharding into DIR/out<i>.npy.\n"
     "\n"
-    "  --num-partitions N   the number of devices (under mpirun: the number of ranks)\n"
+    "  --num-partitions N   the number of devices (under mpirun: the number of ranks); by\n"
+    "                       default the count the module declares (mhlo.num_partitions)\n"
     "  --propagate          propagate shardings before partitioning (the default)\n"
     "  --no-propagate       partition with the shardings as written (missing ones replicate)\n"
     "  --verify             also run the reference interpreter on the same inputs and compare\n"
@@ -114,7 +115,7 @@ typedef struct run_args {
     bool fill_elided;         /* --fill-elided */
     bool strict;              /* --strict */
     int share_work;           /* --share-work 1, --no-share-work 0, else -1 (the default) */
-    long n_devices;           /* --num-partitions */
+    long n_devices;           /* --num-partitions (0: what the module declares) */
     long per_rank;            /* --devices-per-rank (MPI) */
     uint64_t seed;            /* --seed */
     double timeout;           /* --timeout */
@@ -226,6 +227,17 @@ static bool print_checks(const gs_value *got, const gs_leaf_check *c, int n) {
     }
     free(g);
     return ok;
+}
+
+/* --num-partitions, or the count the module declares; --num-replicas must divide it. */
+static gs_status resolve_devices(run_args *a, const gs_module *m, gs_diags *d) {
+    if (gs_cli_module_devices(m, &a->n_devices, d) != GS_OK) return GS_ERR;
+    if (a->num_replicas && a->n_devices && a->n_devices % a->num_replicas != 0) {
+        gs_error(d, gs_span_none(), "--num-replicas %ld does not divide the %ld devices",
+                 a->num_replicas, a->n_devices);
+        return GS_ERR;
+    }
+    return GS_OK;
 }
 
 static gs_comm *make_comm(const run_args *a, bool mpi, gs_diags *d) {
@@ -365,7 +377,9 @@ static gs_status check_spmd(const run_args *a, gs_module *m, gs_diags *d) {
     return gs_compile(m, &co, &checked, d);
 }
 
-static int run_spmd(const run_args *a, bool mpi) {
+static int run_spmd(const run_args *given, bool mpi) {
+    run_args resolved = *given;
+    const run_args *a = &resolved;
     gs_source *src;
     gs_module *m = gs_cli_load_module(a->file, &src);
     if (!m) return 1;
@@ -373,7 +387,7 @@ static int run_spmd(const run_args *a, bool mpi) {
     gs_comm *comm = NULL;
     gs_value **args = NULL, ***dev_args = NULL, **results = NULL, **all = NULL;
     int n_args = 0, rc = 1;
-    if (check_spmd(a, m, &d) != GS_OK || check_memory(a, NULL, m, mpi) != 0) goto finish;
+    if (resolve_devices(&resolved, m, &d) != GS_OK || check_spmd(a, m, &d) != GS_OK || check_memory(a, NULL, m, mpi) != 0) goto finish;
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
     if (!mpi || gs_mpi_rank() == 0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, 0);
     if (gs_interp_make_args(m, &a->inputs, a->seed, &args, &n_args, &d) != GS_OK) goto finish;
@@ -478,7 +492,9 @@ static int report_sharded(const run_args *a, bool mpi, gs_value *global, gs_diag
     return rc;
 }
 
-static int run_sharded(const run_args *a, bool mpi) {
+static int run_sharded(const run_args *given, bool mpi) {
+    run_args resolved = *given;
+    const run_args *a = &resolved;
     gs_source *src;
     gs_module *m = gs_cli_load_module(a->file, &src);
     if (!m) return 1;
@@ -488,7 +504,9 @@ static int run_sharded(const run_args *a, bool mpi) {
     gs_value **args = NULL, *global = NULL;
     int n_args = 0, rc = 1;
     bool rank0 = !mpi || gs_mpi_rank() == 0;
-    if (compile_for_run(a, m, rank0, &compiled, &d) != GS_OK) goto finish;
+    if (resolve_devices(&resolved, m, &d) != GS_OK ||
+        compile_for_run(a, m, rank0, &compiled, &d) != GS_OK)
+        goto finish;
     const gs_module *p = compiled.program;
     if (a->stats && rank0) gs_cli_print_stats(stderr, m, p, &compiled.stats);
     if (check_memory(a, m, p, mpi) != 0) goto finish;
@@ -584,14 +602,14 @@ static int run_name_option(int argc, char **argv, int *i, run_args *a) {
 
 /* The combinations of options the command line may not ask for. */
 static int run_check_args(const run_args *a) {
-    int rc = gs_cli_need_file_devices("run", RUN_USAGE, a->file, a->n_devices);
+    int rc = gs_cli_need_file_devices("run", RUN_USAGE, a->file);
     if (rc != GS_CLI_CONTINUE) return rc;
     if (a->spmd && !a->out_dir)
         return gs_cli_usage_error("run", RUN_USAGE, "missing --output-dir DIR");
     if (a->num_replicas && !a->spmd)
         return gs_cli_usage_error("run", RUN_USAGE,
                                   "--num-replicas is for a per-replica program (--spmd)");
-    if (a->num_replicas && a->n_devices % a->num_replicas != 0)
+    if (a->num_replicas && a->n_devices && a->n_devices % a->num_replicas != 0)
         return gs_cli_usage_error("run", RUN_USAGE,
                                   "--num-replicas must divide the devices (--num-partitions)");
     if (a->spmd && (a->verify || a->sh.n > 0 || a->save || a->strict || a->fill_elided))

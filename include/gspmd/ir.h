@@ -384,6 +384,9 @@ bool gs_computation_binary_reducer(const gs_computation *c, gs_opcode *op);
 gs_computation *gs_module_find_comp(const gs_module *m, const char *name);
 /* The instruction named name in any computation, or NULL (linear search). */
 gs_instr *gs_module_find_instr(const gs_module *m, const char *name);
+/* The device count the module declares (`num_partitions=N` in an HLO header, or
+ * `mhlo.num_partitions = N` on an MLIR module), or 0 when it declares none. */
+int64_t gs_module_declared_partitions(const gs_module *m);
 /* Frees the module and its arena. */
 void gs_module_free(gs_module *m);
 

@@ -184,6 +184,12 @@ gs_instr *gs_module_find_instr(const gs_module *m, const char *name) {
     return NULL;
 }
 
+int64_t gs_module_declared_partitions(const gs_module *m) {
+    for (int i = 0; i < m->n_attrs; i++)
+        if (strcmp(m->attrs[i].name, "num_partitions") == 0) return m->num_partitions;
+    return 0;
+}
+
 int gs_replica_groups_size(const gs_replica_groups *g, int group) {
     return g->is_iota ? g->group_size : g->sizes[group];
 }

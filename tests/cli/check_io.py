@@ -11,6 +11,8 @@ Unwritable places work as root too: a path under a file (/dev/null/x) and /proc.
 
 Bad .npy inputs found by tests/fuzz/fuzz_npy are errors, before anything is allocated for them.
 So are modules too large for --max-memory (default: the machine's memory).
+
+partition, cost and run take the device count from the module when --num-partitions is absent.
 """
 import os
 import struct
@@ -177,6 +179,27 @@ with tempfile.TemporaryDirectory() as tmp:
         if where not in err or "internal error" in err:
             failures.append("%s (unbounded dim): want a located error at %r, no internal error; "
                             "got:\n    %s" % (name, where, err.strip()))
+
+# The commands that partition take the device count from the module when --num-partitions is not
+# given (mhlo.num_partitions, num_partitions= in an HLO header); when neither says, one error.
+with tempfile.TemporaryDirectory() as tmp:
+    hlo = os.path.join(tmp, "nodev.hlo")
+    with open(hlo, "w") as f:
+        f.write(MODULE)
+    declared = os.path.join(tmp, "declared.hlo")
+    with open(declared, "w") as f:
+        f.write(MODULE.replace("HloModule io", "HloModule io, num_partitions=2"))
+    for name, args in [("partition", ["partition"]), ("cost", ["cost"]),
+                       ("run", ["run"]), ("run --spmd", ["run", "--spmd", "--output-dir",
+                                                          os.path.join(tmp, "o")])]:
+        rc, err = run(args + [hlo])
+        expect(name + " (no device count)", rc, err, "give --num-partitions N")
+        if name == "run --spmd":
+            continue
+        rc, err = run(args + [declared])
+        if rc != 0:
+            failures.append("%s (num_partitions=2 in the header): want exit 0, got %d:\n    %s"
+                            % (name, rc, err.strip()))
 
 for f in failures:
     print("FAIL " + f)

@@ -4,7 +4,8 @@ Usage: check_pipeline.py GSPMD VERSION
 
 - `gspmd --version` and `gspmd version` print `gspmd VERSION`.
 - `partition`, `run` and `cost` each accept both --propagate and --no-propagate, and their
-  --help says which is the default (partition: XLA's partitioner alone; run, cost: propagate).
+  --help says which is the default (partition: XLA's partitioner alone for HLO input, propagation
+  for StableHLO input, as JAX does; run, cost: propagate), and partition does what it says.
 - `partition` and `cost` go through the same compile (gs_compile): on every input `partition`
   rejects, `cost` rejects it with the same errors; what `partition --no-propagate` prints is
   what plain `partition` prints.
@@ -29,17 +30,50 @@ for args in (["--version"], ["version"]):
     if rc != 0 or out != "gspmd %s\n" % version:
         failures.append("%s: want 'gspmd %s'; got exit %d, %r %r" % (args, version, rc, out, err))
 
-DEFAULTS = {"partition": "--no-propagate", "run": "--propagate", "cost": "--propagate"}
+DEFAULTS = {"partition": {"--no-propagate": "(the default for HLO input)",
+                          "--propagate": "(the default for StableHLO"},
+            "run": {"--propagate": "(the default)"}, "cost": {"--propagate": "(the default)"}}
 for cmd, default in DEFAULTS.items():
     rc, out, _ = run([cmd, "--help"])
     lines = out.splitlines()
     for flag in ("--propagate", "--no-propagate"):
         said = [l for l in lines if l.strip().startswith(flag + " ")]
+        mark = default.get(flag)
         if rc != 0 or not said:
             failures.append("%s --help: no line explains %s" % (cmd, flag))
-        elif (flag == default) != ("(the default)" in said[0]):
-            failures.append("%s --help: %s should%s be marked (the default): %r"
-                            % (cmd, flag, "" if flag == default else " not", said[0]))
+        elif (mark and mark not in said[0]) or (not mark and "(the default" in said[0]):
+            failures.append("%s --help: %s should%s be marked %s: %r"
+                            % (cmd, flag, "" if mark else " not", mark or "(the default)",
+                               said[0]))
+
+# partition's default follows its input: StableHLO propagates, HLO does not.
+MLIR = """module @jit_f attributes {mhlo.num_partitions = 2 : i32} {
+  func.func public @main(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[2,1]<=[2]}"}) -> (tensor<8x4xf32>) {
+    %0 = stablehlo.negate %arg0 : tensor<8x4xf32>
+    %1 = stablehlo.add %0, %arg0 : tensor<8x4xf32>
+    return %1 : tensor<8x4xf32>
+  }
+}
+"""
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "f.mlir")
+    with open(path, "w") as f:
+        f.write(MLIR)
+    with open(os.path.join(tmp, "f.hlo"), "w") as f:
+        f.write(run(["parse", path, "--emit", "hlo"])[1])
+    outs = {}
+    for name in ("f.mlir", "f.hlo"):
+        for extra in ([], ["--propagate"], ["--no-propagate"]):
+            rc, out, err = run(["partition", os.path.join(tmp, name)] + extra)
+            outs[name, tuple(extra)] = out
+            if rc != 0:
+                failures.append("partition %s %s: exit %d: %s" % (name, extra, rc, err.strip()))
+    if outs["f.mlir", ()] != outs["f.mlir", ("--propagate",)] or \
+            outs["f.mlir", ()] == outs["f.mlir", ("--no-propagate",)]:
+        failures.append("partition of StableHLO input should propagate by default")
+    if outs["f.hlo", ()] != outs["f.hlo", ("--no-propagate",)] or \
+            outs["f.hlo", ()] == outs["f.hlo", ("--propagate",)]:
+        failures.append("partition of HLO input should not propagate by default")
 
 GOOD = """HloModule good
 ENTRY e {

@@ -1,8 +1,9 @@
 // Data parallel, as JAX (GSPMD-era, `jax_use_shardy_partitioner=False`) lowers it: the batch
-// split over 4 devices with `mhlo.sharding` strings (JAX runs propagation: --propagate), the weights replicated, a loss reduced over
-// everything. Per device the activations are f32[2,32]; the loss needs one all-reduce.
+// split over 4 devices with `mhlo.sharding` strings, the weights replicated, a loss reduced over
+// everything. Per device the activations are f32[2,32]; the loss needs one all-reduce. No
+// options: partition takes the device count from mhlo.num_partitions and propagates (as JAX
+// does) because the input is StableHLO; without propagation the loss would be computed whole.
 // STAGE: partition
-// ARGS: --num-partitions 4 --propagate
 // ROOT-SHAPE: (f32[2,32], f32[])
 // COLLECTIVES: all-reduce=1
 // VERIFY
