@@ -135,6 +135,10 @@ typedef enum gs_cli_emit {
 } gs_cli_emit;
 /* If argv[*i] is `--emit mlir|hlo` (or --emit=...): sets *emit, advances *i and returns 1; -1
  * after a usage message for another value; 0 when argv[*i] is something else. */
+/* If argv[*i] is --algorithm shardy|gspmd (propagation): sets *alg and returns 1; -1 after a
+ * usage message for another value; 0 for another option. */
+int gs_cli_algorithm_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                            gs_propagation_algorithm *alg);
 int gs_cli_emit_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
                        gs_cli_emit *emit);
 /* The text of m (malloc'd) in the format emit asks for; GS_CLI_EMIT_INPUT follows the text

@@ -86,6 +86,21 @@ bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const cha
     return false;
 }
 
+int gs_cli_algorithm_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                            gs_propagation_algorithm *alg) {
+    const char *v;
+    if (!gs_cli_opt_value(argc, argv, i, "--algorithm", &v)) return 0;
+    if (strcmp(v, "shardy") == 0) {
+        *alg = GS_PROPAGATE_SHARDY;
+    } else if (strcmp(v, "gspmd") == 0) {
+        *alg = GS_PROPAGATE_GSPMD;
+    } else {
+        gs_cli_usage_error(cmd, usage, "--algorithm wants shardy or gspmd, not '%s'", v);
+        return -1;
+    }
+    return 1;
+}
+
 int gs_cli_emit_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
                        gs_cli_emit *emit) {
     const char *v;

@@ -21,7 +21,7 @@
 static const char *PART_USAGE =
     "gspmd partition FILE [--num-partitions N] [--propagate|--no-propagate] [--stats] [--strict] "
     "[--windowed-einsum-threshold-mib M | --no-windowed-einsum] [--bidirectional-windowed-einsum] "
-    "[--mesh M --shard NAME=SPEC]... [--emit hlo|mlir]";
+    "[--mesh M --shard NAME=SPEC]... [--emit hlo|mlir] [--algorithm gspmd|shardy]";
 
 static const char *PART_HELP =
     "Rewrites a sharded module into ONE SPMD program that every device runs with its own\n"
@@ -47,6 +47,9 @@ static const char *PART_HELP =
     "                       partial dot and a collective-permute per step (XLA's windowed\n"
     "                       einsum; M is 256 unless given, XLA's default)\n"
     "  --no-windowed-einsum no windowed einsum loops, whatever the operands' sizes\n"
+    "  --algorithm gspmd|shardy\n"
+    "                       which propagation --propagate runs: XLA's GSPMD one (the default) or\n"
+    "                       Shardy's\n"
     "  --emit hlo|mlir      print the program as HLO text (the default, as XLA dumps it) or as\n"
     "                       StableHLO (MLIR)\n"
     "  --bidirectional-windowed-einsum\n"
@@ -75,7 +78,11 @@ static int part_parse_args(int argc, char **argv, part_args *a) {
         int k;
         if (gs_cli_is_help(argv[i])) return gs_cli_print_help(PART_USAGE, PART_HELP);
         if (gs_cli_propagate_flag(argv[i], &a->propagate)) continue;
-        if ((k = gs_cli_emit_option(argc, argv, &i, "partition", PART_USAGE, &a->emit)) != 0) {
+        if ((k = gs_cli_algorithm_option(argc, argv, &i, "partition", PART_USAGE,
+                                         &a->co.algorithm)) != 0) {
+            if (k < 0) return 2;
+        } else if ((k = gs_cli_emit_option(argc, argv, &i, "partition", PART_USAGE, &a->emit)) !=
+                   0) {
             if (k < 0) return 2;
         } else if (strcmp(argv[i], "--stats") == 0) {
             a->stats = true;

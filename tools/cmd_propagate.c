@@ -5,6 +5,7 @@
  *   gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]]
  *                   [--propagate-to-parameters=B[,B...]] [--cse-prevention-only]
  *                   [--mesh M --shard NAME=SPEC]... [--explain NAME] [--emit hlo|mlir]
+ *                   [--algorithm gspmd|shardy]
  *
  * Instruction names are kept. --explain prints, instead of the module, where NAME's sharding
  * came from. Bad input exits 1 with located errors, bad usage 2.
@@ -18,7 +19,8 @@
 static const char *USAGE =
     "gspmd propagate FILE [--spmd] [--propagate-to-output=B[,B...]]\n"
     "                [--propagate-to-parameters=B[,B...]] [--cse-prevention-only]\n"
-    "                [--mesh M --shard NAME=SPEC]... [--explain NAME] [--emit hlo|mlir]";
+    "                [--mesh M --shard NAME=SPEC]... [--explain NAME] [--emit hlo|mlir]\n"
+    "                [--algorithm gspmd|shardy]";
 
 static const char *HELP =
     "Gives every instruction of FILE a sharding, from the few it has (sharding attributes,\n"
@@ -35,6 +37,9 @@ static const char *HELP =
     "                                 module: each hop back to an annotation, with its rule,\n"
     "                                 direction and aggressiveness level\n"
     "  --emit hlo|mlir                print HLO text (the default) or StableHLO (MLIR)\n"
+    "  --algorithm gspmd|shardy       XLA's GSPMD propagation (the default) or Shardy's: axes\n"
+    "                                 move along each op's factors between Shardy shardings\n"
+    "                                 (`#sdy.sharding`; dims marked `?` open to more axes)\n"
     "%s";
 
 /* Parses `true,false,...` into a malloc'd vector; -1 on bad text. */
@@ -68,6 +73,7 @@ typedef struct prop_args {
     const char *explain;       /* --explain NAME, or NULL */
     gs_cli_emit emit;          /* --emit mlir|hlo */
     gs_propagate_options opts; /* --spmd, --cse-prevention-only, --propagate-to-... */
+    gs_propagation_algorithm alg; /* --algorithm */
     bool *to_out, *to_par;     /* the --propagate-to-output / -parameters vectors (malloc'd) */
     gs_cli_shardings sh;       /* --mesh / --shard */
 } prop_args;
@@ -103,6 +109,9 @@ static int prop_parse_args(int argc, char **argv, prop_args *a) {
         } else if (gs_cli_opt_value(argc, argv, &i, "--propagate-to-parameters", &v)) {
             rc = bools_option("--propagate-to-parameters", v, &a->to_par, &a->opts.n_to_parameters);
             a->opts.to_parameters = a->to_par;
+        } else if ((r = gs_cli_algorithm_option(argc, argv, &i, "propagate", USAGE, &a->alg)) !=
+                   0) {
+            if (r < 0) rc = 2;
         } else if ((r = gs_cli_emit_option(argc, argv, &i, "propagate", USAGE, &a->emit)) != 0) {
             if (r < 0) rc = 2;
         } else if (gs_cli_opt_value(argc, argv, &i, "--explain", &v)) {
@@ -128,6 +137,7 @@ static gs_status propagate_module(void *ctx, gs_module *m, gs_diags *d) {
     gs_compile_options co;
     gs_compile_options_init(&co, 1);
     co.propagate = a->opts;
+    co.algorithm = a->alg;
     co.no_partition = true;
     co.keep_provenance = a->explain != NULL;
     gs_compiled out = {0};

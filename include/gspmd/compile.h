@@ -20,6 +20,14 @@ extern "C" {
 #endif
 
 /* What to compile for. Fill with gs_compile_options_init, then set what differs. */
+/* Which sharding propagation a compile runs. */
+typedef enum gs_propagation_algorithm {
+    GS_PROPAGATE_AUTO,   /* the default: GSPMD's (Shardy's to be, where the module carries
+                            Shardy shardings, once it covers control flow; issue 26) */
+    GS_PROPAGATE_GSPMD,  /* XLA's ShardingPropagation (gs_propagate) */
+    GS_PROPAGATE_SHARDY  /* Shardy's propagation (gs_sdy_propagate) */
+} gs_propagation_algorithm;
+
 typedef struct gs_compile_options {
     int64_t num_partitions;             /* devices N (>= 1; unused with no_partition) */
     const gs_mesh *mesh;                /* named mesh of the requests' PartitionSpecs, or NULL */
@@ -30,6 +38,8 @@ typedef struct gs_compile_options {
                                            instructions replicate: XLA's partitioner alone) */
     gs_propagate_options propagate;     /* the propagation's options (init: is_spmd, as XLA's
                                            SPMD pipeline runs it); pinned_params is set here */
+    gs_propagation_algorithm algorithm; /* which propagation (GS_PROPAGATE_AUTO: see below) */
+    gs_sdy_options sdy;                 /* Shardy's propagation's options */
     bool keep_provenance;               /* keep where each sharding came from (result.info) */
     bool no_partition;                  /* stop after propagation (result.program is NULL) */
     gs_partition_options partition;     /* the partitioner's (num_partitions is taken above) */
@@ -50,6 +60,9 @@ typedef struct gs_compiled {
     int n_filled;                 /* elided constants filled (fill_elided) */
     gs_propagate_info *info;      /* provenance (keep_provenance and propagation ran), or NULL */
 } gs_compiled;
+
+/* Whether a compile of m with algorithm a runs Shardy's propagation. */
+bool gs_compile_uses_shardy(const gs_module *m, gs_propagation_algorithm a);
 
 /* Zeroes o and sets the defaults: N devices, propagation in SPMD mode. */
 void gs_compile_options_init(gs_compile_options *o, int64_t num_partitions);

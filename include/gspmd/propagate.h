@@ -58,6 +58,33 @@ gs_status gs_propagate_explain(const gs_propagate_info *info, const char *name, 
                                gs_diags *d);
 void gs_propagate_info_free(gs_propagate_info *info);
 
+/* ------------------------------------------------------------------ Shardy's propagation */
+
+/* Shardy's propagation strategies (its pass names: -sdy-basic-propagate,
+ * -sdy-aggressive-propagate, ...). */
+typedef enum gs_sdy_strategy {
+    GS_SDY_BASIC,                /* only what every tensor of an op agrees on; skip conflicts */
+    GS_SDY_AGGRESSIVE,           /* resolve conflicts: the largest tensor's axes win */
+    GS_SDY_BASIC_THEN_AGGRESSIVE /* basic to a fixed point, then aggressive */
+} gs_sdy_strategy;
+
+/* Options, as Shardy's propagation passes name them. Zero-initialise for basic propagation;
+ * Shardy's full propagation (its -sdy-user-priority-propagate, which JAX runs) is
+ * {GS_SDY_AGGRESSIVE, .op_priority = true, .user_priority = true}. */
+typedef struct gs_sdy_options {
+    gs_sdy_strategy strategy; /* propagation-strategy */
+    bool conservative;        /* conservative-propagation: never split an axis into sub-axes */
+    bool op_priority;         /* op-priority propagation: elementwise and shape ops first, then
+                                 the rest, in five rounds */
+    bool user_priority;       /* user-priority propagation: dims marked p0 first, then p1, ... */
+} gs_sdy_options;
+
+/* Shardy's propagation over m in place: shardings move along each op's factors (gs_op_rule)
+ * between Shardy (named) shardings on one mesh; dims written closed are never extended, open
+ * ones (`?`) are. Values without a sharding that propagation reaches get one; nothing else
+ * changes. GS_ERR only on allocation failure. */
+gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,10 @@ void gs_compile_options_init(gs_compile_options *o, int64_t num_partitions) {
     memset(o, 0, sizeof *o);
     o->num_partitions = num_partitions;
     o->propagate.is_spmd = true;
+    /* Shardy's propagation as JAX runs it: user priorities, op priorities, aggressive. */
+    o->sdy.strategy = GS_SDY_AGGRESSIVE;
+    o->sdy.op_priority = true;
+    o->sdy.user_priority = true;
 }
 
 void gs_compiled_free(gs_compiled *c) {
@@ -64,6 +68,14 @@ static gs_status check_spmd_input(const gs_module *m, const gs_compile_options *
     return gs_check_collectives(m, (int)o->num_partitions, d);
 }
 
+bool gs_compile_uses_shardy(const gs_module *m, gs_propagation_algorithm a) {
+    if (a != GS_PROPAGATE_AUTO) return a == GS_PROPAGATE_SHARDY;
+    /* GSPMD's for now, whatever the module carries: Shardy's does not yet cross calls, loops,
+     * conditionals or manual computations (issue 26). */
+    (void)m;
+    return false;
+}
+
 gs_status gs_compile(gs_module *m, const gs_compile_options *o, gs_compiled *out, gs_diags *d) {
     memset(out, 0, sizeof *out);
     if ((!o->no_partition || o->spmd_input) &&
@@ -81,7 +93,9 @@ gs_status gs_compile(gs_module *m, const gs_compile_options *o, gs_compiled *out
     /* Before partitioning, so the program's copies of the constants hold the same values. */
     if (st == GS_OK && o->fill_elided)
         st = gs_module_fill_elided(m, o->seed, &out->n_filled, d);
-    if (st == GS_OK && !o->no_propagate) {
+    if (st == GS_OK && !o->no_propagate && gs_compile_uses_shardy(m, o->algorithm)) {
+        st = gs_sdy_propagate(m, &o->sdy, d);
+    } else if (st == GS_OK && !o->no_propagate) {
         gs_propagate_options po = o->propagate;
         po.n_pinned_params = np;
         po.pinned_params = pinned;

@@ -508,7 +508,8 @@ bool gs_mlir_detect(const gs_source *src) {
         while (r.pos < r.len && r.s[r.pos] != '\n') r.pos++;
         mlir_skip_ws(&r);
     }
-    return mlir_at_word(&r, "module") || mlir_at_word(&r, "func.func");
+    return mlir_at_word(&r, "module") || mlir_at_word(&r, "func.func") ||
+           mlir_at_word(&r, "sdy.mesh");
 }
 
 gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_diags *d) {

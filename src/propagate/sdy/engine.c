@@ -1,0 +1,381 @@
+/*
+ * engine.c — the driver of Shardy's basic propagation over an sdy_graph.
+ *
+ * As Shardy's BasicPropagationPass: first the main function's result shardings are pushed to
+ * the values it returns (an identity rule between each), then every op with a rule is visited
+ * with MLIR's greedy worklist (top-down: ops in program order, kept on a stack; an op whose
+ * operand or result sharding changes is pushed again, unless already waiting), and last the
+ * values returned are pushed back to the function's results. Visiting an op projects its
+ * operands' and results' shardings onto its rule's factors, runs the factor propagation and
+ * projects back every tensor that changed.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+const gs_op_rule *sdy_identity_rule(gs_arena *a, int rank, const int64_t *dims, int n_operands) {
+    gs_op_rule *r = GS_NEW(a, gs_op_rule);
+    gs_factor *f = rank ? GS_NEW_ARRAY(a, gs_factor, rank) : NULL;
+    gs_dim_factors *df = rank ? GS_NEW_ARRAY(a, gs_dim_factors, rank) : NULL;
+    int *ids = rank ? GS_NEW_ARRAY(a, int, rank) : NULL;
+    gs_tensor_factors *ops = GS_NEW_ARRAY(a, gs_tensor_factors, n_operands + 1);
+    if (!r || !ops || (rank && (!f || !df || !ids))) return NULL;
+    for (int d = 0; d < rank; d++) {
+        f[d] = (gs_factor){GS_FACTOR_PASS_THROUGH, dims[d]};
+        ids[d] = d;
+        df[d] = (gs_dim_factors){1, &ids[d]};
+    }
+    for (int i = 0; i <= n_operands; i++) ops[i] = (gs_tensor_factors){rank, df};
+    memset(r, 0, sizeof *r);
+    r->n_factors = rank;
+    r->factors = f;
+    r->n_operands = n_operands;
+    r->operands = ops;
+    r->n_results = 1;
+    r->results = &ops[n_operands];
+    return r;
+}
+
+/* The mesh all present shardings use, or -1 (none, or several). */
+static int common_mesh(const sdy_sharding *const *sh, int n) {
+    int mesh = -1;
+    for (int i = 0; i < n; i++) {
+        if (!sh[i]) continue;
+        if (mesh >= 0 && sh[i]->mesh != mesh) return -1;
+        mesh = sh[i]->mesh;
+    }
+    return mesh;
+}
+
+/* The worklist: a stack of ops, each at most once. */
+typedef struct worklist {
+    int *stack;
+    int n;
+    bool *queued;
+} worklist;
+
+static void push(worklist *w, int op) {
+    if (op < 0 || w->queued[op]) return;
+    w->queued[op] = true;
+    w->stack[w->n++] = op;
+}
+
+/* An op changed (and so its enclosing ops, as MLIR's driver adds ancestors). */
+static void notify_op(const sdy_graph *g, worklist *w, int op, int current) {
+    for (; op >= 0; op = g->ops[op].parent)
+        if (op != current) push(w, op);
+}
+
+/* Value v's sharding changed: its defining op and its users are visited again. */
+static void notify_value(const sdy_graph *g, worklist *w, int v, int current) {
+    if (!w) return;
+    const sdy_value *val = &g->values[v];
+    notify_op(g, w, val->def, current);
+    for (int i = 0; i < val->n_users; i++) notify_op(g, w, val->users[i], current);
+}
+
+/* One propagation run: which factor propagation, and the op-priority round (-1: none). */
+typedef struct run {
+    sdy_graph *g;
+    const gs_sdy_options *o;
+    bool aggressive;
+    int op_round;
+} run;
+
+/* getDirectionBasedOnUses: none when an operand (not a scalar) has other uses. */
+static sdy_direction by_uses(const sdy_graph *g, const sdy_op *x, bool allow_multi) {
+    if (allow_multi) return SDY_DIR_BOTH;
+    for (int i = 0; i < x->n_operands; i++) {
+        int v = x->operands[i];
+        if (v >= 0 && g->values[v].n_uses != 1 && g->values[v].rank > 0) return SDY_DIR_NONE;
+    }
+    return SDY_DIR_BOTH;
+}
+
+/* The op-priority schedule's round k for factor f of op x. */
+static sdy_direction schedule(const sdy_graph *g, const sdy_op *x, const gs_op_rule *r, int f,
+                              int k) {
+    switch (k) {
+    case 0:
+    case 1:
+        if (x->kind & (SDY_OP_ELEMENTWISE | SDY_OP_SHAPE)) return by_uses(g, x, k == 1);
+        if (x->kind & SDY_OP_SLICE) return by_uses(g, x, k == 1) & SDY_DIR_FORWARD;
+        return SDY_DIR_NONE;
+    case 2:
+        if (r && r->factors[f].kind != GS_FACTOR_PASS_THROUGH) return SDY_DIR_NONE;
+        return x->kind & SDY_OP_BROADCAST ? SDY_DIR_BACKWARD : SDY_DIR_BOTH;
+    case 3: return x->kind & SDY_OP_BROADCAST ? SDY_DIR_BACKWARD : SDY_DIR_BOTH;
+    default: return SDY_DIR_BOTH;
+    }
+}
+
+static sdy_direction direction(const run *ru, const sdy_op *x, const gs_op_rule *r, int f) {
+    if (!x || ru->op_round < 0) return SDY_DIR_BOTH;
+    unsigned d = SDY_DIR_NONE;
+    for (int k = 0; k <= ru->op_round; k++) d |= schedule(ru->g, x, r, f, k);
+    return (sdy_direction)d;
+}
+
+/* Propagates through one rule between tensors; setting a value's sharding notifies w (unless
+ * NULL). slots: the sharding slots (n_operands + n_results), values: the value each is (-1
+ * for a slot that is no value, e.g. a function result); x the op (NULL: a function's results).
+ * Returns false on OOM. */
+static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots,
+                              const int *values, const sdy_op *x, worklist *w, int current) {
+    sdy_graph *g = ru->g;
+    int n_t = r->n_operands + r->n_results;
+    int mesh = common_mesh((const sdy_sharding *const *)slots, n_t);
+    if (mesh < 0) return true;
+    const gs_mesh *m = g->meshes[mesh];
+    if (m->n_axes == 0) return true; /* a maximal mesh: Shardy does not propagate it */
+    gs_arena scratch;
+    gs_arena_init(&scratch);
+    bool ok = false;
+    sdy_projection *p = sdy_project(&scratch, r, m, (const sdy_sharding *const *)slots,
+                                    (const sdy_sharding *const *)slots + r->n_operands);
+    sdy_direction *dirs = GS_NEW_ARRAY(&scratch, sdy_direction, r->n_factors + 1);
+    bool *updated = GS_NEW_ARRAY(&scratch, bool, n_t + 1);
+    if (!p || !dirs || !updated) goto done;
+    for (int f = 0; f < r->n_factors; f++) dirs[f] = direction(ru, x, r, f);
+    memset(updated, 0, sizeof(bool) * (size_t)(n_t + 1));
+    if (!ru->aggressive)
+        sdy_propagate_factors(p, r, dirs, m, ru->o->conservative, updated);
+    else if (!sdy_propagate_factors_aggressive(&scratch, p, r, dirs, ru->o->conservative,
+                                               x && (x->kind & SDY_OP_ELEMENTWISE), updated))
+        goto done;
+    for (int t = 0; t < n_t; t++) {
+        if (!updated[t]) continue;
+        const gs_tensor_factors *tf =
+            t < r->n_operands ? &r->operands[t] : &r->results[t - r->n_operands];
+        sdy_sharding *ns = GS_NEW(g->a, sdy_sharding);
+        if (!ns || !sdy_unproject(g->a, r, tf, &p->t[t], mesh, m, ns)) goto done;
+        sdy_sharding *old = slots[t];
+        if ((!old && sdy_sharding_empty_axes(ns)) || (old && sdy_sharding_eq(ns, old))) continue;
+        slots[t] = ns;
+        if (values[t] >= 0) {
+            g->values[values[t]].sh = ns;
+            notify_value(g, w, values[t], current);
+        }
+    }
+    ok = true;
+done:
+    gs_arena_free(&scratch);
+    return ok;
+}
+
+/* The main function's results and the values returned, both ways. */
+static bool propagate_results(run *ru) {
+    sdy_graph *g = ru->g;
+    for (int i = 0; i < g->n_results; i++) {
+        int v = g->result_values[i];
+        if (v < 0) continue;
+        sdy_value *val = &g->values[v];
+        const gs_op_rule *r = sdy_identity_rule(g->a, val->rank, val->dims, 1);
+        if (!r) return false;
+        sdy_sharding *slots[2] = {val->sh, g->result_sh[i]};
+        int values[2] = {v, -1};
+        if (!propagate_tensors(ru, r, slots, values, NULL, NULL, -1)) return false;
+        g->result_sh[i] = slots[1];
+    }
+    return true;
+}
+
+static bool visit(run *ru, int op, worklist *w) {
+    sdy_graph *g = ru->g;
+    const sdy_op *x = &g->ops[op];
+    const gs_op_rule *r = x->rule;
+    if (!r || r->n_operands != x->n_operands || r->n_results != x->n_results) return true;
+    int n_t = x->n_operands + x->n_results;
+    sdy_sharding *slots[64];
+    int values[64];
+    if (n_t > 64) return true;
+    for (int t = 0; t < n_t; t++) {
+        int v = t < x->n_operands ? x->operands[t] : x->results[t - x->n_operands];
+        values[t] = v;
+        slots[t] = v >= 0 ? g->values[v].sh : NULL;
+        const gs_tensor_factors *tf =
+            t < r->n_operands ? &r->operands[t] : &r->results[t - r->n_operands];
+        if (v < 0 || g->values[v].rank != tf->rank) return true; /* not a tensor it describes */
+    }
+    return propagate_tensors(ru, r, slots, values, x, w, op);
+}
+
+/* BasicPropagationPassImpl::propagate with one factor propagation and op-priority round. */
+static bool run_once(run *ru) {
+    sdy_graph *g = ru->g;
+    if (!propagate_results(ru)) return false;
+    worklist w = {0};
+    gs_arena scratch;
+    gs_arena_init(&scratch);
+    w.stack = GS_NEW_ARRAY(&scratch, int, g->n_ops + 1);
+    w.queued = GS_NEW_ARRAY(&scratch, bool, g->n_ops + 1);
+    bool ok = w.stack && w.queued;
+    if (ok) {
+        memset(w.queued, 0, sizeof(bool) * (size_t)(g->n_ops + 1));
+        for (int i = g->n_ops - 1; i >= 0; i--) push(&w, i);
+    }
+    while (ok && w.n > 0) {
+        int op = w.stack[--w.n];
+        w.queued[op] = false;
+        ok = visit(ru, op, &w);
+    }
+    gs_arena_free(&scratch);
+    return ok && propagate_results(ru);
+}
+
+/* Aggressive propagation: its strategy's factor propagations in turn. */
+static bool run_strategy(run *ru) {
+    gs_sdy_strategy s = ru->o->strategy;
+    if (s == GS_SDY_BASIC || s == GS_SDY_BASIC_THEN_AGGRESSIVE) {
+        ru->aggressive = false;
+        if (!run_once(ru)) return false;
+    }
+    if (s == GS_SDY_AGGRESSIVE || s == GS_SDY_BASIC_THEN_AGGRESSIVE) {
+        ru->aggressive = true;
+        if (!run_once(ru)) return false;
+    }
+    return true;
+}
+
+/* Op-priority propagation: five rounds, each allowing more ops and directions. */
+static bool run_op_priority(run *ru) {
+    if (!ru->o->op_priority) {
+        ru->op_round = -1;
+        return run_strategy(ru);
+    }
+    for (int k = 0; k < 5; k++) {
+        ru->op_round = k;
+        if (!run_strategy(ru)) return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ user priorities */
+
+/* A sharding for the first round: dims with a priority above 0 empty and closed, their axes
+ * replicated (sorted as the mesh orders them), the others without priority. */
+static sdy_sharding *initial(gs_arena *a, const sdy_sharding *s, bool *has_later) {
+    sdy_sharding *n = GS_NEW(a, sdy_sharding);
+    if (!n) return NULL;
+    *n = *s;
+    n->dims = s->rank ? GS_NEW_ARRAY(a, sdy_dim, s->rank) : NULL;
+    if (s->rank && !n->dims) return NULL;
+    *has_later = false;
+    for (int d = 0; d < s->rank; d++) {
+        n->dims[d] = s->dims[d];
+        if (s->dims[d].priority <= 0) {
+            n->dims[d].priority = -1;
+            continue;
+        }
+        *has_later = true;
+        for (int i = 0; i < s->dims[d].axes.n; i++) sdy_push(&n->replicated, &s->dims[d].axes.v[i]);
+        n->dims[d].axes.n = 0;
+        n->dims[d].closed = true;
+        n->dims[d].priority = -1;
+    }
+    /* replicated axes in mesh order: by axis, then sub-axis pre-size */
+    sdy_axes *r = &n->replicated;
+    for (int i = 1; i < r->n; i++)
+        for (int j = i; j > 0; j--) {
+            gs_axis_ref *x = &r->v[j - 1], *y = &r->v[j];
+            bool after = x->axis > y->axis || (x->axis == y->axis && sdy_pre(x) > sdy_pre(y));
+            if (!after) break;
+            gs_axis_ref t = *x;
+            *x = *y;
+            *y = t;
+        }
+    return n;
+}
+
+/* The dims of cur whose original priority is p get their original axes back (no priority);
+ * those axes leave the replicated set. */
+static sdy_sharding *at_priority(gs_arena *a, const sdy_sharding *cur, const sdy_sharding *orig,
+                                 int64_t p) {
+    sdy_sharding *n = GS_NEW(a, sdy_sharding);
+    if (!n) return NULL;
+    *n = *cur;
+    n->dims = cur->rank ? GS_NEW_ARRAY(a, sdy_dim, cur->rank) : NULL;
+    if (cur->rank && !n->dims) return NULL;
+    sdy_axes seen = {0};
+    for (int d = 0; d < cur->rank; d++) {
+        n->dims[d] = cur->dims[d];
+        if (d < orig->rank && orig->dims[d].priority == p) {
+            n->dims[d] = orig->dims[d];
+            n->dims[d].priority = -1;
+            for (int i = 0; i < orig->dims[d].axes.n; i++) sdy_push(&seen, &orig->dims[d].axes.v[i]);
+        }
+    }
+    n->replicated.n = 0;
+    for (int i = 0; i < cur->replicated.n; i++) {
+        bool drop = false;
+        for (int k = 0; k < seen.n && !drop; k++)
+            drop = sdy_axis_eq(&seen.v[k], &cur->replicated.v[i]);
+        if (!drop) sdy_push(&n->replicated, &cur->replicated.v[i]);
+    }
+    return n;
+}
+
+/* Every sharding slot of the graph: values, then the function's results. */
+static sdy_sharding **slot(sdy_graph *g, int i) {
+    return i < g->n_values ? &g->values[i].sh : &g->result_sh[i - g->n_values];
+}
+
+static bool run_user_priority(run *ru) {
+    sdy_graph *g = ru->g;
+    if (!ru->o->user_priority) return run_op_priority(ru);
+    int n = g->n_values + g->n_results;
+    gs_arena scratch;
+    gs_arena_init(&scratch);
+    const sdy_sharding **orig = GS_NEW_ARRAY(&scratch, const sdy_sharding *, n + 1);
+    int64_t *prios = GS_NEW_ARRAY(&scratch, int64_t, 1);
+    bool ok = orig != NULL;
+    gs_vec later; /* int64_t: priorities above 0, sorted, distinct */
+    gs_vec_init(&later, sizeof(int64_t));
+    (void)prios;
+    for (int i = 0; ok && i < n; i++) {
+        sdy_sharding **s = slot(g, i);
+        orig[i] = *s;
+        if (!*s) continue;
+        bool has_later;
+        sdy_sharding *init = initial(g->a, *s, &has_later);
+        if (!init) {
+            ok = false;
+            break;
+        }
+        *s = init;
+        for (int d = 0; d < orig[i]->rank; d++) {
+            int64_t p = orig[i]->dims[d].priority;
+            if (p <= 0) continue;
+            size_t k = 0;
+            while (k < later.n && ((int64_t *)later.data)[k] < p) k++;
+            if (k < later.n && ((int64_t *)later.data)[k] == p) continue;
+            if (gs_vec_push(&later, &p) != GS_OK) {
+                ok = false;
+                break;
+            }
+            int64_t *v = later.data;
+            for (size_t j = later.n - 1; j > k; j--) v[j] = v[j - 1];
+            v[k] = p;
+        }
+    }
+    ok = ok && run_op_priority(ru);
+    for (size_t k = 0; ok && k < later.n; k++) {
+        int64_t p = ((int64_t *)later.data)[k];
+        for (int i = 0; ok && i < n; i++) {
+            sdy_sharding **s = slot(g, i);
+            if (!orig[i] || !*s) continue;
+            bool has = false;
+            for (int d = 0; d < orig[i]->rank; d++) has |= orig[i]->dims[d].priority == p;
+            if (has && !(*s = at_priority(g->a, *s, orig[i], p))) ok = false;
+        }
+        ok = ok && run_op_priority(ru);
+    }
+    gs_vec_free(&later);
+    gs_arena_free(&scratch);
+    return ok;
+}
+
+bool sdy_run(sdy_graph *g, const gs_sdy_options *o) {
+    run ru = {g, o, false, -1};
+    return run_user_priority(&ru);
+}
