@@ -1,8 +1,8 @@
 /*
  * fuzz_pipeline.c — libFuzzer target for the whole pipeline on HLO text, the path `gspmd run
  * --verify` takes, calling the library as an embedder does (no CLI checks first): parse →
- * gs_module_verify → the cost model (gs_cost_step) → gs_compile for 2 devices (SPMD propagation
- * and partitioning), then gs_partition of the propagated module for 4 devices →
+ * gs_module_verify → the cost model (gs_cost_step) → gs_compile for 2 devices (SPMD propagation,
+ * GSPMD's or for inputs of odd length Shardy's, and partitioning), then gs_partition of the propagated module for 4 devices →
  * gs_module_verify and the cost model of each
  * partitioned program; then, for small modules, the 2-device program runs on the threads backend
  * (gs_run_partitioned) and its result is compared with the reference interpreter
@@ -208,6 +208,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         gs_compile_options co;
         gs_compile_options_init(&co, 2);
         co.partition.no_warnings = true;
+        /* Half the inputs through Shardy's propagation (named shardings: `{mesh[...], ...}`). */
+        co.algorithm = size & 1 ? GS_PROPAGATE_SHARDY : GS_PROPAGATE_GSPMD;
         gs_compiled compiled = {0};
         int errors = d.n_errors;
         gs_status st = gs_compile(m, &co, &compiled, &d);

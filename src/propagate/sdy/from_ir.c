@@ -13,6 +13,7 @@
  */
 #include "internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct builder {
@@ -220,8 +221,23 @@ static void build(builder *b, gs_computation *c) {
     }
 }
 
-/* Users of each value, in op order; uses also count the function's returns. */
-static bool link_users(sdy_graph *g, const gs_computation *c, const int *first) {
+/* The values a function returns count as uses (the main function's results are counted
+ * through g->result_values). */
+static void count_returns(sdy_graph *g, const gs_computation *c, const int *first, bool main) {
+    const gs_instr *root = c->root;
+    if (!root) return;
+    if (root->op != GS_OP_TUPLE) {
+        if (first[root->id] >= 0) g->values[first[root->id]].n_uses++;
+    } else if (!main) {
+        for (int i = 0; i < root->n_operands; i++) {
+            const gs_instr *x = root->operands[i];
+            if (!gs_shape_is_tuple(x->shape) && first[x->id] >= 0) g->values[first[x->id]].n_uses++;
+        }
+    }
+}
+
+/* Users of each value, in op order; uses also count the main function's results. */
+static bool link_users(sdy_graph *g) {
     for (int o = 0; o < g->n_ops; o++)
         for (int i = 0; i < g->ops[o].n_operands; i++)
             if (g->ops[o].operands[i] >= 0) g->values[g->ops[o].operands[i]].n_users++;
@@ -239,8 +255,6 @@ static bool link_users(sdy_graph *g, const gs_computation *c, const int *first) 
     for (int v = 0; v < g->n_values; v++) g->values[v].n_uses = g->values[v].n_users;
     for (int i = 0; i < g->n_results; i++)
         if (g->result_values[i] >= 0) g->values[g->result_values[i]].n_uses++;
-    if (c->root && c->root->op != GS_OP_TUPLE && first[c->root->id] >= 0)
-        g->values[first[c->root->id]].n_uses++;
     return true;
 }
 
@@ -292,7 +306,7 @@ static bool write_back(builder *b, gs_module *m, gs_computation *c) {
         if (!ns || gs_instr_set_sharding(m, in, ns) != GS_OK) return false;
     }
     gs_instr *root = c->root;
-    if (root && root->op == GS_OP_TUPLE && g->n_results) {
+    if (c == m->entry && root && root->op == GS_OP_TUPLE && g->n_results) {
         bool any = false;
         for (int i = 0; i < g->n_results; i++) any |= g->result_sh[i] != NULL;
         if (!any) return true;
@@ -316,11 +330,31 @@ static bool write_back(builder *b, gs_module *m, gs_computation *c) {
     return true;
 }
 
+/* Marks in is_fn[i] whether m->comps[i] is a function (the entry, or what a call calls), not
+ * a region. False on OOM. */
+static bool mark_functions(const gs_module *m, bool *is_fn) {
+    gs_strmap index = {0}; /* computation name -> its index + 1 */
+    bool ok = true;
+    for (int i = 0; i < m->n_comps && ok; i++) {
+        is_fn[i] = m->comps[i] == m->entry;
+        ok = gs_strmap_put(&index, m->comps[i]->name, (void *)(intptr_t)(i + 1)) == GS_OK;
+    }
+    for (int i = 0; i < m->n_comps && ok; i++)
+        for (int k = 0; k < m->comps[i]->n_instrs; k++) {
+            const gs_instr *in = m->comps[i]->instrs[k];
+            const gs_computation *f =
+                in->op == GS_OP_CALL ? gs_instr_comp(in, GS_ATTR_TO_APPLY) : NULL;
+            intptr_t at = f ? (intptr_t)gs_strmap_get(&index, f->name) : 0;
+            if (at > 0) is_fn[at - 1] = true;
+        }
+    gs_strmap_free(&index);
+    return ok;
+}
+
 gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d) {
     gs_sdy_options defaults = {0};
     if (!opts) opts = &defaults;
-    gs_computation *c = m->entry;
-    if (!c) return GS_OK;
+    if (!m->entry) return GS_OK;
     sdy_graph g = {0};
     builder b = {0};
     b.a = &m->arena;
@@ -330,24 +364,43 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     gs_vec_init(&b.ops, sizeof(sdy_op));
     gs_vec_init(&b.meshes, sizeof(const gs_mesh *));
     gs_vec_init(&b.templates, sizeof(const gs_named *));
-    int max_id = 0;
-    for (int k = 0; k < c->n_instrs; k++)
-        if (c->instrs[k]->id + 1 > max_id) max_id = c->instrs[k]->id + 1;
     gs_arena scratch;
     gs_arena_init(&scratch);
-    b.first = GS_NEW_ARRAY(&scratch, int, max_id + 1);
-    bool ok = b.first != NULL;
-    if (ok) {
-        for (int i = 0; i <= max_id; i++) b.first[i] = -1;
+    /* per function: its instructions' first values (NULL: not a function) */
+    int **firsts = GS_NEW_ARRAY(&scratch, int *, m->n_comps + 1);
+    bool *is_fn = GS_NEW_ARRAY(&scratch, bool, m->n_comps + 1);
+    bool ok = firsts && is_fn;
+    ok = ok && mark_functions(m, is_fn);
+    for (int i = 0; ok && i < m->n_comps; i++) {
+        gs_computation *c = m->comps[i];
+        firsts[i] = NULL;
+        if (!is_fn[i]) continue;
+        if (!(firsts[i] = GS_NEW_ARRAY(&scratch, int, c->n_instrs + 1))) {
+            ok = false;
+            break;
+        }
+        for (int k = 0; k <= c->n_instrs; k++) firsts[i][k] = -1;
+        b.first = firsts[i];
         build(&b, c);
-        ok = !b.oom && set_results(&b, c);
+        if (c == m->entry) ok = !b.oom && set_results(&b, c);
+        ok = ok && !b.oom;
+    }
+    if (ok) {
         g.values = b.values.data;
         g.n_values = (int)b.values.n;
         g.ops = b.ops.data;
         g.n_ops = (int)b.ops.n;
         g.meshes = b.meshes.data;
         g.n_meshes = (int)b.meshes.n;
-        ok = ok && link_users(&g, c, b.first) && sdy_run(&g, opts) && write_back(&b, m, c);
+        ok = link_users(&g);
+        for (int i = 0; ok && i < m->n_comps; i++)
+            if (firsts[i]) count_returns(&g, m->comps[i], firsts[i], m->comps[i] == m->entry);
+        ok = ok && sdy_run(&g, opts);
+        for (int i = 0; ok && i < m->n_comps; i++) {
+            if (!firsts[i]) continue;
+            b.first = firsts[i];
+            ok = write_back(&b, m, m->comps[i]);
+        }
     }
     gs_arena_free(&scratch);
     gs_vec_free(&b.values);
