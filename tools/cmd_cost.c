@@ -21,7 +21,8 @@
 static const char *COST_USAGE =
     "gspmd cost FILE [--num-partitions N] [--machine NAME|FILE] [--propagate|--no-propagate] "
     "[--spmd] [--json] [--model-flops F] [--strict] [--windowed-einsum-threshold-mib M | "
-    "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]...";
+    "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]... "
+    "[--algorithm gspmd|shardy]";
 
 static const char *COST_HELP =
     "Predicts what one step of FILE, partitioned for N devices, costs each device on a machine:\n"
@@ -37,6 +38,7 @@ static const char *COST_HELP =
     "                       `gspmd calibrate`, which writes this machine's)\n"
     "  --propagate          run SPMD sharding propagation before partitioning (the default)\n"
     "  --no-propagate       partition FILE as annotated, unannotated instructions replicated\n"
+    "  --algorithm gspmd|shardy  which propagation: XLA's GSPMD one (the default) or Shardy's\n"
     "  --strict, --windowed-einsum-threshold-mib M, --no-windowed-einsum,\n"
     "  --bidirectional-windowed-einsum\n"
     "                       partition as `gspmd partition` does with them\n"
@@ -155,7 +157,10 @@ static int cost_parse_args(int argc, char **argv, cost_args *a) {
         int k;
         if (gs_cli_is_help(argv[i])) return gs_cli_print_help(COST_USAGE, COST_HELP);
         if (gs_cli_propagate_option(argv[i], &a->propagate)) continue;
-        if (strcmp(argv[i], "--spmd") == 0) {
+        if ((k = gs_cli_algorithm_option(argc, argv, &i, "cost", COST_USAGE, &a->co.algorithm)) !=
+            0) {
+            if (k < 0) return 2;
+        } else if (strcmp(argv[i], "--spmd") == 0) {
             a->co.spmd_input = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = true;

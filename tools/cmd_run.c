@@ -37,7 +37,7 @@ static const char *RUN_USAGE =
     "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
     "          [--no-windowed-einsum] [--max-memory BYTES]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
-    "          [--share-work | --no-share-work]\n"
+    "          [--share-work | --no-share-work] [--algorithm gspmd|shardy]\n"
     "       gspmd run --spmd FILE [--num-partitions N] [--num-replicas R] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
     "          [--max-memory BYTES] [--share-work | --no-share-work] [--stats]\n"
@@ -53,6 +53,7 @@ static const char *RUN_HELP =
     "                       default the count the module declares (mhlo.num_partitions)\n"
     "  --propagate          propagate shardings before partitioning (the default)\n"
     "  --no-propagate       partition with the shardings as written (missing ones replicate)\n"
+    "  --algorithm gspmd|shardy  which propagation: XLA's GSPMD one (the default) or Shardy's\n"
     "  --verify             also run the reference interpreter on the same inputs and compare\n"
     "                       element by element: integers and predicates exactly, floats within\n"
     "                       16 times the element's rounding-error bound (0 for data that was\n"
@@ -110,6 +111,7 @@ typedef struct run_args {
     bool spmd;                /* --spmd */
     long num_replicas;        /* --num-replicas R (0: the module's replica_count) */
     bool propagate;           /* not --no-propagate */
+    gs_propagation_algorithm alg; /* --algorithm */
     bool verify;              /* --verify */
     bool stats;               /* --stats */
     bool fill_elided;         /* --fill-elided */
@@ -424,6 +426,7 @@ static gs_status compile_for_run(const run_args *a, gs_module *m, bool rank0, gs
     gs_compile_options co;
     gs_compile_options_init(&co, a->n_devices);
     co.no_propagate = !a->propagate;
+    co.algorithm = a->alg;
     co.partition = a->win;
     co.partition.no_warnings = !rank0;
     co.partition.strict = a->strict;
@@ -627,6 +630,7 @@ static int run_parse_args(int argc, char **argv, run_args *a) {
         if (gs_cli_is_help(argv[i])) return gs_cli_print_help(RUN_USAGE, RUN_HELP);
         if (run_flag(argv[i], a)) continue;
         if ((k = run_number_option(argc, argv, &i, a)) != 0 ||
+            (k = gs_cli_algorithm_option(argc, argv, &i, "run", RUN_USAGE, &a->alg)) != 0 ||
             (k = gs_cli_partition_option(argc, argv, &i, "run", 65536, &a->n_devices, &a->win,
                                          &a->sh)) != 0) {
             if (k < 0) return 2;
