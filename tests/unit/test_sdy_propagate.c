@@ -166,6 +166,31 @@ static void test_aggressive_conflicts(void **state) {
     gs_module_free(m);
 }
 
+/* Operands split along different dims (docs/shardy.md): basic propagation leaves the conflict
+ * alone; aggressive takes the first of two equally large sources, and carries it to the tanh. */
+static void test_conflict_basic_and_aggressive(void **state) {
+    (void)state;
+    static const char *text =
+        "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>\n"
+        "func.func @main(%x: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\"}, {}]>}, "
+        "%y: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"a\"}]>}) -> "
+        "tensor<8x8xf32> {\n"
+        "  %0 = stablehlo.add %x, %y : tensor<8x8xf32>\n"
+        "  %1 = stablehlo.tanh %0 : tensor<8x8xf32>\n"
+        "  return %1 : tensor<8x8xf32>\n"
+        "}\n";
+    gs_module *m = parse(text);
+    propagate(m, BASIC);
+    expect(m, "add", "(none)");
+    expect(m, "tanh", "(none)");
+    gs_module_free(m);
+    m = parse(text);
+    propagate(m, AGGRESSIVE);
+    expect(m, "add", "[{\"a\", ?}, {?}]");
+    expect(m, "tanh", "[{\"a\", ?}, {?}]");
+    gs_module_free(m);
+}
+
 /* User priorities: the divide's p0 sharding ("c" on dim 0, "b" replicated) goes first and wins
  * over the argument's p1 shardings; "b" reaches dim 1 of the adds only in the second round. */
 static void test_user_priority(void **state) {
@@ -197,6 +222,7 @@ int main(void) {
         cmocka_unit_test(test_some_axes_incompatible),
         cmocka_unit_test(test_reshape_sub_axes),
         cmocka_unit_test(test_aggressive_conflicts),
+        cmocka_unit_test(test_conflict_basic_and_aggressive),
         cmocka_unit_test(test_user_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
