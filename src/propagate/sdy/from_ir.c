@@ -1,12 +1,18 @@
 /*
  * from_ir.c — the IR as Shardy's propagation sees it, and its result written back.
  *
- * Values are the array leaves of the entry computation's instructions; a get-tuple-element or a
- * non-root tuple is no op of its own but the leaves it selects (MLIR has multi-result ops, not
- * tuples). Every other instruction is an op whose rule is its gs_op_rule (the default rule of an
- * op without a specific one means nothing propagates through it, as Shardy skips ops without a
- * registered rule); a `Sharding` custom-call (sdy.sharding_constraint) is the identity. A tuple
- * root stands for the function's results, each with its own sharding.
+ * Values are the array leaves of the instructions of every function (the entry, and what calls
+ * call) and of the regions of their while loops and conditionals; a get-tuple-element or a tuple
+ * is no op of its own but the leaves it selects (MLIR has multi-result ops, not tuples). Every
+ * other instruction is an op whose rule is its gs_op_rule (nothing propagates through an op
+ * without a specific rule, as Shardy skips ops without a registered one); a `Sharding`
+ * custom-call (sdy.sharding_constraint) is the identity. The entry's tuple root stands for the
+ * function's results, each with its own sharding.
+ *
+ * While loops and conditionals are crossed as Shardy's data-flow edges cross them: each result
+ * leaf owns an edge, an identity op from its sources (a loop's operand and its body's returned
+ * value; each branch's returned value) to the result, whose sharding the loop's body and
+ * condition parameters share (a branch's parameter is the value it was given).
  *
  * Only Shardy (named) shardings take part (gs_sharding.named, as `#sdy.sharding` reads): a value
  * with an HLO sharding has none for this pass, and keeps its own.
@@ -22,7 +28,9 @@ typedef struct builder {
     gs_vec values, ops;    /* sdy_value, sdy_op */
     gs_vec meshes;         /* const gs_mesh * */
     gs_vec templates;      /* const gs_named *: a named sharding of each mesh, copied on write */
-    int *first;            /* per instruction id: its first leaf's value, or -1 */
+    int ***leaves;         /* per computation index, per instruction id: the value of each
+                              array leaf (-1: none), NULL for an instruction not mapped */
+    gs_strmap comp_index;  /* computation name -> its index + 1 */
     bool oom;
 } builder;
 
@@ -121,15 +129,55 @@ static int new_value(builder *b, const gs_shape *s, int def, gs_instr *origin, i
     return (int)b->values.n - 1;
 }
 
-/* Values for the array leaves of shape s, depth first. */
-static void leaf_values(builder *b, const gs_shape *s, int def, gs_instr *in, int *leaf,
-                        const gs_sharding *sh, const gs_shape *whole) {
-    if (gs_shape_is_tuple(s)) {
-        for (int i = 0; i < s->n_tuple; i++) leaf_values(b, s->tuple[i], def, in, leaf, sh, whole);
-        return;
+/* The computation's index (into the module's comps), or -1. */
+static int comp_index(const builder *b, const gs_computation *c) {
+    intptr_t at = c ? (intptr_t)gs_strmap_get(&b->comp_index, c->name) : 0;
+    return (int)at - 1;
+}
+
+/* The leaf values of instruction x (NULL when not mapped). */
+static int *leaves_of(const builder *b, const gs_instr *x) {
+    int ci = comp_index(b, x->parent);
+    return ci >= 0 && b->leaves[ci] ? b->leaves[ci][x->id] : NULL;
+}
+
+/* Room for x's leaf values, all -1. */
+static int *new_leaves(builder *b, const gs_instr *x) {
+    int ci = comp_index(b, x->parent);
+    int n = gs_shape_n_leaves(x->shape);
+    int *v = GS_NEW_ARRAY(b->a, int, n + 1);
+    if (ci < 0 || !b->leaves[ci] || !v) {
+        b->oom = true;
+        return NULL;
     }
-    const gs_sharding *ls = sh ? gs_sharding_leaf(sh, whole, *leaf) : NULL;
-    new_value(b, s, def, in, (*leaf)++, ls);
+    for (int i = 0; i < n; i++) v[i] = -1;
+    b->leaves[ci][x->id] = v;
+    return v;
+}
+
+/* Array leaf i (depth first) of shape s, or NULL. */
+static const gs_shape *leaf_shape(const gs_shape *s, int i) {
+    if (!gs_shape_is_tuple(s)) return i == 0 ? s : NULL;
+    for (int k = 0; k < s->n_tuple; k++) {
+        int n = gs_shape_n_leaves(s->tuple[k]);
+        if (i < n) return leaf_shape(s->tuple[k], i);
+        i -= n;
+    }
+    return NULL;
+}
+
+/* New values for every array leaf of x (defined by op def, -1 for a parameter). */
+static int *fresh_leaves(builder *b, gs_instr *x, int def) {
+    int *v = new_leaves(b, x);
+    if (!v) return NULL;
+    int n = gs_shape_n_leaves(x->shape);
+    const gs_sharding *sh = gs_instr_get_sharding(x);
+    for (int i = 0; i < n; i++) {
+        const gs_shape *ls = leaf_shape(x->shape, i);
+        if (!ls || gs_shape_is_tuple(ls) || ls->type == GS_TOKEN) continue;
+        v[i] = new_value(b, ls, def, x, i, sh ? gs_sharding_leaf(sh, x->shape, i) : NULL);
+    }
+    return v;
 }
 
 /* Leaves before element i of tuple shape s. */
@@ -167,73 +215,196 @@ static unsigned op_kind(const gs_instr *in) {
     }
 }
 
-/* The op for instruction in. */
-static void add_op(builder *b, gs_instr *in) {
-    int id = (int)b->ops.n;
+/* A new op (no rule yet); its index, or -1 on OOM. */
+static int push_op(builder *b, int parent, int n_operands, int n_results) {
     sdy_op op = {0};
-    op.parent = -1;
-    op.n_operands = in->n_operands;
-    op.operands = in->n_operands ? GS_NEW_ARRAY(b->a, int, in->n_operands) : NULL;
-    int n_res = gs_shape_n_leaves(in->shape);
-    op.n_results = n_res;
-    op.results = n_res ? GS_NEW_ARRAY(b->a, int, n_res) : NULL;
-    if ((in->n_operands && !op.operands) || (n_res && !op.results)) {
+    op.parent = parent;
+    op.n_operands = n_operands;
+    op.n_results = n_results;
+    op.operands = n_operands ? GS_NEW_ARRAY(b->a, int, n_operands) : NULL;
+    op.results = n_results ? GS_NEW_ARRAY(b->a, int, n_results) : NULL;
+    if ((n_operands && !op.operands) || (n_results && !op.results) ||
+        gs_vec_push(&b->ops, &op) != GS_OK) {
         b->oom = true;
-        return;
+        return -1;
     }
+    return (int)b->ops.n - 1;
+}
+
+static sdy_op *op_at(builder *b, int i) { return &((sdy_op *)b->ops.data)[i]; }
+
+/* The op for instruction in. */
+static void add_op(builder *b, gs_instr *in, int parent) {
+    int n_res = gs_shape_n_leaves(in->shape);
+    int id = push_op(b, parent, in->n_operands, n_res);
+    int *res = id >= 0 ? fresh_leaves(b, in, id) : NULL;
+    if (!res) return;
+    sdy_op *op = op_at(b, id);
     for (int i = 0; i < in->n_operands; i++) {
         const gs_instr *x = in->operands[i];
-        op.operands[i] = gs_shape_is_tuple(x->shape) ? -1 : b->first[x->id];
+        const int *xl = leaves_of(b, x);
+        op->operands[i] = gs_shape_is_tuple(x->shape) || !xl ? -1 : xl[0];
     }
-    b->first[in->id] = (int)b->values.n;
-    int leaf = 0;
-    leaf_values(b, in->shape, id, in, &leaf, gs_instr_get_sharding(in), in->shape);
-    for (int i = 0; i < n_res; i++) op.results[i] = b->first[in->id] + i;
-    op.kind = op_kind(in);
+    for (int i = 0; i < n_res; i++) op->results[i] = res[i];
+    op->kind = op_kind(in);
     if (is_sharding_call(in) && in->n_operands == 1 && !gs_shape_is_tuple(in->shape)) {
-        op.rule = sdy_identity_rule(b->a, in->shape->rank, in->shape->dims, 1);
-        if (!op.rule) b->oom = true;
+        op->rule = sdy_identity_rule(b->a, in->shape->rank, in->shape->dims, 1);
+        if (!op->rule) b->oom = true;
     } else {
         gs_op_rule *r;
         if (gs_op_rule_build(b->a, in, &r) != GS_OK) b->oom = true;
-        else if (!r->is_default) op.rule = r;
+        else if (!r->is_default) op->rule = r;
     }
-    if (gs_vec_push(&b->ops, &op) != GS_OK) b->oom = true;
 }
 
-static void build(builder *b, gs_computation *c) {
+/* A data-flow edge: the identity from sources (n values, -1 ignored) to value owner. */
+static void add_edge(builder *b, int parent, const int *sources, int n, int owner) {
+    if (owner < 0) return;
+    int k = 0;
+    for (int i = 0; i < n; i++) k += sources[i] >= 0;
+    const sdy_value *ov = &((sdy_value *)b->values.data)[owner];
+    int rank = ov->rank;
+    const int64_t *dims = ov->dims;
+    int id = push_op(b, parent, k, 1);
+    if (id < 0) return;
+    sdy_op *op = op_at(b, id);
+    k = 0;
+    for (int i = 0; i < n; i++) {
+        if (sources[i] < 0) continue;
+        if (((sdy_value *)b->values.data)[sources[i]].rank != rank) {
+            op->rule = NULL; /* not the same tensor: no edge */
+            op->n_operands = 0;
+            return;
+        }
+        op->operands[k++] = sources[i];
+    }
+    op->results[0] = owner;
+    op->kind = SDY_OP_SHAPE; /* Shardy's op priorities treat edges as pass-through ops */
+    op->rule = sdy_identity_rule(b->a, rank, dims, k);
+    if (!op->rule) b->oom = true;
+}
+
+static void build(builder *b, gs_computation *c, int parent, const int *const *params);
+
+/* Builds region c (parent op `parent`) with its parameter p's leaves being params[p]. */
+static void build_region(builder *b, gs_computation *c, int parent, const int *const *params) {
+    int ci = comp_index(b, c);
+    if (ci < 0 || b->leaves[ci]) return; /* unknown, or already built (a shared region) */
+    if (!(b->leaves[ci] = GS_NEW_ARRAY(b->a, int *, c->n_instrs + 1))) {
+        b->oom = true;
+        return;
+    }
+    for (int k = 0; k <= c->n_instrs; k++) b->leaves[ci][k] = NULL;
+    build(b, c, parent, params);
+}
+
+/* The branch computations of a conditional (n of them into *out), or 0. */
+static int branches(const gs_instr *in, gs_computation **two, gs_computation *const **out) {
+    const gs_attr *a = gs_instr_attr(in, GS_ATTR_BRANCH_COMPUTATIONS);
+    if (a) {
+        *out = a->u.comps.v;
+        return a->u.comps.n;
+    }
+    two[0] = gs_instr_comp(in, GS_ATTR_TRUE_COMPUTATION);
+    two[1] = gs_instr_comp(in, GS_ATTR_FALSE_COMPUTATION);
+    *out = two;
+    return two[0] && two[1] ? 2 : 0;
+}
+
+/* A while loop: results, its condition and body (parameters = the results), an edge per leaf
+ * from the operand and the body's returned value. */
+static void add_while(builder *b, gs_instr *in, int parent) {
+    int n = gs_shape_n_leaves(in->shape);
+    int id = push_op(b, parent, 0, 0);
+    int *res = id >= 0 ? fresh_leaves(b, in, id) : NULL;
+    gs_computation *cond = gs_instr_comp(in, GS_ATTR_CONDITION);
+    gs_computation *body = gs_instr_comp(in, GS_ATTR_BODY);
+    if (!res || !cond || !body || in->n_operands != 1) return;
+    const int *params[1] = {res};
+    build_region(b, cond, id, params);
+    build_region(b, body, id, params);
+    const int *init = leaves_of(b, in->operands[0]);
+    const int *ret = body->root ? leaves_of(b, body->root) : NULL;
+    for (int i = 0; i < n && !b->oom; i++) {
+        int src[2] = {init ? init[i] : -1, ret ? ret[i] : -1};
+        add_edge(b, parent, src, 2, res[i]);
+    }
+}
+
+/* A conditional: results, each branch (its parameter = the operand it is given), an edge per
+ * leaf from every branch's returned value. */
+static void add_conditional(builder *b, gs_instr *in, int parent) {
+    gs_computation *two[2];
+    gs_computation *const *br;
+    int nb = branches(in, two, &br);
+    int n = gs_shape_n_leaves(in->shape);
+    int id = push_op(b, parent, 0, 0);
+    int *res = id >= 0 ? fresh_leaves(b, in, id) : NULL;
+    if (!res || nb < 1 || in->n_operands != nb + 1) return;
+    for (int k = 0; k < nb; k++) {
+        const int *params[1] = {leaves_of(b, in->operands[k + 1])};
+        if (br[k] && br[k]->n_params == 1 && params[0]) build_region(b, br[k], id, params);
+    }
+    int *src = GS_NEW_ARRAY(b->a, int, nb + 1);
+    if (!src) {
+        b->oom = true;
+        return;
+    }
+    for (int i = 0; i < n && !b->oom; i++) {
+        for (int k = 0; k < nb; k++) {
+            const int *ret = br[k] && br[k]->root ? leaves_of(b, br[k]->root) : NULL;
+            src[k] = ret ? ret[i] : -1;
+        }
+        add_edge(b, parent, src, nb, res[i]);
+    }
+}
+
+static void build(builder *b, gs_computation *c, int parent, const int *const *params) {
     for (int k = 0; k < c->n_instrs && !b->oom; k++) {
         gs_instr *in = c->instrs[k];
         if (in->op == GS_OP_PARAMETER) {
-            b->first[in->id] = (int)b->values.n;
-            int leaf = 0;
-            leaf_values(b, in->shape, -1, in, &leaf, gs_instr_get_sharding(in), in->shape);
+            int64_t p = in->parameter_number;
+            if (params && p >= 0 && p < c->n_params && params[p]) {
+                int *v = new_leaves(b, in);
+                int n = gs_shape_n_leaves(in->shape);
+                for (int i = 0; v && i < n; i++) v[i] = params[p][i];
+            } else {
+                fresh_leaves(b, in, -1);
+            }
         } else if (in->op == GS_OP_GET_TUPLE_ELEMENT && in->n_operands == 1) {
-            const gs_instr *t = in->operands[0];
-            int64_t idx = gs_instr_int(in, GS_ATTR_INDEX, 0);
-            b->first[in->id] = b->first[t->id] < 0 ? -1
-                                                    : b->first[t->id] + leaf_offset(t->shape, idx);
-        } else if (in->op == GS_OP_TUPLE && in != c->root) {
-            b->first[in->id] = -1; /* tuples of tuples are not followed */
-        } else if (in->op != GS_OP_TUPLE) {
-            add_op(b, in);
+            const int *t = leaves_of(b, in->operands[0]);
+            int *v = new_leaves(b, in);
+            int at = leaf_offset(in->operands[0]->shape, gs_instr_int(in, GS_ATTR_INDEX, 0));
+            int n = gs_shape_n_leaves(in->shape);
+            for (int i = 0; t && v && i < n; i++) v[i] = t[at + i];
+        } else if (in->op == GS_OP_TUPLE) {
+            int *v = new_leaves(b, in);
+            int at = 0;
+            for (int j = 0; v && j < in->n_operands; j++) {
+                const int *x = leaves_of(b, in->operands[j]);
+                int n = gs_shape_n_leaves(in->operands[j]->shape);
+                for (int i = 0; i < n; i++) v[at + i] = x ? x[i] : -1;
+                at += n;
+            }
+        } else if (in->op == GS_OP_WHILE) {
+            add_while(b, in, parent);
+        } else if (in->op == GS_OP_CONDITIONAL) {
+            add_conditional(b, in, parent);
+        } else {
+            add_op(b, in, parent);
         }
     }
 }
 
 /* The values a function returns count as uses (the main function's results are counted
  * through g->result_values). */
-static void count_returns(sdy_graph *g, const gs_computation *c, const int *first, bool main) {
-    const gs_instr *root = c->root;
-    if (!root) return;
-    if (root->op != GS_OP_TUPLE) {
-        if (first[root->id] >= 0) g->values[first[root->id]].n_uses++;
-    } else if (!main) {
-        for (int i = 0; i < root->n_operands; i++) {
-            const gs_instr *x = root->operands[i];
-            if (!gs_shape_is_tuple(x->shape) && first[x->id] >= 0) g->values[first[x->id]].n_uses++;
-        }
-    }
+static void count_returns(builder *b, const gs_computation *c, bool main) {
+    sdy_graph *g = b->g;
+    const int *r = c->root ? leaves_of(b, c->root) : NULL;
+    if (!r || (main && c->root->op == GS_OP_TUPLE)) return;
+    int n = gs_shape_n_leaves(c->root->shape);
+    for (int i = 0; i < n; i++)
+        if (r[i] >= 0) g->values[r[i]].n_uses++;
 }
 
 /* Users of each value, in op order; uses also count the main function's results. */
@@ -271,7 +442,8 @@ static bool set_results(builder *b, gs_computation *c) {
     for (int i = 0; i < root->n_operands; i++) {
         const gs_instr *x = root->operands[i];
         bool array = !gs_shape_is_tuple(x->shape);
-        g->result_values[i] = array ? b->first[x->id] : -1;
+        const int *xl = leaves_of(b, x);
+        g->result_values[i] = array && xl ? xl[0] : -1;
         const gs_sharding *ls =
             sh && array ? gs_sharding_leaf(sh, root->shape, leaf_offset(root->shape, i)) : NULL;
         g->result_sh[i] = array ? from_named(b, ls, x->shape->rank) : NULL;
@@ -279,31 +451,41 @@ static bool set_results(builder *b, gs_computation *c) {
     return !b->oom;
 }
 
-/* Writes the values' shardings back onto their instructions (only where Shardy's changed). */
+/* The IR sharding for shape s from per-leaf values v (old: the instruction's own, kept where a
+ * leaf has none). NULL when no leaf has one; *oom on allocation failure. */
+static const gs_sharding *leaf_shardings(builder *b, const gs_shape *s, const int *v,
+                                         const gs_sharding *old, bool *oom) {
+    sdy_graph *g = b->g;
+    int n = gs_shape_n_leaves(s);
+    bool any = false;
+    for (int i = 0; i < n; i++) any |= v[i] >= 0 && g->values[v[i]].sh != NULL;
+    if (!any) return NULL;
+    gs_sharding **leaves = GS_NEW_ARRAY(b->a, gs_sharding *, n);
+    if (!leaves) return *oom = true, NULL;
+    for (int i = 0; i < n; i++) {
+        const sdy_sharding *x = v[i] >= 0 ? g->values[v[i]].sh : NULL;
+        const gs_sharding *ol = old ? gs_sharding_leaf(old, s, i) : NULL;
+        leaves[i] = x ? to_ir(b, x) : (gs_sharding *)ol;
+        if (x && !leaves[i]) return *oom = true, NULL;
+        if (!leaves[i] && !(leaves[i] = gs_sharding_replicated(b->a))) return *oom = true, NULL;
+    }
+    const gs_sharding *ns = gs_shape_is_tuple(s) ? gs_sharding_tuple(b->a, n, leaves) : leaves[0];
+    if (!ns) *oom = true;
+    return ns;
+}
+
+/* Writes the values' shardings back onto the instructions of c. */
 static bool write_back(builder *b, gs_module *m, gs_computation *c) {
     sdy_graph *g = b->g;
+    bool oom = false;
     for (int k = 0; k < c->n_instrs; k++) {
         gs_instr *in = c->instrs[k];
-        if (in->op == GS_OP_GET_TUPLE_ELEMENT || in->op == GS_OP_TUPLE) continue;
-        int first = b->first[in->id];
-        if (first < 0) continue;
-        int n = gs_shape_n_leaves(in->shape);
-        bool any = false;
-        for (int i = 0; i < n; i++) any |= g->values[first + i].sh != NULL;
-        if (!any) continue;
-        const gs_sharding *old = gs_instr_get_sharding(in);
-        gs_sharding **leaves = GS_NEW_ARRAY(b->a, gs_sharding *, n);
-        if (!leaves) return false;
-        for (int i = 0; i < n; i++) {
-            const sdy_sharding *s = g->values[first + i].sh;
-            const gs_sharding *ol = old ? gs_sharding_leaf(old, in->shape, i) : NULL;
-            leaves[i] = s ? to_ir(b, s) : (gs_sharding *)ol;
-            if (!leaves[i] && !(leaves[i] = gs_sharding_replicated(b->a))) return false;
-            if (s && !leaves[i]) return false;
-        }
-        const gs_sharding *ns = gs_shape_is_tuple(in->shape) ? gs_sharding_tuple(b->a, n, leaves)
-                                                             : leaves[0];
-        if (!ns || gs_instr_set_sharding(m, in, ns) != GS_OK) return false;
+        const int *v = leaves_of(b, in);
+        if (!v || in->op == GS_OP_GET_TUPLE_ELEMENT) continue;
+        if (in->op == GS_OP_TUPLE && in != c->root) continue;
+        if (c == m->entry && in == c->root && in->op == GS_OP_TUPLE) continue; /* below */
+        const gs_sharding *ns = leaf_shardings(b, in->shape, v, gs_instr_get_sharding(in), &oom);
+        if (oom || (ns && gs_instr_set_sharding(m, in, ns) != GS_OK)) return false;
     }
     gs_instr *root = c->root;
     if (c == m->entry && root && root->op == GS_OP_TUPLE && g->n_results) {
@@ -331,24 +513,15 @@ static bool write_back(builder *b, gs_module *m, gs_computation *c) {
 }
 
 /* Marks in is_fn[i] whether m->comps[i] is a function (the entry, or what a call calls), not
- * a region. False on OOM. */
-static bool mark_functions(const gs_module *m, bool *is_fn) {
-    gs_strmap index = {0}; /* computation name -> its index + 1 */
-    bool ok = true;
-    for (int i = 0; i < m->n_comps && ok; i++) {
-        is_fn[i] = m->comps[i] == m->entry;
-        ok = gs_strmap_put(&index, m->comps[i]->name, (void *)(intptr_t)(i + 1)) == GS_OK;
-    }
-    for (int i = 0; i < m->n_comps && ok; i++)
+ * a region. */
+static void mark_functions(const builder *b, const gs_module *m, bool *is_fn) {
+    for (int i = 0; i < m->n_comps; i++) is_fn[i] = m->comps[i] == m->entry;
+    for (int i = 0; i < m->n_comps; i++)
         for (int k = 0; k < m->comps[i]->n_instrs; k++) {
             const gs_instr *in = m->comps[i]->instrs[k];
-            const gs_computation *f =
-                in->op == GS_OP_CALL ? gs_instr_comp(in, GS_ATTR_TO_APPLY) : NULL;
-            intptr_t at = f ? (intptr_t)gs_strmap_get(&index, f->name) : 0;
-            if (at > 0) is_fn[at - 1] = true;
+            int at = in->op == GS_OP_CALL ? comp_index(b, gs_instr_comp(in, GS_ATTR_TO_APPLY)) : -1;
+            if (at >= 0) is_fn[at] = true;
         }
-    gs_strmap_free(&index);
-    return ok;
 }
 
 gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d) {
@@ -366,25 +539,21 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     gs_vec_init(&b.templates, sizeof(const gs_named *));
     gs_arena scratch;
     gs_arena_init(&scratch);
-    /* per function: its instructions' first values (NULL: not a function) */
-    int **firsts = GS_NEW_ARRAY(&scratch, int *, m->n_comps + 1);
+    b.leaves = GS_NEW_ARRAY(&scratch, int **, m->n_comps + 1);
     bool *is_fn = GS_NEW_ARRAY(&scratch, bool, m->n_comps + 1);
-    bool ok = firsts && is_fn;
-    ok = ok && mark_functions(m, is_fn);
+    bool ok = b.leaves && is_fn;
     for (int i = 0; ok && i < m->n_comps; i++) {
-        gs_computation *c = m->comps[i];
-        firsts[i] = NULL;
-        if (!is_fn[i]) continue;
-        if (!(firsts[i] = GS_NEW_ARRAY(&scratch, int, c->n_instrs + 1))) {
-            ok = false;
-            break;
-        }
-        for (int k = 0; k <= c->n_instrs; k++) firsts[i][k] = -1;
-        b.first = firsts[i];
-        build(&b, c);
-        if (c == m->entry) ok = !b.oom && set_results(&b, c);
-        ok = ok && !b.oom;
+        b.leaves[i] = NULL;
+        ok = gs_strmap_put(&b.comp_index, m->comps[i]->name, (void *)(intptr_t)(i + 1)) == GS_OK;
     }
+    if (ok) mark_functions(&b, m, is_fn);
+    /* functions in module order (regions are built where their op is) */
+    for (int i = 0; ok && i < m->n_comps; i++) {
+        if (!is_fn[i]) continue;
+        build_region(&b, m->comps[i], -1, NULL);
+        ok = !b.oom;
+    }
+    ok = ok && set_results(&b, m->entry);
     if (ok) {
         g.values = b.values.data;
         g.n_values = (int)b.values.n;
@@ -394,15 +563,13 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
         g.n_meshes = (int)b.meshes.n;
         ok = link_users(&g);
         for (int i = 0; ok && i < m->n_comps; i++)
-            if (firsts[i]) count_returns(&g, m->comps[i], firsts[i], m->comps[i] == m->entry);
+            if (is_fn[i] && b.leaves[i]) count_returns(&b, m->comps[i], m->comps[i] == m->entry);
         ok = ok && sdy_run(&g, opts);
-        for (int i = 0; ok && i < m->n_comps; i++) {
-            if (!firsts[i]) continue;
-            b.first = firsts[i];
-            ok = write_back(&b, m, m->comps[i]);
-        }
+        for (int i = 0; ok && i < m->n_comps; i++)
+            if (b.leaves[i]) ok = write_back(&b, m, m->comps[i]);
     }
     gs_arena_free(&scratch);
+    gs_strmap_free(&b.comp_index);
     gs_vec_free(&b.values);
     gs_vec_free(&b.ops);
     gs_vec_free(&b.meshes);
