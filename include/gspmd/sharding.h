@@ -517,6 +517,15 @@ gs_status gs_op_rule_build(gs_arena *a, const gs_instr *in, gs_op_rule **out);
 /* gs_op_rule_build with options (opts NULL: the defaults). */
 gs_status gs_op_rule_build_opts(gs_arena *a, const gs_instr *in, const gs_op_rule_options *opts,
                                 gs_op_rule **out);
+/* Shardy's op sharding rule attribute as written on an op (`sdy.sharding_rule = ...`), from `<`
+ * (a leading `#sdy.op_sharding_rule` is skipped) through its `>`: the text gs_op_rule_print
+ * writes inside `<...>`, with an optional `, custom`. When in is not NULL the rule must map as
+ * many operands and result leaves as in has, with their ranks, no factor twice in one tensor
+ * (Shardy's verifier). The rule (arena a) is registered, not default, for in. *used (may be
+ * NULL) receives the bytes read; errors are located at span (columns added). GS_ERR on bad text
+ * or allocation failure. */
+gs_status gs_op_rule_parse(gs_arena *a, const char *text, size_t len, const gs_instr *in,
+                           gs_op_rule **out, size_t *used, gs_diags *d, gs_span span);
 /* Whether op family f has a specific rule (else instructions get the default). */
 bool gs_op_family_has_rule(gs_op_family f);
 /* "pass_through", "reduction", "permutation", "need_replication". */

@@ -445,6 +445,104 @@ static void test_rule_print(void **state) {
     free(got);
 }
 
+/* Parses text as a rule of instruction name (NULL: no instruction); returns the status and, on
+ * success, the printed rule in *printed (malloc'd) or the first error in *printed. */
+static gs_status parse_rule(gs_module *m, const char *name, const char *text, char **printed) {
+    gs_instr *in = name ? gs_module_find_instr(m, name) : NULL;
+    gs_op_rule *r = NULL;
+    gs_diags d = {0};
+    size_t used = 0;
+    gs_status st =
+        gs_op_rule_parse(&m->arena, text, strlen(text), in, &r, &used, &d, gs_span_none());
+    gs_sb sb = {0};
+    if (st == GS_OK) {
+        assert_int_equal(used, strlen(text));
+        assert_true(r->registered);
+        gs_op_rule_print(&sb, r);
+    } else {
+        assert_true(d.n > 0);
+        gs_sb_puts(&sb, d.items[0].message);
+    }
+    *printed = gs_sb_take(&sb);
+    gs_diags_free(&d);
+    return st;
+}
+
+/* gs_op_rule_parse reads back what gs_op_rule_print writes, for every rule of the second
+ * module, and a rule written on an op with `, custom`; bad text and rules that do not fit the
+ * op are located errors. */
+static void test_rule_parse(void **state) {
+    (void)state;
+    gs_source *src;
+    gs_module *m = parse("rules2.hlo", MODULE2, &src);
+    int n = 0;
+    for (int k = 0; k < m->entry->n_instrs; k++) {
+        const gs_instr *in = m->entry->instrs[k];
+        gs_op_rule *r;
+        assert_int_equal(gs_op_rule_build(&m->arena, in, &r), GS_OK);
+        if (!r->registered) continue;
+        gs_sb sb = {0};
+        gs_sb_puts(&sb, "#sdy.op_sharding_rule<");
+        gs_op_rule_print(&sb, r);
+        gs_sb_puts(&sb, ">");
+        char *text = gs_sb_take(&sb), *back;
+        gs_sb_puts(&sb, text + strlen("#sdy.op_sharding_rule<"));
+        char *want = gs_sb_take(&sb);
+        want[strlen(want) - 1] = 0;
+        gs_status st = parse_rule(m, in->name, text, &back);
+        if (st != GS_OK || strcmp(back, want) != 0)
+            fprintf(stderr, "%s: %s\n  read back: %s\n", in->name, text, back);
+        assert_int_equal(st, GS_OK);
+        assert_string_equal(back, want);
+        free(text);
+        free(want);
+        free(back);
+        n++;
+    }
+    assert_true(n > 30);
+    char *got;
+    assert_int_equal(parse_rule(m, "unk",
+                                "<([i, j])->([i, j]) {i=16, j=8} blocked_propagation={j}"
+                                ", custom>",
+                                &got),
+                     GS_OK);
+    assert_string_equal(got, "([i, j])->([i, j]) {i=16, j=8} blocked_propagation={j}, custom");
+    free(got);
+    /* Symbols past z and a dim of several factors, with no instruction to check against. */
+    assert_int_equal(parse_rule(m, NULL,
+                                "<([ijklmnopqrstuvwxyz, z_1])->([z_1z_2]) {i=1, j=1, k=1, l=1, "
+                                "m=1, n=1, o=1, p=1, q=1, r=1, s=1, t=1, u=1, v=1, w=1, x=1, "
+                                "y=1, z=1, z_1=2, z_2=3} need_replication={z_2}>",
+                                &got),
+                     GS_OK);
+    assert_string_equal(got, "([ijklmnopqrstuvwxyz, z_1])->([z_1z_2]) {i=1, j=1, k=1, l=1, m=1, "
+                             "n=1, o=1, p=1, q=1, r=1, s=1, t=1, u=1, v=1, w=1, x=1, y=1, z=1, "
+                             "z_1=2, z_2=3} need_replication={z_2}");
+    free(got);
+    static const struct {
+        const char *instr, *text, *error;
+    } bad[] = {
+        {NULL, "<([i])->([i])>", "the rule uses a factor it gives no size"},
+        {NULL, "<([i])->([i]) {j=2}>", "expected factor i here"},
+        {NULL, "<([i, ])->([i]) {i=2}>", "expected factor symbols (i, j, ...)"},
+        {NULL, "<([i])->([i]) {i=2} reduction={j}>", "expected a factor of the rule"},
+        {NULL, "<([i])->([i]) {i=2}, special>", "expected 'custom'"},
+        {NULL, "<([i])=>([i]) {i=2}>", "expected '-' before '>' in '->', found '='"},
+        {"unk", "<([i])->([i, j]) {i=16, j=8}>", "operand 0 has rank 2 but the rule maps 1 dims"},
+        {"unk", "<([i, j], [k])->([i, j]) {i=16, j=8, k=2}>",
+         "the rule maps 2 operand tensors but the op has 1"},
+        {"unk", "<([i, j])->([i, i]) {i=16, j=8}>", "result 0 maps a factor twice"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        assert_int_equal(parse_rule(m, bad[k].instr, bad[k].text, &got), GS_ERR);
+        if (strcmp(got, bad[k].error) != 0) fprintf(stderr, "%s: %s\n", bad[k].text, got);
+        assert_string_equal(got, bad[k].error);
+        free(got);
+    }
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
 /* Walks the op table: each family either has a rule or takes the default; the families every
  * pass leans on must have one. */
 static void test_op_table_walk(void **state) {
@@ -480,6 +578,7 @@ int main(void) {
         cmocka_unit_test(test_rules_shardy_cases),
         cmocka_unit_test(test_rules_conservative),
         cmocka_unit_test(test_rule_print),
+        cmocka_unit_test(test_rule_parse),
         cmocka_unit_test(test_op_table_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
