@@ -204,7 +204,7 @@ static bool rule_pointwise(builder *b) {
 }
 
 /* select (a scalar predicate takes no factor) and clamp (scalar bounds likewise): the dims of
- * operand `shaped` (select: the result; clamp: the operand), each shared by every tensor of
+ * shape s (select: the result's; clamp: its middle operand's), each shared by every tensor of
  * rank >= 1. */
 static bool rule_pointwise_scalars(builder *b, const gs_shape *s) {
     if (b->n_res != 1 || !gs_shape_is_array(s)) return false;
