@@ -460,10 +460,14 @@ typedef enum gs_factor_kind {
 /* One factor of a rule. */
 typedef struct gs_factor {
     gs_factor_kind kind; /* how it may be sharded */
-    int64_t size;        /* its extent */
+    int64_t size;        /* its extent (1 for a size-1 dim, 0 for a size-0 dim) */
+    bool blocked;        /* shardings do not propagate along it (Shardy's
+                            blocked_propagation_factors: a dynamic-slice's sliced dims, topk's
+                            sorted dim, conservative pad/slice/window dims) */
 } gs_factor;
 
-/* The factors making up one tensor dim, major first (empty for a size-1 dim). */
+/* The factors making up one tensor dim, major first. As in Shardy, every dim has at least one:
+ * a dim no factor reaches gets a pass-through factor of size 1 of its own. */
 typedef struct gs_dim_factors {
     int n;              /* number of factors */
     const int *factors; /* n factor indices */
@@ -482,6 +486,13 @@ typedef struct gs_op_rule {
     const gs_instr *instr;             /* the instruction it describes */
     bool is_default;                   /* no specific rule: every dim its own need-replication
                                            factor */
+    bool registered;                   /* Shardy's registry has this rule for the op (what
+                                           `sdy-opt -sdy-populate-op-sharding-rules` prints);
+                                           false for the ops it leaves without one (constants,
+                                           iota, tuples, control flow, unknown custom calls, a
+                                           reshape of zero elements) and for default rules */
+    bool custom;                       /* written on the op rather than built (printed with
+                                           `, custom`); the builder never sets it */
     int n_factors;                     /* number of factors */
     const gs_factor *factors;          /* n_factors factors */
     int n_operands;                    /* = instr->n_operands */
@@ -490,16 +501,39 @@ typedef struct gs_op_rule {
     const gs_tensor_factors *results;  /* one per result leaf, depth-first */
 } gs_op_rule;
 
-/* The rule of instruction `in`, built from its op family (ops.def) and attributes, in arena a.
- * Ops without a specific rule get the always-correct default (everything need-replication).
+/* Options of the rule builder, as Shardy's `-sdy-populate-op-sharding-rules` takes them. A zeroed
+ * struct is the default. */
+typedef struct gs_op_rule_options {
+    bool conservative; /* `conservative-propagation=true`: no factor for a concatenate's or a
+                          convolution's windowed dims, and pad, slice, reduce-window and
+                          select-and-scatter block propagation along their permutation dims */
+} gs_op_rule_options;
+
+/* The rule of instruction `in` as Shardy's op_sharding_rule_registry builds it (same factors,
+ * same factor order, so the same letters), from its opcode and attributes, in arena a. Ops
+ * without a specific rule get the always-correct default (everything need-replication).
  * GS_ERR only on allocation failure. */
 gs_status gs_op_rule_build(gs_arena *a, const gs_instr *in, gs_op_rule **out);
+/* gs_op_rule_build with options (opts NULL: the defaults). */
+gs_status gs_op_rule_build_opts(gs_arena *a, const gs_instr *in, const gs_op_rule_options *opts,
+                                gs_op_rule **out);
+/* Shardy's op sharding rule attribute as written on an op (`sdy.sharding_rule = ...`), from `<`
+ * (a leading `#sdy.op_sharding_rule` is skipped) through its `>`: the text gs_op_rule_print
+ * writes inside `<...>`, with an optional `, custom`. When in is not NULL the rule must map as
+ * many operands and result leaves as in has, with their ranks, no factor twice in one tensor
+ * (Shardy's verifier). The rule (arena a) is registered, not default, for in. *used (may be
+ * NULL) receives the bytes read; errors are located at span (columns added). GS_ERR on bad text
+ * or allocation failure. */
+gs_status gs_op_rule_parse(gs_arena *a, const char *text, size_t len, const gs_instr *in,
+                           gs_op_rule **out, size_t *used, gs_diags *d, gs_span span);
 /* Whether op family f has a specific rule (else instructions get the default). */
 bool gs_op_family_has_rule(gs_op_family f);
 /* "pass_through", "reduction", "permutation", "need_replication". */
 const char *gs_factor_kind_name(gs_factor_kind k);
-/* Appends Shardy-style text: `([i, j], [j, k])->([i, k]) {i=8, j=32, k=16} reduction={j}`
- * (factor letters i, j, k, ... then z1, z2 ...). */
+/* Appends the text Shardy prints inside `#sdy.op_sharding_rule<...>`:
+ * `([i, j], [j, k])->([i, k]) {i=8, j=32, k=16} reduction={j}`, then need_replication={...},
+ * permutation={...}, blocked_propagation={...} and `, custom` where they apply (factor letters
+ * i, j, k, ... z, then z_1, z_2 ...; no `{...}` when there are no factors). */
 void gs_op_rule_print(gs_sb *sb, const gs_op_rule *r);
 
 #ifdef __cplusplus

@@ -3,7 +3,8 @@
  * the ops XLA's pass has no handler for but that the partitioner can split along some dims
  * (topk): a dim of the destination tensor made of exactly one pass-through factor takes the
  * tiles of the source dim made of that same factor; every other dim replicates. Reduction,
- * permutation and need-replication factors never carry a sharding.
+ * permutation, need-replication and blocked factors never carry a sharding (size-1 dims have
+ * size-1 factors of their own, which carry nothing either).
  */
 #include "internal.h"
 
@@ -28,7 +29,7 @@ const gs_sharding *gs_prop_rule_map(gs_prop_ctx *c, const gs_instr *in, bool src
     for (int j = 0; j < dst->rank; j++) {
         if (dst->dims[j].n != 1) continue;
         int f = dst->dims[j].factors[0];
-        if (r->factors[f].kind != GS_FACTOR_PASS_THROUGH) continue;
+        if (r->factors[f].kind != GS_FACTOR_PASS_THROUGH || r->factors[f].blocked) continue;
         for (int i = 0; i < src->rank; i++)
             if (src->dims[i].n == 1 && src->dims[i].factors[0] == f) {
                 sd[n] = i;

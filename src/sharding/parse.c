@@ -1,8 +1,9 @@
 /*
  * parse.c — reading sharding text: XLA's HLO sharding syntax (the `{...}` after `sharding=`,
- * tuples included), its named (V3) mesh form, the command line's `--mesh` axes and JAX-style
- * PartitionSpecs. Every error is a diagnostic at the caller's span with the column of the
- * problem, naming what is wrong; nothing here aborts on input.
+ * tuples included), its named (V3) mesh form, the command line's `--mesh` axes, JAX-style
+ * PartitionSpecs and Shardy's op sharding rules (`#sdy.op_sharding_rule<...>`). Every error is
+ * a diagnostic at the caller's span with the column of the problem, naming what is wrong;
+ * nothing here aborts on input.
  *
  * Grammar (whitespace and comments allowed between tokens):
  *   sharding  := '{' ( tuple | named | leaf ) '}'
@@ -19,6 +20,10 @@
  *   dim       := '{' ref,* (','? '?')? '}'           ref := NAME ( ':' '(' INT ')' INT )?
  *   order     := '[' INT,* ']' ( 'T' '(' INT,* ')' )? | INT,*
  * NAME is quoted ('x' or "x") or a bare identifier.
+ *   rule      := '#sdy.op_sharding_rule'? '<' maps '->' maps ( '{' (SYM '=' INT),* '}' )?
+ *                ( KIND '=' '{' SYM,* '}' )* ( ',' 'custom' )? '>'
+ *   maps      := '(' ( '[' SYM+,* ']' ),* ')'     SYM := 'i'..'z' | 'z_' INT
+ *   KIND      := 'reduction' | 'need_replication' | 'permutation' | 'blocked_propagation'
  */
 #include "internal.h"
 #include "base/internal.h"
@@ -1192,4 +1197,215 @@ gs_status gs_sharding_from_spec(gs_arena *a, const gs_mesh *mesh, const char *sp
     nm->n_dims = rank;
     nm->dims = dims;
     return gs_sharding_from_named(a, nm, out);
+}
+
+/* ------------------------------------------------------------------ Shardy op sharding rules */
+
+/* Most factors a written rule may have (symbols i..z, z_1..z_238). */
+enum { MAX_RULE_FACTORS = 256 };
+
+/* A factor symbol at the cursor (no whitespace skipped): `i`..`z` are 0..17, `z_N` is 17+N;
+ * -1 (nothing read) when there is none. */
+static int rule_symbol(cursor *c) {
+    if (c->i >= c->n || c->s[c->i] < 'i' || c->s[c->i] > 'z') return -1;
+    size_t j = c->i + 1;
+    if (c->s[c->i] == 'z' && j + 1 < c->n && c->s[j] == '_' &&
+        isdigit((unsigned char)c->s[j + 1])) {
+        int64_t x = 0;
+        for (j++; j < c->n && isdigit((unsigned char)c->s[j]) && x < MAX_RULE_FACTORS; j++)
+            x = x * 10 + (c->s[j] - '0');
+        c->i = j;
+        return x < 1 || x >= MAX_RULE_FACTORS ? MAX_RULE_FACTORS : 17 + (int)x;
+    }
+    c->i = j;
+    return c->s[j - 1] - 'i';
+}
+
+/* `[` dim,* `]` `,`-separated between `(` and `)`: each dim one or more symbols run together.
+ * Fills the tensors (arena) and counts them in *n; *max_sym receives the largest symbol. */
+static bool parse_rule_tensors(cursor *c, gs_tensor_factors **out, int *n, int *max_sym) {
+    gs_vec tensors, dims, syms;
+    gs_vec_init(&tensors, sizeof(gs_tensor_factors));
+    gs_vec_init(&dims, sizeof(gs_dim_factors));
+    gs_vec_init(&syms, sizeof(int));
+    bool ok = expect(c, '(', "to open the tensor mappings");
+    if (ok && !accept(c, ')')) {
+        do {
+            ok = expect(c, '[', "to open a tensor mapping");
+            dims.n = 0;
+            if (ok && !accept(c, ']')) {
+                do {
+                    skip_ws(c);
+                    size_t at = c->i;
+                    syms.n = 0;
+                    int f;
+                    while (ok && (f = rule_symbol(c)) >= 0) {
+                        if (f >= MAX_RULE_FACTORS)
+                            ok = fail_at(c, at, "a factor symbol past z_%d", MAX_RULE_FACTORS - 18);
+                        else if (gs_vec_push(&syms, &f) != GS_OK)
+                            ok = fail_at(c, at, "out of memory");
+                        if (f > *max_sym) *max_sym = f;
+                    }
+                    if (ok && !syms.n) ok = fail_at(c, at, "expected factor symbols (i, j, ...)");
+                    if (!ok) break;
+                    gs_dim_factors df = {(int)syms.n,
+                                         gs_arena_memdup(c->a, syms.data, syms.n * sizeof(int))};
+                    if (!df.factors || gs_vec_push(&dims, &df) != GS_OK)
+                        ok = fail_at(c, at, "out of memory");
+                } while (ok && accept(c, ','));
+                ok = ok && expect(c, ']', "to close a tensor mapping");
+            }
+            if (!ok) break;
+            gs_tensor_factors t = {(int)dims.n, NULL};
+            if (dims.n) t.dims = gs_arena_memdup(c->a, dims.data, dims.n * sizeof(gs_dim_factors));
+            if ((dims.n && !t.dims) || gs_vec_push(&tensors, &t) != GS_OK)
+                ok = fail_at(c, c->i, "out of memory");
+        } while (ok && accept(c, ','));
+        ok = ok && expect(c, ')', "to close the tensor mappings");
+    }
+    *n = (int)tensors.n;
+    *out = GS_NEW_ARRAY(c->a, gs_tensor_factors, tensors.n ? tensors.n : 1);
+    if (ok && !*out) ok = fail_at(c, c->i, "out of memory");
+    if (ok && tensors.n) memcpy(*out, tensors.data, tensors.n * sizeof(gs_tensor_factors));
+    gs_vec_free(&tensors);
+    gs_vec_free(&dims);
+    gs_vec_free(&syms);
+    return ok;
+}
+
+/* Checks the mapped tensors against the instruction's operands (or result leaves), as Shardy's
+ * verifier does: as many, with their ranks, no factor twice in one tensor. (A factor's size need
+ * not make its dim's: a slice's permutation factor has the operand's size in the result too.) */
+static bool check_rule_tensors(cursor *c, int n_factors, int n, const gs_tensor_factors *t,
+                               int n_shapes, const gs_shape *const *shapes, const char *what) {
+    if (n != n_shapes)
+        return fail_at(c, 0, "the rule maps %d %s tensors but the op has %d", n, what, n_shapes);
+    bool *seen = GS_NEW_ARRAY(c->a, bool, n_factors ? n_factors : 1);
+    if (!seen) return fail_at(c, 0, "out of memory");
+    for (int i = 0; i < n; i++) {
+        int rank = gs_shape_is_array(shapes[i]) ? shapes[i]->rank : 0;
+        if (t[i].rank != rank)
+            return fail_at(c, 0, "%s %d has rank %d but the rule maps %d dims", what, i, rank,
+                           t[i].rank);
+        memset(seen, 0, sizeof *seen * (size_t)(n_factors ? n_factors : 1));
+        for (int d = 0; d < rank; d++)
+            for (int k = 0; k < t[i].dims[d].n; k++) {
+                int f = t[i].dims[d].factors[k];
+                if (seen[f]) return fail_at(c, 0, "%s %d maps a factor twice", what, i);
+                seen[f] = true;
+            }
+    }
+    return true;
+}
+
+static void collect_array_leaves(const gs_shape *s, const gs_shape **out, int *n) {
+    if (gs_shape_is_tuple(s)) {
+        for (int i = 0; i < s->n_tuple; i++) collect_array_leaves(s->tuple[i], out, n);
+    } else if (gs_shape_is_array(s)) {
+        out[(*n)++] = s;
+    }
+}
+
+gs_status gs_op_rule_parse(gs_arena *a, const char *text, size_t len, const gs_instr *in,
+                           gs_op_rule **out, size_t *used, gs_diags *d, gs_span span) {
+    cursor c = {text, len, 0, a, d, span, false};
+    if (peek(&c) == '#') {
+        c.i++;
+        const char *w;
+        size_t wl;
+        if (!word(&c, &w, &wl) || !is_word(w, wl, "sdy.op_sharding_rule")) {
+            fail_at(&c, 0, "expected #sdy.op_sharding_rule<...>");
+            goto done;
+        }
+    }
+    gs_op_rule *r = GS_NEW(a, gs_op_rule);
+    gs_factor *f = GS_NEW_ARRAY(a, gs_factor, MAX_RULE_FACTORS);
+    if (!r || !f) return GS_ERR;
+    int max_sym = -1;
+    if (!expect(&c, '<', "to open the rule") ||
+        !parse_rule_tensors(&c, (gs_tensor_factors **)&r->operands, &r->n_operands, &max_sym))
+        goto done;
+    if (!expect(&c, '-', "before '>' in '->'") || !expect(&c, '>', "after '-' in '->'") ||
+        !parse_rule_tensors(&c, (gs_tensor_factors **)&r->results, &r->n_results, &max_sym))
+        goto done;
+    /* {i=8, j=4}: the factors in symbol order. */
+    if (accept(&c, '{')) {
+        do {
+            skip_ws(&c);
+            size_t at = c.i;
+            int s = rule_symbol(&c);
+            if (s != r->n_factors) {
+                if (r->n_factors < 18)
+                    fail_at(&c, at, "expected factor %c here", 'i' + r->n_factors);
+                else
+                    fail_at(&c, at, "expected factor z_%d here", r->n_factors - 17);
+                goto done;
+            }
+            int64_t size;
+            if (!expect(&c, '=', "after a factor symbol") || !parse_int(&c, &size, "a size"))
+                goto done;
+            if (size < 0) {
+                fail_at(&c, at, "a factor size must not be negative");
+                goto done;
+            }
+            f[r->n_factors++] = (gs_factor){GS_FACTOR_PASS_THROUGH, size, false};
+        } while (r->n_factors < MAX_RULE_FACTORS && accept(&c, ','));
+        if (!expect(&c, '}', "to close the factor sizes")) goto done;
+    }
+    if (max_sym >= r->n_factors) {
+        fail_at(&c, 0, "the rule uses a factor it gives no size");
+        goto done;
+    }
+    /* reduction={...} need_replication={...} permutation={...} blocked_propagation={...} */
+    static const char *const kinds[] = {"reduction", "need_replication", "permutation",
+                                        "blocked_propagation"};
+    static const gs_factor_kind kind_of[] = {GS_FACTOR_REDUCTION, GS_FACTOR_NEED_REPLICATION,
+                                             GS_FACTOR_PERMUTATION, GS_FACTOR_PASS_THROUGH};
+    for (int k = 0; k < 4; k++) {
+        if (!accept_word(&c, kinds[k])) continue;
+        if (!expect(&c, '=', "after the factor kind") || !expect(&c, '{', "to open the factors"))
+            goto done;
+        do {
+            skip_ws(&c);
+            size_t at = c.i;
+            int s = rule_symbol(&c);
+            if (s < 0 || s >= r->n_factors) {
+                fail_at(&c, at, "expected a factor of the rule");
+                goto done;
+            }
+            if (k == 3)
+                f[s].blocked = true;
+            else
+                f[s].kind = kind_of[k];
+        } while (accept(&c, ','));
+        if (!expect(&c, '}', "to close the factors")) goto done;
+    }
+    if (accept(&c, ',')) {
+        if (!accept_word(&c, "custom")) {
+            fail_at(&c, c.i, "expected 'custom'");
+            goto done;
+        }
+        r->custom = true;
+    }
+    if (!expect(&c, '>', "to close the rule")) goto done;
+    r->factors = f;
+    r->instr = in;
+    r->registered = true;
+    if (in) {
+        const gs_shape **shapes =
+            GS_NEW_ARRAY(a, const gs_shape *, in->n_operands + gs_shape_n_leaves(in->shape) + 1);
+        if (!shapes) return GS_ERR;
+        for (int i = 0; i < in->n_operands; i++) shapes[i] = in->operands[i]->shape;
+        int n_leaves = 0;
+        collect_array_leaves(in->shape, shapes + in->n_operands, &n_leaves);
+        if (!check_rule_tensors(&c, r->n_factors, r->n_operands, r->operands, in->n_operands,
+                                shapes, "operand") ||
+            !check_rule_tensors(&c, r->n_factors, r->n_results, r->results, n_leaves,
+                                shapes + in->n_operands, "result"))
+            goto done;
+    }
+    *out = r;
+done:
+    if (used) *used = c.i;
+    return c.failed ? GS_ERR : GS_OK;
 }

@@ -5,6 +5,7 @@
  * The input is given as exactly `size` bytes with no terminator, so ASan reports any read past
  * text[len). A parse must succeed or fail with a diagnostic, never crash; a parsed sharding's
  * canonical text must parse back to an equal sharding that prints the same (a fixed point).
+ * The same bytes also go to the Shardy mesh, sharding and op sharding rule readers.
  *
  * Built only with clang and -DGSPMD_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by `make fuzz`.
  */
@@ -49,6 +50,41 @@ static void sdy(gs_arena *a, const char *text, size_t size, gs_span span) {
     gs_diags_free(&d);
 }
 
+/* The same bytes as a Shardy op sharding rule (`#sdy.op_sharding_rule<...>`): an error with a
+ * message, or a rule whose printed text reads back to a rule printing the same. */
+static void rule(gs_arena *a, const char *text, size_t size, gs_span span) {
+    gs_diags d = {0};
+    gs_op_rule *r = NULL;
+    if (gs_op_rule_parse(a, text, size, NULL, &r, NULL, &d, span) != GS_OK) {
+        if (d.n_errors == 0) abort();
+        gs_diags_free(&d);
+        return;
+    }
+    char *once = NULL, *twice = NULL;
+    gs_sb sb = {0};
+    gs_sb_putc(&sb, '<');
+    gs_op_rule_print(&sb, r);
+    gs_sb_putc(&sb, '>');
+    once = gs_sb_take(&sb);
+    gs_op_rule *back = NULL;
+    if (!once || gs_op_rule_parse(a, once, strlen(once), NULL, &back, NULL, &d, span) != GS_OK) {
+        fprintf(stderr, "fuzz_sharding: rule printed as %s does not read back\n",
+                once ? once : "(null)");
+        abort();
+    }
+    gs_sb_putc(&sb, '<');
+    gs_op_rule_print(&sb, back);
+    gs_sb_putc(&sb, '>');
+    twice = gs_sb_take(&sb);
+    if (!twice || strcmp(once, twice) != 0) {
+        fprintf(stderr, "fuzz_sharding: rule printing is not a fixed point\n  once:  %s\n", once);
+        abort();
+    }
+    free(once);
+    free(twice);
+    gs_diags_free(&d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static FILE *sink;
     if (!sink) sink = fopen("/dev/null", "w");
@@ -63,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gs_sharding *s = NULL;
     gs_status st = gs_sharding_parse(&a, text, size, &s, &d, span);
     sdy(&a, text, size, span);
+    rule(&a, text, size, span);
     free(text);
     if (st != GS_OK && d.n_errors == 0) {
         fprintf(stderr, "fuzz_sharding: parse failed without an error\n");
