@@ -21,12 +21,13 @@ const gs_op_rule *sdy_identity_rule(gs_arena *a, int rank, const int64_t *dims, 
     gs_tensor_factors *ops = GS_NEW_ARRAY(a, gs_tensor_factors, n_operands + 1);
     if (!r || !ops || (rank && (!f || !df || !ids))) return NULL;
     for (int d = 0; d < rank; d++) {
-        f[d] = (gs_factor){GS_FACTOR_PASS_THROUGH, dims[d]};
+        f[d] = (gs_factor){GS_FACTOR_PASS_THROUGH, dims[d], false};
         ids[d] = d;
         df[d] = (gs_dim_factors){1, &ids[d]};
     }
     for (int i = 0; i <= n_operands; i++) ops[i] = (gs_tensor_factors){rank, df};
     memset(r, 0, sizeof *r);
+    r->registered = true;
     r->n_factors = rank;
     r->factors = f;
     r->n_operands = n_operands;
@@ -110,6 +111,7 @@ static sdy_direction schedule(const sdy_graph *g, const sdy_op *x, const gs_op_r
 }
 
 static sdy_direction direction(const run *ru, const sdy_op *x, const gs_op_rule *r, int f) {
+    if (r->factors[f].blocked) return SDY_DIR_NONE;
     if (!x || ru->op_round < 0) return SDY_DIR_BOTH;
     unsigned d = SDY_DIR_NONE;
     for (int k = 0; k <= ru->op_round; k++) d |= schedule(ru->g, x, r, f, k);

@@ -31,6 +31,7 @@ typedef struct builder {
     int ***leaves;         /* per computation index, per instruction id: the value of each
                               array leaf (-1: none), NULL for an instruction not mapped */
     gs_strmap comp_index;  /* computation name -> its index + 1 */
+    bool conservative;     /* rules built for conservative propagation */
     bool oom;
 } builder;
 
@@ -252,8 +253,9 @@ static void add_op(builder *b, gs_instr *in, int parent) {
         if (!op->rule) b->oom = true;
     } else {
         gs_op_rule *r;
-        if (gs_op_rule_build(b->a, in, &r) != GS_OK) b->oom = true;
-        else if (!r->is_default) op->rule = r;
+        gs_op_rule_options ro = {b->conservative};
+        if (gs_op_rule_build_opts(b->a, in, &ro, &r) != GS_OK) b->oom = true;
+        else if (r->registered) op->rule = r;
     }
 }
 
@@ -532,6 +534,7 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     builder b = {0};
     b.a = &m->arena;
     b.g = &g;
+    b.conservative = opts->conservative;
     g.a = &m->arena;
     gs_vec_init(&b.values, sizeof(sdy_value));
     gs_vec_init(&b.ops, sizeof(sdy_op));
