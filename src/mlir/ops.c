@@ -25,6 +25,7 @@ static int opcode_of(const char *name) {
     } RENAMES[] = {
         {"broadcast_in_dim", GS_OP_BROADCAST},
         {"dot_general", GS_OP_DOT},
+        {"dot", GS_OP_DOT},
         {"count_leading_zeros", GS_OP_CLZ},
         {"get_tuple_element", GS_OP_GET_TUPLE_ELEMENT},
         {"optimization_barrier", GS_OP_OPTIMIZATION_BARRIER},
@@ -564,9 +565,26 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
             if (!bcast_in) return mlir_oom(r);
         }
     }
-    gs_instr *in = gs_build(&r->b, (gs_opcode)op, shape, n_ops, bcast_in ? &bcast_in : ops);
+    gs_instr *barrier_in = NULL;
+    if (op == GS_OP_OPTIMIZATION_BARRIER && n_ops != 1) {
+        /* HLO's barrier takes one operand: the tuple of StableHLO's */
+        barrier_in = gs_build_tuple(&r->b, n_ops, ops);
+        if (!barrier_in) return mlir_oom(r);
+        n_ops = 1;
+    }
+    gs_instr *in = gs_build(&r->b, (gs_opcode)op, shape, n_ops,
+                           barrier_in ? &barrier_in : bcast_in ? &bcast_in : ops);
     if (!in) return mlir_oom(r);
     if (!apply_attrs(r, in, kvs, op_pos)) return false;
+    if (strcmp(base, "dot") == 0) {
+        /* stablehlo.dot: vector or matrix operands, lhs's last dim against rhs's first */
+        if (n_ops != 2 || ops[0]->shape->rank < 1 || ops[0]->shape->rank > 2 ||
+            ops[1]->shape->rank < 1 || ops[1]->shape->rank > 2)
+            return mlir_fail_at(r, op_pos, "stablehlo.dot takes two vectors or matrices");
+        int64_t lc = ops[0]->shape->rank - 1, rc = 0;
+        set_ints(r, in, GS_ATTR_LHS_CONTRACTING_DIMS, 1, &lc);
+        set_ints(r, in, GS_ATTR_RHS_CONTRACTING_DIMS, 1, &rc);
+    }
     if (bcast_in) {
         int64_t dims[GS_MAX_RANK];
         int n = 0;
@@ -757,13 +775,21 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         /* any number of values (a training step returns every updated parameter) */
         gs_vec vals;
         gs_vec_init(&vals, sizeof(gs_instr *));
-        ok = true;
+        ok = !generic || mlir_expect(r, '(', "opening the returned values");
         while (ok && mlir_peek(r) == '%') {
             gs_instr *v;
             ok = mlir_lookup_value(r, &v) && (gs_vec_push(&vals, &v) == GS_OK || mlir_oom(r));
             if (!mlir_accept(r, ',')) break;
         }
-        if (ok && vals.n) {
+        if (ok && generic) {
+            /* `"stablehlo.return"(%0) : (tensor<f32>) -> ()` */
+            ok = mlir_expect(r, ')', "closing the returned values") &&
+                 mlir_expect(r, ':', "before the return's type") && mlir_peek(r) == '(' &&
+                 mlir_skip_balanced(r) && mlir_expect(r, '-', "before the return's results") &&
+                 mlir_expect(r, '>', "before the return's results") && mlir_peek(r) == '(' &&
+                 mlir_skip_balanced(r);
+            if (!ok && !r->d->n_errors) FAIL(r, "expected the return's type `(...) -> ()`");
+        } else if (ok && vals.n) {
             ok = mlir_expect(r, ':', "before the returned types");
             for (size_t i = 0; ok && i < vals.n; i++) {
                 gs_shape *t;
@@ -1058,6 +1084,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             mlir_oom(r);
             goto done;
         }
+        /* an attribute dictionary may follow (`{sdy.sharding = ...}`) */
+        if (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) goto done;
         if (!mlir_expect(r, ':', "before the reduce's type") ||
             !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS) ||
             !result_types(r, ins, n_in, outs, &n_out))
@@ -1153,9 +1181,14 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     }
     if (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) goto done;
     if (!mlir_expect(r, ':', "before the op's type") ||
-        !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS) ||
-        !result_types(r, ins, n_in, outs, &n_out))
+        !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS))
         goto done;
+    if (strcmp(opname, "stablehlo.optimization_barrier") == 0 && n_out < 0) {
+        /* `%r:2 = stablehlo.optimization_barrier %a, %b : T, U`: one result per operand */
+        for (int i = 0; i < n_in; i++) outs[i] = ins[i];
+        n_out = n_in;
+    }
+    if (!result_types(r, ins, n_in, outs, &n_out)) goto done;
     ok = build_op(r, opname, op_pos, n_ops, ops, outs, n_out, &kvs, 0, regions, &result) &&
          (!conv || set_conv_attrs(r, result, conv, conv_window, op_pos));
 

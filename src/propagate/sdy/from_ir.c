@@ -12,7 +12,8 @@
  * While loops and conditionals are crossed as Shardy's data-flow edges cross them: each result
  * leaf owns an edge, an identity op from its sources (a loop's operand and its body's returned
  * value; each branch's returned value) to the result, whose sharding the loop's body and
- * condition parameters share (a branch's parameter is the value it was given).
+ * condition parameters share (a branch's parameter is the value it was given). An optimization
+ * barrier's results own edges from its operands.
  *
  * Only Shardy (named) shardings take part (gs_sharding.named, as `#sdy.sharding` reads): a value
  * with an HLO sharding has none for this pass, and keeps its own.
@@ -361,6 +362,15 @@ static void add_conditional(builder *b, gs_instr *in, int parent) {
     }
 }
 
+/* An optimization barrier: an edge per leaf from its operand's (Shardy's data-flow edges). */
+static void add_barrier(builder *b, gs_instr *in, int parent) {
+    int n = gs_shape_n_leaves(in->shape);
+    int id = push_op(b, parent, 0, 0);
+    int *res = id >= 0 ? fresh_leaves(b, in, id) : NULL;
+    const int *src = in->n_operands == 1 ? leaves_of(b, in->operands[0]) : NULL;
+    for (int i = 0; res && src && i < n && !b->oom; i++) add_edge(b, parent, &src[i], 1, res[i]);
+}
+
 static void build(builder *b, gs_computation *c, int parent, const int *const *params) {
     for (int k = 0; k < c->n_instrs && !b->oom; k++) {
         gs_instr *in = c->instrs[k];
@@ -392,6 +402,8 @@ static void build(builder *b, gs_computation *c, int parent, const int *const *p
             add_while(b, in, parent);
         } else if (in->op == GS_OP_CONDITIONAL) {
             add_conditional(b, in, parent);
+        } else if (in->op == GS_OP_OPTIMIZATION_BARRIER) {
+            add_barrier(b, in, parent);
         } else {
             add_op(b, in, parent);
         }
