@@ -138,6 +138,9 @@ bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results)
 bool mlir_lookup_value(reader *r, gs_instr **out);
 bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg_names,
                        gs_shape **arg_types, const gs_shape *tupled, gs_computation **out);
+/* The values of the current scope that the region at the cursor (`{`) uses, first use first, at
+ * most max (an error beyond); *n their number. The cursor does not move. */
+bool mlir_region_captures(reader *r, value_ent *vals, int *n, int max);
 bool mlir_parse_capturing_region(reader *r, const char *stem, gs_computation **out,
                                  gs_instr **operand);
 bool mlir_set_root(reader *r, gs_computation *c, int n, gs_instr **results, size_t at);

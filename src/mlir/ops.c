@@ -651,6 +651,63 @@ static bool result_types(reader *r, gs_shape **ins, int n_in, gs_shape **outs, i
 
 enum { MAX_OPS = 256 };
 
+/* The outer values a while's condition (after `cond`) and body (after `do`) use, appended to
+ * the loop state (names, operands ops, types outs, result counts; *n entries). The cursor does
+ * not move. */
+static bool while_captures(reader *r, const char **names, gs_instr **ops, gs_shape **outs,
+                           int *counts, int *n) {
+    size_t save = r->pos;
+    int errors = r->d->n_errors;
+    value_ent caps[64];
+    bool ok = true;
+    for (int part = 0; part < 2 && ok; part++) {
+        int k;
+        ok = mlir_accept_word(r, part == 0 ? "cond" : "do") &&
+             mlir_region_captures(r, caps, &k, 64);
+        for (int i = 0; ok && i < k; i++) {
+            bool seen = false;
+            for (int j = 0; j < *n && !seen; j++)
+                seen = ops[j] == caps[i].in && names[j] == caps[i].name;
+            if (seen) continue;
+            if (*n >= MAX_OPS) {
+                ok = FAIL(r, "a while uses more than %d values", MAX_OPS);
+                break;
+            }
+            names[*n] = caps[i].name;
+            ops[*n] = caps[i].in;
+            outs[*n] = caps[i].in->shape;
+            counts[(*n)++] = caps[i].n_results;
+        }
+        ok = ok && (mlir_skip_ws(r), mlir_skip_balanced(r));
+    }
+    r->pos = save;
+    /* other syntax errors are reported when the regions are read */
+    return r->d->n_errors == errors;
+}
+
+/* The body of a while that carries captured values n_own..n_state-1 returns them unchanged. */
+static bool pass_captures_on(reader *r, gs_computation *body, int n_own, int n_state,
+                             size_t op_pos) {
+    if (n_state == n_own) return true;
+    gs_instr *root = body->root, *param = body->n_params ? body->params[0] : NULL;
+    if (!root || !param) return mlir_fail_at(r, op_pos, "the while's body has no return");
+    gs_builder saved = r->b;
+    gs_builder_init(&r->b, r->m, body, &r->names);
+    gs_instr *vals[MAX_OPS];
+    bool ok = true;
+    int n = gs_shape_is_tuple(root->shape) && n_own != 1 ? root->shape->n_tuple : 1;
+    if (n != n_own)
+        ok = mlir_fail_at(r, op_pos, "the while's body returns %d values, not %d", n, n_own);
+    for (int i = 0; ok && i < n_own; i++)
+        ok = (vals[i] = n_own == 1 ? root : gs_build_gte(&r->b, root, i)) != NULL || mlir_oom(r);
+    for (int i = n_own; ok && i < n_state; i++)
+        ok = (vals[i] = gs_build_gte(&r->b, param, i)) != NULL || mlir_oom(r);
+    ok = ok && mlir_set_root(r, body, n_state, vals, op_pos);
+    r->b = saved;
+    return ok;
+}
+
+
 /* One operation inside a function or region. Results are defined in scope; `return` ops set
  * c's root and set *ended. */
 /* A call of function `callee` on ops with result types outs (a tuple when several). */
@@ -1030,28 +1087,43 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             mlir_fail_at(r, op_pos, "the while has %d arguments and %d types", n_ops, n_out);
             goto done;
         }
-        gs_shape *tupled = gs_shape_tuple(r->a, n_out, outs);
-        r->b.span = mlir_span_at(r, op_pos);
-        gs_instr *init = tupled ? gs_build_tuple(&r->b, n_ops, ops) : NULL;
-        if (!init) {
-            mlir_oom(r);
-            goto done;
-        }
         if (mlir_accept_word(r, "attributes") &&
             (!mlir_expect(r, '{', "opening the while's attributes") ||
              !mlir_parse_kv_list(r, &kvs, '}')))
             goto done;
+        /* values the regions use from around the loop ride along as extra loop state, which
+         * the body passes on unchanged (HLO's regions see only their parameter) */
+        int n_state = n_ops, counts[MAX_OPS];
+        for (int i = 0; i < n_ops; i++) counts[i] = 1;
+        if (!while_captures(r, names, ops, outs, counts, &n_state)) goto done;
+        gs_shape *tupled = gs_shape_tuple(r->a, n_state, outs);
+        r->b.span = mlir_span_at(r, op_pos);
+        gs_instr *init = tupled ? gs_build_tuple(&r->b, n_state, ops) : NULL;
+        if (!init) {
+            mlir_oom(r);
+            goto done;
+        }
         if (!mlir_accept_word(r, "cond")) {
             FAIL(r, "expected 'cond' after the while's types, found %s", mlir_found(r));
             goto done;
         }
-        if (!mlir_parse_region(r, "region", n_ops, names, outs, tupled, &regions[0])) goto done;
+        r->region_arg_counts = counts;
+        if (!mlir_parse_region(r, "region", n_state, names, outs, tupled, &regions[0])) goto done;
         if (!mlir_accept_word(r, "do")) {
             FAIL(r, "expected 'do' after the while's condition, found %s", mlir_found(r));
             goto done;
         }
-        if (!mlir_parse_region(r, "region", n_ops, names, outs, tupled, &regions[1])) goto done;
+        r->region_arg_counts = counts;
+        if (!mlir_parse_region(r, "region", n_state, names, outs, tupled, &regions[1]) ||
+            !pass_captures_on(r, regions[1], n_ops, n_state, op_pos))
+            goto done;
         ok = build_op(r, opname, op_pos, 1, &init, &tupled, 1, &kvs, 2, regions, &result);
+        if (ok && n_state > n_ops) { /* the loop's own results only */
+            gs_instr *own[MAX_OPS];
+            for (int i = 0; i < n_ops && ok; i++) ok = (own[i] = gs_build_gte(&r->b, result, i));
+            ok = ok && (result = gs_build_tuple(&r->b, n_ops, own));
+            if (!ok) mlir_oom(r);
+        }
         goto define;
     }
     if (strcmp(opname, "stablehlo.reduce") == 0) {

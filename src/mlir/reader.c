@@ -161,7 +161,7 @@ bool mlir_parse_region(reader *r, const char *stem, int n_args, const char **arg
 /* The values of the current scope that the region at the cursor (`{`) uses: what a region of
  * `case`, `if` or `while` may take from around it (its names are not redefined inside: SSA).
  * Fills vals (up to max, first use first); *n their number. */
-static bool region_captures(reader *r, value_ent *vals, int *n, int max) {
+bool mlir_region_captures(reader *r, value_ent *vals, int *n, int max) {
     *n = 0;
     size_t save = r->pos, start = (mlir_skip_ws(r), r->pos);
     if (!mlir_skip_balanced(r)) return false;
@@ -203,7 +203,7 @@ bool mlir_parse_capturing_region(reader *r, const char *stem, gs_computation **o
                                  gs_instr **operand) {
     value_ent caps[64];
     int n;
-    if (!region_captures(r, caps, &n, 64)) return false;
+    if (!mlir_region_captures(r, caps, &n, 64)) return false;
     const char *names[64];
     gs_shape *types[64];
     gs_instr *ins[64];
