@@ -156,11 +156,36 @@ bool mlir_sharding_from_kvs(reader *r, const gs_vec *kvs, const gs_shape *shape,
 }
 
 /* An op's own sharding attribute (kvs), set on its instruction. */
+/* `sdy.sharding_rule = #sdy.op_sharding_rule<...>` on an op: checked against it, kept in its
+ * frontend attributes as XLA keeps it in HLO (`xla.sdy.sharding_rule="..."`), where the rule
+ * builder (gs_op_rule_build) finds it. */
+static bool keep_sharding_rule(reader *r, gs_instr *in, const gs_vec *kvs) {
+    const kv *k = mlir_find_kv(kvs, "sdy.sharding_rule");
+    if (!k) return true;
+    gs_op_rule *rule;
+    size_t used;
+    gs_span at = mlir_span_at(r, k->value_pos);
+    if (gs_op_rule_parse(r->a, r->s + k->value_pos, r->len - k->value_pos, in, &rule, &used, r->d,
+                         at) != GS_OK) {
+        r->failed = true;
+        return false;
+    }
+    gs_sb sb = {0};
+    gs_sb_puts(&sb, "{xla.sdy.sharding_rule=\"");
+    gs_sb_putn(&sb, r->s + k->value_pos, used);
+    gs_sb_puts(&sb, "\"}");
+    gs_attr fa = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
+    fa.u.s = gs_arena_strdup(r->a, gs_sb_str(&sb));
+    gs_sb_free(&sb);
+    if (!fa.u.s || gs_instr_set_attr(r->m, in, &fa) != GS_OK) return mlir_oom(r);
+    return true;
+}
+
 bool mlir_apply_op_sharding(reader *r, gs_instr *in, const gs_vec *kvs) {
     gs_sharding *s;
     if (!mlir_sharding_from_kvs(r, kvs, in->shape, &s)) return false;
     if (s && gs_instr_set_sharding(r->m, in, s) != GS_OK) return mlir_oom(r);
-    return true;
+    return keep_sharding_rule(r, in, kvs);
 }
 
 /* ------------------------------------------------------------------ sdy ops */

@@ -1116,8 +1116,34 @@ static void fill_empty(builder *b) {
                 add(b, &b->res[r], d, new_factor(b, GS_FACTOR_PASS_THROUGH, 1, false));
 }
 
+/* The rule text an op carries from Shardy (`frontend_attributes={xla.sdy.sharding_rule="..."}`,
+ * as XLA keeps `sdy.sharding_rule` in HLO), or NULL; *len its length. */
+static const char *written_rule(const gs_instr *in, size_t *len) {
+    static const char KEY[] = "xla.sdy.sharding_rule=\"";
+    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
+    const char *at = fa ? strstr(fa, KEY) : NULL;
+    if (!at) return NULL;
+    at += sizeof KEY - 1;
+    size_t n = 0;
+    while (at[n] && at[n] != '"') n += at[n] == '\\' && at[n + 1] ? 2 : 1;
+    if (at[n] != '"') return NULL;
+    *len = n;
+    return at;
+}
+
 gs_status gs_op_rule_build_opts(gs_arena *a, const gs_instr *in, const gs_op_rule_options *opts,
                                 gs_op_rule **out) {
+    size_t wlen;
+    const char *w = written_rule(in, &wlen);
+    if (w) { /* a rule written on the op wins (one that does not fit the op is ignored) */
+        gs_diags d = {0};
+        gs_status st = gs_op_rule_parse(a, w, wlen, in, out, NULL, &d, gs_span_none());
+        gs_diags_free(&d);
+        if (st == GS_OK) {
+            (*out)->custom = true;
+            return GS_OK;
+        }
+    }
     builder b = {.a = a, .in = in, .conservative = opts && opts->conservative};
     gs_vec_init(&b.factors, sizeof(gs_factor));
     gs_op_rule *r = GS_NEW(a, gs_op_rule);
