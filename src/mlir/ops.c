@@ -343,12 +343,12 @@ static bool set_collective_attrs(reader *r, gs_instr *in, const gs_vec *kvs, siz
     if (!dim) dim = mlir_find_kv(kvs, "scatter_dimension");
     const kv *split = mlir_find_kv(kvs, "split_dimension"),
              *concat = mlir_find_kv(kvs, "concat_dimension");
-    if (split && concat && (split->a[0] != concat->a[0]))
+    if (split && concat && split->a[0] != concat->a[0] && in->n_operands != 1)
         return mlir_fail_at(r, op_pos,
-                            "all_to_all with split_dimension %lld and "
+                            "all_to_all of several operands with split_dimension %lld and "
                             "concat_dimension %lld is not supported yet",
                             (long long)split->a[0], (long long)concat->a[0]);
-    if (!dim) dim = split;
+    if (!dim) dim = split; /* split != concat: build_op moves the chunks to concat */
     if (dim && dim->is_int) set_ints(r, in, GS_ATTR_DIMENSIONS, 1, dim->a);
     return true;
 }
@@ -526,6 +526,47 @@ static bool applies_comp(reader *r, const char *opname, gs_type t, gs_computatio
     return *out ? true : mlir_oom(r);
 }
 
+/* StableHLO's all_to_all with split_dimension sd != concat_dimension cd, from HLO's along sd (y,
+ * whose dim sd holds the N received chunks in order): the chunk axis moves from sd to just
+ * before cd (reshape, transpose, reshape), giving the declared result out. */
+static gs_instr *all_to_all_concat(reader *r, gs_instr *y, int64_t sd, int64_t cd,
+                                   const gs_shape *out, size_t op_pos) {
+    const gs_shape *s = y->shape;
+    int rank = s->rank;
+    if (!gs_shape_is_array(s) || !gs_shape_is_array(out) || out->rank != rank || sd < 0 ||
+        cd < 0 || sd >= rank || cd >= rank || rank + 1 > GS_MAX_RANK || out->dims[cd] == 0 ||
+        s->dims[cd] == 0 || out->dims[cd] % s->dims[cd] != 0) {
+        mlir_fail_at(r, op_pos, "all_to_all's result type does not fit its dimensions");
+        return NULL;
+    }
+    int64_t n = out->dims[cd] / s->dims[cd]; /* split_count */
+    if (n < 1 || s->dims[sd] % n != 0 || out->dims[sd] * n != s->dims[sd]) {
+        mlir_fail_at(r, op_pos, "all_to_all's result type does not fit its split_count");
+        return NULL;
+    }
+    int64_t split[GS_MAX_RANK + 1];
+    int perm[GS_MAX_RANK + 1], k = 0;
+    for (int d = 0, j = 0; d < rank; d++) { /* dim sd becomes (n, dims[sd] / n) */
+        if (d == sd) {
+            split[j++] = n;
+            split[j++] = s->dims[d] / n;
+        } else {
+            split[j++] = s->dims[d];
+        }
+    }
+    int cd1 = (int)(cd < sd ? cd : cd + 1); /* cd's axis in the split shape */
+    for (int d = 0; d <= rank; d++) {
+        if (d == sd) continue;
+        if (d == cd1) perm[k++] = (int)sd;
+        perm[k++] = d;
+    }
+    gs_instr *a = gs_build_reshape(&r->b, y, rank + 1, split);
+    gs_instr *t = a ? gs_build_transpose(&r->b, a, perm) : NULL;
+    gs_instr *z = t ? gs_build_reshape(&r->b, t, rank, out->dims) : NULL;
+    if (!z) mlir_oom(r);
+    return z;
+}
+
 /* Builds instruction op (result types outs) from operands, attributes kvs and regions. */
 static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs_instr **ops,
                      gs_shape **outs, int n_outs, const gs_vec *kvs, int n_regions,
@@ -565,6 +606,14 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
             if (!bcast_in) return mlir_oom(r);
         }
     }
+    const kv *a2a_split = op == GS_OP_ALL_TO_ALL ? mlir_find_kv(kvs, "split_dimension") : NULL;
+    const kv *a2a_concat = op == GS_OP_ALL_TO_ALL ? mlir_find_kv(kvs, "concat_dimension") : NULL;
+    const gs_shape *a2a_out = NULL; /* split != concat: the declared result, after the moves */
+    if (a2a_split && a2a_concat && a2a_split->is_int && a2a_concat->is_int &&
+        a2a_split->a[0] != a2a_concat->a[0] && n_ops == 1 && n_outs == 1) {
+        a2a_out = shape;
+        shape = ops[0]->shape; /* HLO's all-to-all splits and concatenates along one dim */
+    }
     gs_instr *barrier_in = NULL;
     if (op == GS_OP_OPTIMIZATION_BARRIER && n_ops != 1) {
         /* HLO's barrier takes one operand: the tuple of StableHLO's */
@@ -576,6 +625,9 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
                            barrier_in ? &barrier_in : bcast_in ? &bcast_in : ops);
     if (!in) return mlir_oom(r);
     if (!apply_attrs(r, in, kvs, op_pos)) return false;
+    if (a2a_out && !(in = all_to_all_concat(r, in, a2a_split->a[0], a2a_concat->a[0], a2a_out,
+                                            op_pos)))
+        return false;
     if (strcmp(base, "dot") == 0) {
         /* stablehlo.dot: vector or matrix operands, lhs's last dim against rhs's first */
         if (n_ops != 2 || ops[0]->shape->rank < 1 || ops[0]->shape->rank > 2 ||
