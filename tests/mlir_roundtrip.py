@@ -93,6 +93,21 @@ def eval_outputs(gspmd, path, text, tmp, tag):
     return res, None
 
 
+def print_twice(gspmd, path, fmt):
+    """`parse --emit fmt` of path, then of that output: (first, second, None), or a reason."""
+    first = run([gspmd, "parse", path, "--emit", fmt])
+    if first is None or first.returncode != 0:
+        return None, None, ("print as hlo: " if fmt == "hlo" else "print: ") + first_error(first)
+    second = run([gspmd, "parse", "-", "--emit", fmt], stdin=first.stdout)
+    if second is None or second.returncode != 0:
+        if fmt == "hlo":
+            return None, None, "hlo read back: " + first_error(second)
+        if re.search(r'"stablehlo\.(if|case)"', first.stdout):
+            return None, None, "read back (the text has stablehlo.if/case): " + first_error(second)
+        return None, None, "read back: " + first_error(second)
+    return first, second, None
+
+
 def check(gspmd, path, tmp, stats):
     """None when the file round-trips, else the reason it does not; 'skip' when it does not
     parse at all (a bad-input test). Counts in stats what was compared."""
@@ -102,22 +117,14 @@ def check(gspmd, path, tmp, stats):
     if p is None or p.returncode != 0:
         return "skip"
     # as HLO text, every file (StableHLO ones too) prints text that parses to the same print
-    h1 = run([gspmd, "parse", path, "--emit", "hlo"])
-    if h1 is None or h1.returncode != 0:
-        return "print as hlo: " + first_error(h1)
-    h2 = run([gspmd, "parse", "-", "--emit", "hlo"], stdin=h1.stdout)
-    if h2 is None or h2.returncode != 0:
-        return "hlo read back: " + first_error(h2)
+    h1, h2, why = print_twice(gspmd, path, "hlo")
+    if why:
+        return why
     if h2.stdout != h1.stdout:
         return "hlo printing is not a fixed point"
-    m1 = run([gspmd, "parse", path, "--emit", "mlir"])
-    if m1 is None or m1.returncode != 0:
-        return "print: " + first_error(m1)
-    m2 = run([gspmd, "parse", "-", "--emit", "mlir"], stdin=m1.stdout)
-    if m2 is None or m2.returncode != 0:
-        if re.search(r'"stablehlo\.(if|case)"', m1.stdout):
-            return "read back (the text has stablehlo.if/case): " + first_error(m2)
-        return "read back: " + first_error(m2)
+    m1, m2, why = print_twice(gspmd, path, "mlir")
+    if why:
+        return why
     one_value_while = re.search(r"stablehlo\.while\(%\w+ = [^,)]+\) :", m1.stdout)
     if m2.stdout != m1.stdout and normalize(m2.stdout) == normalize(m1.stdout):
         stats["modulo"] += 1
