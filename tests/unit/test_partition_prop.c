@@ -9,7 +9,9 @@
  * (JAX-style: each axis of a random mesh of 1-3 axes goes to a tensor dim or to replication, in
  * a random order; the mesh's device order iota, transposed, or an explicit permutation; so iota,
  * transposed-iota and explicit tile assignments, partial replication and uneven dims all occur)
- * on every instruction or none. Each module is partitioned (every third case with windowed
+ * on every instruction or none; every fourth case writes them as named (Shardy) shardings, some
+ * dims open, and runs Shardy's propagation (a strategy, op and user priorities varying with the
+ * case) first. Each module is partitioned (every third case with windowed
  * einsum on at threshold 0, half of those bidirectional, so dots that gather or reduce-scatter
  * run as loops), the program
  * verified, run on the
@@ -38,6 +40,7 @@
 #include <time.h>
 
 #include "gspmd/partition.h"
+#include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
 #include "gspmd/text.h"
 
@@ -53,6 +56,13 @@ static uint64_t next(void) {
 }
 
 static int rnd(int n) { return (int)(next() % (uint64_t)n); }
+
+/* Every fourth case is Shardy's: its shardings written as named (V3) ones on a mesh of axes
+ * 'a', 'b', 'c' (dims open to more axes at random), propagated by Shardy's propagation before
+ * partitioning. Set per case (shardy_case) before the module is generated. */
+static bool named_shardings;
+
+static bool shardy_case(int it) { return it % 4 == 3; }
 
 /* A random mesh: axis sizes (product <= 8) and a device order. */
 typedef struct mesh {
@@ -119,6 +129,27 @@ static bool random_sharding(const mesh *m, int rank, char *buf, size_t cap) {
             axes_order[i] = axes_order[j];
             axes_order[j] = t;
         }
+    }
+    bool iota = true;
+    for (int pos = 0; pos < m->n; pos++) iota &= m->order[pos] == pos;
+    if (named_shardings && iota) { /* `{mesh['a'=2,'b'=2] [{'b', 'a', ?}, {}]}` */
+        int k = snprintf(buf, cap, "{mesh[");
+        for (int a = 0; a < m->n_axes; a++)
+            k += snprintf(buf + k, cap - (size_t)k, "%s'%c'=%d", a ? "," : "", 'a' + a, m->size[a]);
+        k += snprintf(buf + k, cap - (size_t)k, "] [");
+        for (int d = 0; d < rank; d++) {
+            k += snprintf(buf + k, cap - (size_t)k, "%s{", d ? ", " : "");
+            int n = 0;
+            for (int i = 0; i < m->n_axes; i++) {
+                int a = axes_order[i];
+                if (dim_of[a] == d)
+                    k += snprintf(buf + k, cap - (size_t)k, "%s'%c'", n++ ? ", " : "", 'a' + a);
+            }
+            if (rnd(3) == 0) k += snprintf(buf + k, cap - (size_t)k, "%s?", n ? ", " : "");
+            k += snprintf(buf + k, cap - (size_t)k, "}");
+        }
+        snprintf(buf + k, cap - (size_t)k, "]}");
+        return true;
     }
     int tiles[MAXR + 1];
     for (int i = 0; i < rank; i++) tiles[i] = 1;
@@ -971,7 +1002,7 @@ typedef struct one_case {
     const char *hlo;
     const mesh *m;
     bool windowed, mpi;
-    int it, ranks, rank;
+    int it, ranks, rank;  /* shardy_case(it): Shardy's propagation first */
     bool ran_mpi; /* it ran on the MPI backend */
     gs_source *src;
     gs_diags d;
@@ -998,6 +1029,13 @@ static const char *check_case(one_case *c, double *worst_error) {
     const char *what = NULL;
     if (!c->mod || gs_module_verify(c->mod, &c->d) != GS_OK)
         return "the generated module does not parse or verify (a generator bug)";
+    if (shardy_case(c->it)) { /* strategy, op and user priorities vary with the case */
+        gs_sdy_options so = {(gs_sdy_strategy)(c->it / 4 % 3), c->it / 12 % 2 == 1,
+                             c->it / 24 % 2 == 1, c->it / 48 % 2 == 1};
+        if (gs_sdy_propagate(c->mod, &so, &c->d) != GS_OK) return "Shardy's propagation failed";
+        if (gs_module_verify(c->mod, &c->d) != GS_OK)
+            return "the module Shardy's propagation left does not verify";
+    }
     gs_partition_options o = {0};
     o.num_partitions = m->n;
     o.no_warnings = true;
@@ -1044,6 +1082,7 @@ static void minimise(graph *g, uint64_t seed, int it, bool windowed, int n_ops) 
     for (int cap = 1; cap < n_ops; cap++) {
         seed_case(seed, it);
         mesh m;
+        named_shardings = shardy_case(it);
         const char *hlo = random_module(g, &m, windowed, cap);
         one_case c = {.hlo = hlo, .m = &m, .windowed = windowed, .it = it};
         double worst = 0;
@@ -1095,6 +1134,7 @@ static void test_random_graphs(void **state) {
         seed_case(seed, it);
         mesh m;
         bool windowed = it % 3 == 0; /* a third of the cases: windowed dots, dots favoured */
+        named_shardings = shardy_case(it);
         const char *hlo = random_module(g, &m, windowed, 0);
         if (mpi && m.n % ranks != 0) continue;
         by_devices[m.n]++;
