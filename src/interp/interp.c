@@ -493,13 +493,50 @@ static gs_status eval_rotate_right(gs_eval *ev, const gs_instr *in, gs_value *co
     return GS_OK;
 }
 
+/* XLA's 64-bit emulation: X64Combine(low, high) puts two 32-bit values' bits side by side into
+ * one 64-bit value (high << 32 | low); X64SplitLow / X64SplitHigh take them apart. */
+static gs_status eval_x64(gs_eval *ev, const gs_instr *in, const char *target,
+                          gs_value *const *ops, gs_value **out) {
+    bool combine = strcmp(target, "X64Combine") == 0;
+    const gs_shape *s = in->shape;
+    int want_ops = combine ? 2 : 1, in_size = combine ? 4 : 8, out_size = combine ? 8 : 4;
+    bool ok = in->n_operands == want_ops && gs_shape_is_array(s) &&
+              gs_type_size(s->type) == out_size && !gs_type_is_complex(s->type);
+    for (int i = 0; ok && i < want_ops; i++)
+        ok = ops[i]->type != GS_TUPLE && gs_type_size(ops[i]->type) == in_size &&
+             ops[i]->n == gs_shape_elements(s) && ops[i]->rank == s->rank &&
+             !gs_type_is_complex(ops[i]->type);
+    if (!ok)
+        return gs_eval_error(ev, in, "%s takes %s and gives %s of the same shape", target,
+                             combine ? "two 32-bit arrays" : "a 64-bit array",
+                             combine ? "a 64-bit one" : "a 32-bit one");
+    gs_value *r = gs_eval_new_result(ev, in);
+    if (!r) return gs_eval_oom(ev, in);
+    for (int64_t i = 0; i < r->n; i++) {
+        if (combine) {
+            uint32_t lo, hi;
+            memcpy(&lo, (const char *)ops[0]->data + 4 * i, 4);
+            memcpy(&hi, (const char *)ops[1]->data + 4 * i, 4);
+            uint64_t v = (uint64_t)hi << 32 | lo;
+            memcpy((char *)r->data + 8 * i, &v, 8);
+        } else {
+            uint64_t v;
+            memcpy(&v, (const char *)ops[0]->data + 8 * i, 8);
+            uint32_t half = strcmp(target, "X64SplitHigh") == 0 ? (uint32_t)(v >> 32) : (uint32_t)v;
+            memcpy((char *)r->data + 4 * i, &half, 4);
+        }
+    }
+    *out = r;
+    return GS_OK;
+}
+
 static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) target = "";
     if (strcmp(target, "Sharding") == 0 || strcmp(target, "SPMDFullToShardShape") == 0 ||
         strcmp(target, "SPMDShardToFullShape") == 0 || strncmp(target, "xla.sdy.", 8) == 0 ||
         strcmp(target, "ShardBarrierFrom") == 0 || strcmp(target, "ShardBarrierTo") == 0 ||
-        strcmp(target, "X64Combine") == 0 || strcmp(target, "LayoutConstraint") == 0 ||
+        strcmp(target, "LayoutConstraint") == 0 ||
         strcmp(target, "MoveToHost") == 0 || strcmp(target, "MoveToDevice") == 0 ||
         strcmp(target, "annotate_device_placement") == 0 || strcmp(target, "PinToDevice") == 0) {
         if (in->n_operands < 1) return gs_eval_error(ev, in, "custom-call %s needs an operand", target);
@@ -509,6 +546,9 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
         }
         return k_tuple(ev, in, ops, out);
     }
+    if (strcmp(target, "X64Combine") == 0 || strcmp(target, "X64SplitLow") == 0 ||
+        strcmp(target, "X64SplitHigh") == 0)
+        return eval_x64(ev, in, target, ops, out);
     if (strncmp(target, "check.", 6) == 0) return gs_eval_check(ev, in, ops, out);
     if (strcmp(target, "TopK") == 0 && in->n_operands == 1) return gs_eval_topk(ev, in, ops, out);
     if (strcmp(target, "__op$block_scaled_dot") == 0) return gs_eval_block_scaled_dot(ev, in, ops, out);
