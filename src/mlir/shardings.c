@@ -248,6 +248,34 @@ static bool local_sharding(reader *r, const gs_sharding *global, const int *manu
     return true;
 }
 
+/* In a partly manual region the shardings written on its ops name only the free axes: each
+ * becomes its local form, the region's manual axes marked manual (as on its arguments), so that
+ * propagation and partitioning see the manual subgroup. */
+static bool manual_inside(reader *r, gs_computation *body, const int *manual, int n_manual,
+                          size_t at) {
+    for (int i = 0; i < body->n_instrs; i++) {
+        gs_instr *in = body->instrs[i];
+        const gs_sharding *s = gs_instr_get_sharding(in);
+        if (!s) continue;
+        int n = s->kind == GS_SHARDING_TUPLE ? s->n_tuple : 1;
+        gs_sharding **leaves = GS_NEW_ARRAY(r->a, gs_sharding *, n);
+        if (!leaves) return mlir_oom(r);
+        bool changed = false;
+        for (int k = 0; k < n; k++) {
+            gs_sharding *l = s->kind == GS_SHARDING_TUPLE ? s->tuple[k] : (gs_sharding *)s;
+            leaves[k] = l;
+            if (!l->named || l->named->form != GS_NAMED_DIMS) continue;
+            if (!local_sharding(r, l, manual, n_manual, at, &leaves[k])) return false;
+            changed = true;
+        }
+        if (!changed) continue;
+        gs_sharding *ns = s->kind == GS_SHARDING_TUPLE ? gs_sharding_tuple(r->a, n, leaves)
+                                                       : leaves[0];
+        if (!ns || gs_instr_set_sharding(r->m, in, ns) != GS_OK) return mlir_oom(r);
+    }
+    return true;
+}
+
 /* `manual_axes={"x", "y"}` into mesh axis indices of `mesh`. */
 static bool parse_manual_axes(reader *r, const gs_mesh *mesh, int *axes, int *n) {
     *n = 0;
@@ -359,6 +387,7 @@ static bool manual_computation(reader *r, size_t op_pos, gs_instr **result, int 
             return false;
         all_manual &= gs_sharding_is_manual(louts[j]);
     }
+    if (!all_manual && !manual_inside(r, body, manual, n_manual, op_pos)) return false;
     if (all_manual) {
         /* Every device holds its own values in a fully manual region: each instruction of the
          * body is manual, as XLA's export marks them, so that partitioning needs no
