@@ -245,6 +245,7 @@ static bool local_sharding(reader *r, const gs_sharding *global, const int *manu
     }
     nm->dims = dims;
     if (gs_sharding_from_named(r->a, nm, out) != GS_OK) return mlir_oom(r);
+    (*out)->named = nm;
     return true;
 }
 

@@ -167,7 +167,7 @@ bool sdy_sharding_eq(const sdy_sharding *a, const sdy_sharding *b) {
             !sdy_axes_eq(&a->dims[d].axes, &b->dims[d].axes))
             return false;
     return sdy_axes_eq(&a->replicated, &b->replicated) &&
-           sdy_axes_eq(&a->unreduced, &b->unreduced);
+           sdy_axes_eq(&a->unreduced, &b->unreduced) && sdy_axes_eq(&a->manual, &b->manual);
 }
 
 bool sdy_sharding_empty_axes(const sdy_sharding *s) {

@@ -138,6 +138,12 @@ static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots
     sdy_direction *dirs = GS_NEW_ARRAY(&scratch, sdy_direction, r->n_factors + 1);
     bool *updated = GS_NEW_ARRAY(&scratch, bool, n_t + 1);
     if (!p || !dirs || !updated) goto done;
+    /* a tensor that had no sharding takes the region's manual axes from one that has */
+    const sdy_axes *manual = NULL;
+    for (int t = 0; t < n_t && !manual; t++)
+        if (slots[t]) manual = &slots[t]->manual;
+    for (int t = 0; t < n_t; t++)
+        if (!slots[t] && manual) p->t[t].manual = *manual;
     for (int f = 0; f < r->n_factors; f++) dirs[f] = direction(ru, x, r, f);
     memset(updated, 0, sizeof(bool) * (size_t)(n_t + 1));
     if (!ru->aggressive)

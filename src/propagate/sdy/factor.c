@@ -72,7 +72,8 @@ static bool no_conflict_within(const gs_axis_ref *axis, const sdy_tensor_fs *t,
                                gs_axis_ref *out) {
     gs_axis_ref r;
     if (!sdy_prefix_without_overlap_list(axis, &t->replicated, &r) ||
-        !sdy_prefix_without_overlap_list(&r, &t->unreduced, &r))
+        !sdy_prefix_without_overlap_list(&r, &t->unreduced, &r) ||
+        !sdy_prefix_without_overlap_list(&r, &t->manual, &r))
         return false;
     for (int i = 0; i < fs->axes.n; i++)
         if (sdy_contains(&fs->axes.v[i], &r)) {

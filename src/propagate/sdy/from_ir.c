@@ -75,6 +75,7 @@ static sdy_sharding *from_named(builder *b, const gs_sharding *s, int rank) {
     }
     sdy_axes_from_list(&out->replicated, &nm->replicated);
     sdy_axes_from_list(&out->unreduced, &nm->unreduced);
+    sdy_axes_from_list(&out->manual, &nm->manual);
     return out;
 }
 
@@ -110,7 +111,7 @@ static gs_sharding *to_ir(builder *b, const sdy_sharding *s) {
     nm->priorities = any_prio ? prio : NULL;
     nm->replicated = to_list(b->a, &s->replicated, false, &oom);
     nm->unreduced = to_list(b->a, &s->unreduced, false, &oom);
-    memset(&nm->manual, 0, sizeof nm->manual);
+    nm->manual = to_list(b->a, &s->manual, false, &oom);
     nm->reduction = NULL;
     gs_sharding *out;
     if (oom || gs_sharding_from_named(b->a, nm, &out) != GS_OK) return NULL;

@@ -77,6 +77,8 @@ typedef struct sdy_sharding {
     sdy_dim *dims;     /* rank entries */
     sdy_axes replicated;
     sdy_axes unreduced;
+    sdy_axes manual;   /* the manual axes of the region holding the value (implicit in Shardy:
+                          its shardings inside a manual computation name the free axes only) */
 } sdy_sharding;
 
 bool sdy_sharding_eq(const sdy_sharding *a, const sdy_sharding *b);
@@ -99,6 +101,7 @@ typedef struct sdy_tensor_fs {
     sdy_factor_sh *f; /* n_factors entries */
     sdy_axes replicated;
     sdy_axes unreduced;
+    sdy_axes manual;  /* never propagated: conflicts like replicated axes */
 } sdy_tensor_fs;
 
 /* Operand and result factor shardings of one op under one rule (ShardingProjection). */

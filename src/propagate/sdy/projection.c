@@ -94,6 +94,7 @@ static void build_tensor(const gs_op_rule *r, const gs_tensor_factors *tf, const
     if (s) {
         out->replicated = s->replicated;
         out->unreduced = s->unreduced;
+        out->manual = s->manual;
     }
 }
 
@@ -114,6 +115,7 @@ sdy_projection *sdy_project(gs_arena *a, const gs_op_rule *r, const gs_mesh *mes
         memset(p->t[i].f, 0, sizeof(sdy_factor_sh) * (size_t)r->n_factors);
         memset(&p->t[i].replicated, 0, sizeof(sdy_axes));
         memset(&p->t[i].unreduced, 0, sizeof(sdy_axes));
+        memset(&p->t[i].manual, 0, sizeof(sdy_axes));
         bool is_op = i < p->n_operands;
         const gs_tensor_factors *tf = is_op ? &r->operands[i] : &r->results[i - p->n_operands];
         const sdy_sharding *s = is_op ? operands[i] : results[i - p->n_operands];
@@ -155,5 +157,6 @@ bool sdy_unproject(gs_arena *a, const gs_op_rule *r, const gs_tensor_factors *tf
     }
     out->replicated = t->replicated;
     out->unreduced = t->unreduced;
+    out->manual = t->manual;
     return true;
 }
