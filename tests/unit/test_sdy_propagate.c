@@ -191,6 +191,28 @@ static void test_conflict_basic_and_aggressive(void **state) {
     gs_module_free(m);
 }
 
+/* A sharding group (sdy.sharding_group, HLO's shard_as): add0 takes "a" from the constraint on
+ * its user, and add2, in add0's group, takes the same sharding though nothing connects them
+ * (Shardy's sharding_group_propagation.mlir). */
+static void test_sharding_group(void **state) {
+    (void)state;
+    gs_module *m = parse("HloModule m\n"
+                         "ENTRY e {\n"
+                         "  a0 = f32[16,16] parameter(0)\n"
+                         "  a1 = f32[16,16] parameter(1)\n"
+                         "  add0 = f32[16,16] add(a0, a0), sharding={unknown shard_as 32}\n"
+                         "  c = f32[16,16] custom-call(add0), custom_call_target=\"Sharding\", "
+                         "sharding={mesh['a'=2] [{}, {'a'}]}\n"
+                         "  add2 = f32[16,16] add(a1, a1), sharding={unknown shard_as 32}\n"
+                         "  ROOT t = (f32[16,16], f32[16,16]) tuple(c, add2)\n"
+                         "}\n");
+    propagate(m, BASIC);
+    expect(m, "add0", "[{?}, {\"a\", ?}]");
+    expect(m, "add2", "[{?}, {\"a\", ?}]");
+    expect(m, "a1", "[{?}, {\"a\", ?}]");
+    gs_module_free(m);
+}
+
 /* User priorities: the divide's p0 sharding ("c" on dim 0, "b" replicated) goes first and wins
  * over the argument's p1 shardings; "b" reaches dim 1 of the adds only in the second round. */
 static void test_user_priority(void **state) {
@@ -224,6 +246,7 @@ int main(void) {
         cmocka_unit_test(test_aggressive_conflicts),
         cmocka_unit_test(test_conflict_basic_and_aggressive),
         cmocka_unit_test(test_user_priority),
+        cmocka_unit_test(test_sharding_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

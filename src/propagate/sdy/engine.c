@@ -68,11 +68,50 @@ static void notify_op(const sdy_graph *g, worklist *w, int op, int current) {
 }
 
 /* Value v's sharding changed: its defining op and its users are visited again. */
-static void notify_value(const sdy_graph *g, worklist *w, int v, int current) {
+static void notify_one(const sdy_graph *g, worklist *w, int v, int current) {
     if (!w) return;
     const sdy_value *val = &g->values[v];
     notify_op(g, w, val->def, current);
     for (int i = 0; i < val->n_users; i++) notify_op(g, w, val->users[i], current);
+}
+
+/* Value v gets sharding s; so does every member of its sharding group. */
+static void set_value(sdy_graph *g, worklist *w, int v, sdy_sharding *s, int current) {
+    g->values[v].sh = s;
+    notify_one(g, w, v, current);
+    int k = g->values[v].group;
+    if (k < 0) return;
+    for (int i = g->group_first[k]; i < g->group_first[k + 1]; i++) {
+        int u = g->group_members[i];
+        if (u == v || g->values[u].rank != s->rank) continue;
+        g->values[u].sh = s;
+        notify_one(g, w, u, current);
+    }
+}
+
+/* Fully replicated and open: no axes, every dim open (isFullyReplicatedAndOpen). */
+static bool replicated_open(const sdy_sharding *s) {
+    for (int d = 0; d < s->rank; d++)
+        if (s->dims[d].axes.n != 0 || s->dims[d].closed) return false;
+    return s->replicated.n == 0 && s->unreduced.n == 0;
+}
+
+void sdy_sync_groups(sdy_graph *g) {
+    for (int k = 0; k < g->n_groups; k++) {
+        sdy_sharding *common = NULL;
+        bool conflict = false;
+        for (int i = g->group_first[k]; i < g->group_first[k + 1] && !conflict; i++) {
+            sdy_sharding *s = g->values[g->group_members[i]].sh;
+            if (!s || replicated_open(s)) continue;
+            if (!common) common = s;
+            else conflict = !sdy_sharding_eq(common, s);
+        }
+        if (!common || conflict) continue;
+        for (int i = g->group_first[k]; i < g->group_first[k + 1]; i++) {
+            sdy_value *v = &g->values[g->group_members[i]];
+            if (v->rank == common->rank) v->sh = common;
+        }
+    }
 }
 
 /* One propagation run: which factor propagation, and the op-priority round (-1: none). */
@@ -160,10 +199,7 @@ static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots
         sdy_sharding *old = slots[t];
         if ((!old && sdy_sharding_empty_axes(ns)) || (old && sdy_sharding_eq(ns, old))) continue;
         slots[t] = ns;
-        if (values[t] >= 0) {
-            g->values[values[t]].sh = ns;
-            notify_value(g, w, values[t], current);
-        }
+        if (values[t] >= 0) set_value(g, w, values[t], ns, current);
     }
     ok = true;
 done:
@@ -385,5 +421,6 @@ static bool run_user_priority(run *ru) {
 
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o) {
     run ru = {g, o, false, -1};
+    sdy_sync_groups(g);
     return run_user_priority(&ru);
 }

@@ -21,6 +21,7 @@
 #include "internal.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct builder {
@@ -32,6 +33,7 @@ typedef struct builder {
     int ***leaves;         /* per computation index, per instruction id: the value of each
                               array leaf (-1: none), NULL for an instruction not mapped */
     gs_strmap comp_index;  /* computation name -> its index + 1 */
+    gs_vec group_pairs;    /* int64_t[2]: (shard_as group id, value) */
     bool conservative;     /* rules built for conservative propagation */
     bool oom;
 } builder;
@@ -128,6 +130,11 @@ static int new_value(builder *b, const gs_shape *s, int def, gs_instr *origin, i
     v.origin = origin;
     v.leaf = leaf;
     v.sh = from_named(b, sh, s->rank);
+    v.group = -1;
+    if (sh && sh->group == GS_SHARD_GROUP_AS) {
+        int64_t pair[2] = {sh->group_id, (int64_t)b->values.n};
+        if (gs_vec_push(&b->group_pairs, pair) != GS_OK) b->oom = true;
+    }
     if (gs_vec_push(&b->values, &v) != GS_OK) b->oom = true;
     return (int)b->values.n - 1;
 }
@@ -527,6 +534,33 @@ static bool write_back(builder *b, gs_module *m, gs_computation *c) {
     return true;
 }
 
+static int cmp_pair(const void *x, const void *y) {
+    const int64_t *a = x, *b = y;
+    return a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : (a[1] < b[1] ? -1 : a[1] > b[1]);
+}
+
+/* The sharding groups (shard_as ids on the values' shardings) as dense groups of values. */
+static bool set_groups(builder *b) {
+    sdy_graph *g = b->g;
+    size_t n = b->group_pairs.n;
+    int64_t (*p)[2] = b->group_pairs.data;
+    if (n) qsort(p, n, sizeof *p, cmp_pair);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) k += i == 0 || p[i][0] != p[i - 1][0];
+    g->n_groups = k;
+    g->group_first = GS_NEW_ARRAY(b->a, int, k + 1);
+    g->group_members = GS_NEW_ARRAY(b->a, int, n + 1);
+    if (!g->group_first || !g->group_members) return false;
+    k = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || p[i][0] != p[i - 1][0]) g->group_first[++k] = (int)i;
+        g->group_members[i] = (int)p[i][1];
+        g->values[p[i][1]].group = k;
+    }
+    g->group_first[g->n_groups] = (int)n;
+    return true;
+}
+
 /* Marks in is_fn[i] whether m->comps[i] is a function (the entry, or what a call calls), not
  * a region. */
 static void mark_functions(const builder *b, const gs_module *m, bool *is_fn) {
@@ -553,6 +587,7 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     gs_vec_init(&b.ops, sizeof(sdy_op));
     gs_vec_init(&b.meshes, sizeof(const gs_mesh *));
     gs_vec_init(&b.templates, sizeof(const gs_named *));
+    gs_vec_init(&b.group_pairs, 2 * sizeof(int64_t));
     gs_arena scratch;
     gs_arena_init(&scratch);
     b.leaves = GS_NEW_ARRAY(&scratch, int **, m->n_comps + 1);
@@ -577,7 +612,7 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
         g.n_ops = (int)b.ops.n;
         g.meshes = b.meshes.data;
         g.n_meshes = (int)b.meshes.n;
-        ok = link_users(&g);
+        ok = link_users(&g) && set_groups(&b);
         for (int i = 0; ok && i < m->n_comps; i++)
             if (is_fn[i] && b.leaves[i]) count_returns(&b, m->comps[i], m->comps[i] == m->entry);
         ok = ok && sdy_run(&g, opts);
@@ -590,6 +625,7 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     gs_vec_free(&b.ops);
     gs_vec_free(&b.meshes);
     gs_vec_free(&b.templates);
+    gs_vec_free(&b.group_pairs);
     if (!ok) gs_error(d, gs_span_none(), "out of memory");
     return ok ? GS_OK : GS_ERR;
 }

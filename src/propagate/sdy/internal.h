@@ -153,6 +153,7 @@ typedef struct sdy_value {
     int n_users;
     int *users;       /* ops using it, in program order (an op may appear twice) */
     int n_uses;       /* uses by ops and by function returns (MLIR's use count) */
+    int group;        /* its sharding group (sdy.sharding_group, HLO's shard_as), or -1 */
     void *origin;     /* what it stands for in the caller's IR */
     int leaf;         /* which array leaf of origin */
 } sdy_value;
@@ -181,6 +182,9 @@ typedef struct sdy_graph {
     sdy_value *values;
     int n_ops;
     sdy_op *ops;            /* in program (pre-)order */
+    int n_groups;           /* sharding groups: members of group k share one sharding */
+    int *group_first;       /* n_groups + 1 offsets into group_members */
+    int *group_members;     /* values, group by group */
     int n_results;          /* the main function's results kept apart from the values returned */
     int *result_values;     /* the value each returns */
     sdy_sharding **result_sh; /* its sharding, or NULL */
@@ -188,6 +192,10 @@ typedef struct sdy_graph {
 
 /* The identity rule over a tensor of rank dims (n_operands operands, one result). */
 const gs_op_rule *sdy_identity_rule(gs_arena *a, int rank, const int64_t *dims, int n_operands);
+/* Gives every member of each sharding group the group's sharding (Shardy's
+ * syncGroupMemberShardings): the one its members agree on; a group whose members disagree is
+ * left alone. */
+void sdy_sync_groups(sdy_graph *g);
 /* Runs the propagation to a fixed point; false on allocation failure. */
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o);
 
