@@ -530,7 +530,9 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
                      gs_shape **outs, int n_outs, const gs_vec *kvs, int n_regions,
                      gs_computation **regions, gs_instr **result) {
     const char *base = strncmp(opname, "stablehlo.", 10) == 0 ? opname + 10 : opname;
-    int op = opcode_of(base);
+    /* stablehlo.dot: a dot_general contracting lhs's last dim with rhs's first */
+    bool plain_dot = strcmp(base, "dot") == 0 && n_ops == 2 && ops[0]->shape->rank >= 1;
+    int op = plain_dot ? GS_OP_DOT : opcode_of(base);
     if (op < 0) return mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
     gs_shape *shape;
     if (n_outs == 1) {
@@ -566,6 +568,11 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
     }
     gs_instr *in = gs_build(&r->b, (gs_opcode)op, shape, n_ops, bcast_in ? &bcast_in : ops);
     if (!in) return mlir_oom(r);
+    if (plain_dot) {
+        int64_t lc = ops[0]->shape->rank - 1, rc = 0;
+        set_ints(r, in, GS_ATTR_LHS_CONTRACTING_DIMS, 1, &lc);
+        set_ints(r, in, GS_ATTR_RHS_CONTRACTING_DIMS, 1, &rc);
+    }
     if (!apply_attrs(r, in, kvs, op_pos)) return false;
     if (bcast_in) {
         int64_t dims[GS_MAX_RANK];
@@ -757,13 +764,18 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         /* any number of values (a training step returns every updated parameter) */
         gs_vec vals;
         gs_vec_init(&vals, sizeof(gs_instr *));
-        ok = true;
+        ok = !generic || mlir_expect(r, '(', "opening the returned values");
         while (ok && mlir_peek(r) == '%') {
             gs_instr *v;
             ok = mlir_lookup_value(r, &v) && (gs_vec_push(&vals, &v) == GS_OK || mlir_oom(r));
             if (!mlir_accept(r, ',')) break;
         }
-        if (ok && vals.n) {
+        if (ok && generic) {
+            /* `"stablehlo.return"(%a, %b) : (T, U) -> ()` */
+            ok = mlir_expect(r, ')', "closing the returned values") &&
+                 mlir_expect(r, ':', "before the returned types") &&
+                 mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS);
+        } else if (ok && vals.n) {
             ok = mlir_expect(r, ':', "before the returned types");
             for (size_t i = 0; ok && i < vals.n; i++) {
                 gs_shape *t;

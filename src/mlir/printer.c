@@ -8,8 +8,14 @@
  * tuples become MLIR's multi-result values where MLIR has them (`%3:2 = stablehlo.while`, used
  * as `%3#1`) and function results; a tuple op is printed (`stablehlo.tuple`) only where a whole
  * tuple value is needed, a get-tuple-element only where the element is not already a value.
- * Shardings are written as `mhlo.sharding = "{...}"` (HLO sharding text) on arguments, results
- * and ops. Common ops use their pretty form, the others MLIR's generic form
+ * Shardings are written as Shardy's when the module declares meshes (`sdy.mesh @mesh = <...>`
+ * lines first; `sdy.sharding = #sdy.sharding<@mesh, [...]>` on arguments and results,
+ * `#sdy.sharding_per_value<[...]>` on ops, `sdy.sharding_constraint` for a `Sharding`
+ * custom-call) wherever the sharding has Shardy's form on one of them (its own named form, or
+ * one found exactly: gs_sharding_to_named), else as `mhlo.sharding = "{...}"` (HLO sharding
+ * text). gs_module_to_mlir_ex's sdy_opt form prints as Shardy's sdy_opt does (MLIR's printer):
+ * the input's function names, visibility and order, its module op as written, and on request
+ * each op's `sdy.sharding_rule`. Common ops use their pretty form, the others MLIR's generic form
  * `"stablehlo.op"(...) <{props}> ({regions}) : (types) -> types`.
  *
  * Values are numbered %0, %1, ... per function and block arguments %argN, so the text does not
@@ -61,7 +67,10 @@ typedef struct printer {
     int next_arg;   /* %argN of the function being printed */
     int indent;     /* current indentation, in levels of two spaces */
     const gs_module *m;
-    const char **func_names; /* by computation index: its function symbol, or NULL */
+    const char **func_names;        /* by computation index: its function symbol, or NULL */
+    const gs_mlir_print_options *o; /* how to print */
+    bool sdy; /* shardings as Shardy's (`sdy.sharding`) where they have that form: the module
+                 declares meshes */
 } printer;
 
 static bool fail(printer *p, const gs_instr *in, const char *fmt, ...)
@@ -349,6 +358,54 @@ static bool print_elem_sharding(gs_sb *sb, const gs_sharding *sh, const gs_shape
     return true;
 }
 
+/* The sharding of tuple element `elem` of shape s sharded by sh when that element is one array
+ * (sh itself when sh is not a tuple sharding); NULL otherwise. */
+static const gs_sharding *elem_leaf(const gs_sharding *sh, const gs_shape *s, int elem) {
+    if (!sh || !gs_shape_is_tuple(s) || sh->kind != GS_SHARDING_TUPLE) return sh;
+    if (elem >= s->n_tuple || gs_shape_is_tuple(s->tuple[elem])) return NULL;
+    int first = 0;
+    for (int i = 0; i < elem; i++) first += gs_shape_n_leaves(s->tuple[i]);
+    return first < sh->n_tuple ? sh->tuple[first] : NULL;
+}
+
+/* Appends Shardy's `<@mesh, [...]>` for sharding sh of an array of shape s, when the module
+ * declares meshes and sh has Shardy's form on one of them: its own named form, else one found
+ * on the module's meshes in order (gs_sharding_to_named). False when it has none. */
+static bool print_sdy_leaf(printer *p, gs_sb *sb, const gs_sharding *sh, const gs_shape *s) {
+    if (!p->sdy || !sh || !s || !gs_shape_is_array(s)) return false;
+    if (sh->kind == GS_SHARDING_TUPLE) {
+        if (sh->n_tuple != 1) return false;
+        sh = sh->tuple[0];
+    }
+    const gs_named *nm = NULL;
+    if (gs_sharding_to_named(&p->a, sh, s->rank, NULL, NULL, &nm) != GS_OK)
+        return p->failed = true, false;
+    const gs_mesh_table *t = p->m->meshes;
+    for (int i = 0; !nm && i < t->n; i++)
+        if (gs_sharding_to_named(&p->a, sh, s->rank, &t->meshes[i], t->names[i], &nm) != GS_OK)
+            return p->failed = true, false;
+    if (!nm) return false;
+    gs_named_print_sdy(sb, nm);
+    return true;
+}
+
+/* The attribute for a function argument or result: element elem (-1: all) of a value of shape s
+ * sharded by sh, as `sdy.sharding = #sdy.sharding<...>` where Shardy spells it, else as
+ * `mhlo.sharding = "..."`. False (nothing written) when there is no sharding to print. */
+static bool print_value_sharding(printer *p, gs_sb *sb, const gs_sharding *sh, const gs_shape *s,
+                                 int elem) {
+    if (!sh) return false;
+    const gs_sharding *leaf = elem < 0 ? sh : elem_leaf(sh, s, elem);
+    const gs_shape *ls = elem < 0 ? s : s->tuple[elem];
+    gs_sb tmp = {0};
+    bool sdy = leaf && print_sdy_leaf(p, &tmp, leaf, ls);
+    if (sdy) gs_sb_printf(sb, "sdy.sharding = #sdy.sharding%s", gs_sb_str(&tmp));
+    gs_sb_free(&tmp);
+    if (sdy) return true;
+    gs_sb_puts(sb, "mhlo.sharding = ");
+    return elem < 0 ? (print_sharding_text(sb, sh), true) : print_elem_sharding(sb, sh, s, elem);
+}
+
 /* ------------------------------------------------------------------ values */
 
 static scope *new_scope(printer *p, const gs_computation *c) {
@@ -544,21 +601,65 @@ static void print_short_type(gs_sb *sb, const gs_instr *in) {
     print_type(sb, in->shape);
 }
 
-/* ` {extra, mhlo.sharding = "..."}` (nothing when both are empty). */
-static void print_attr_dict(gs_sb *sb, const gs_instr *in, const char *extra) {
+/* An op's sharding sh: `sdy.sharding = #sdy.sharding_per_value<[<...>, ...]>` (one entry per
+ * result) where Shardy spells every result's, else `mhlo.sharding = "..."`. */
+static void print_op_sharding(printer *p, gs_sb *sb, const gs_instr *in, const gs_sharding *sh) {
+    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1;
+    int n = multi ? in->shape->n_tuple : 1;
+    gs_sb tmp = {0};
+    bool sdy = p->sdy && n > 0;
+    for (int i = 0; i < n && sdy; i++) {
+        if (i) gs_sb_puts(&tmp, ", ");
+        sdy = multi ? print_sdy_leaf(p, &tmp, elem_leaf(sh, in->shape, i), in->shape->tuple[i])
+                    : print_sdy_leaf(p, &tmp, sh, in->shape);
+    }
+    if (sdy) {
+        gs_sb_printf(sb, "sdy.sharding = #sdy.sharding_per_value<[%s]>", gs_sb_str(&tmp));
+    } else {
+        gs_sb_puts(sb, "mhlo.sharding = ");
+        print_sharding_text(sb, sh);
+    }
+    gs_sb_free(&tmp);
+}
+
+/* `sdy.sharding_rule = #sdy.op_sharding_rule<...>` when the options ask for rules and in's op
+ * has a specific one (gs_op_rule_build; the default rule is not written, as Shardy writes
+ * none for ops its registry lacks). False when nothing was written. */
+static bool print_rule(printer *p, gs_sb *sb, const gs_instr *in) {
+    if (!p->o->sharding_rules) return false;
+    /* The one place the rule options reach the rule builder: p->o->conservative_propagation is
+     * to be passed here once the builder takes options (-sdy-populate-op-sharding-rules=
+     * conservative-propagation=true). */
+    gs_op_rule *r;
+    if (gs_op_rule_build(&p->a, in, &r) != GS_OK) return p->failed = true, false;
+    if (!r || r->is_default) return false;
+    gs_sb_puts(sb, "sdy.sharding_rule = #sdy.op_sharding_rule<");
+    gs_op_rule_print(sb, r);
+    gs_sb_putc(sb, '>');
+    return true;
+}
+
+/* ` {extra, mhlo.sharding = "...", sdy.sharding_rule = ...}` (nothing when all are empty):
+ * MLIR's attribute dictionary order (by name) for the entries gspmd writes after `extra`. */
+static void print_attr_dict(printer *p, gs_sb *sb, const gs_instr *in, const char *extra) {
     const gs_sharding *sh = gs_instr_get_sharding(in);
     /* A function's one result carries its root's sharding (print_func), which the reader puts
      * back on the root: printed once, there, so that printing is a fixed point. */
     if (in->is_root && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1)) sh = NULL;
+    gs_sb rule = {0};
+    bool has_rule = print_rule(p, &rule, in);
     bool has_extra = extra && extra[0];
-    if (!sh && !has_extra) return;
-    gs_sb_puts(sb, " {");
-    if (has_extra) gs_sb_puts(sb, extra);
-    if (sh) {
-        gs_sb_puts(sb, has_extra ? ", mhlo.sharding = " : "mhlo.sharding = ");
-        print_sharding_text(sb, sh);
+    if (sh || has_extra || has_rule) {
+        gs_sb_puts(sb, " {");
+        if (has_extra) gs_sb_puts(sb, extra);
+        if (sh) {
+            if (has_extra) gs_sb_puts(sb, ", ");
+            print_op_sharding(p, sb, in, sh);
+        }
+        if (has_rule) gs_sb_printf(sb, "%s%s", has_extra || sh ? ", " : "", gs_sb_str(&rule));
+        gs_sb_putc(sb, '}');
     }
-    gs_sb_putc(sb, '}');
+    gs_sb_free(&rule);
 }
 
 /* Appends ", " to a property list that is not empty. */
@@ -664,7 +765,7 @@ static bool print_generic(printer *p, scope *s, const gs_instr *in, const char *
         }
         gs_sb_putc(p->sb, ')');
     }
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     print_fn_type(p->sb, in);
     return !p->failed;
 }
@@ -679,7 +780,7 @@ static bool print_pretty(printer *p, scope *s, const gs_instr *in, const char *n
     if (n) gs_sb_putc(p->sb, ' ');
     print_names(p->sb, ops, n);
     if (attrs && attrs[0]) gs_sb_printf(p->sb, "%s%s", n ? ", " : " ", attrs);
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     if (n == 0) {
         gs_sb_puts(p->sb, " : ");
         print_type(p->sb, in->shape);
@@ -775,7 +876,7 @@ static bool print_convolution(printer *p, scope *s, const gs_instr *in) {
              "batch_group_count = %" PRId64 " : i64, feature_group_count = %" PRId64 " : i64",
              gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1),
              gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1));
-    print_attr_dict(sb, in, extra);
+    print_attr_dict(p, sb, in, extra);
     print_fn_type(sb, in);
     return !p->failed;
 }
@@ -803,7 +904,7 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
     }
     if (gs_instr_get_sharding(in)) { /* MLIR's while writes its attributes after the types */
         gs_sb_puts(p->sb, " attributes");
-        print_attr_dict(p->sb, in, NULL);
+        print_attr_dict(p, p->sb, in, NULL);
     }
     const gs_computation *regions[2] = {cond, body};
     for (int k = 0; k < 2; k++) {
@@ -862,9 +963,9 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
     if (lit->elided)
         return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
     result_prefix(p, s, in);
-    gs_sb_puts(p->sb, "stablehlo.constant ");
-    print_attr_dict(p->sb, in, NULL);
-    if (gs_instr_get_sharding(in)) gs_sb_putc(p->sb, ' ');
+    gs_sb_puts(p->sb, "stablehlo.constant");
+    print_attr_dict(p, p->sb, in, NULL);
+    gs_sb_putc(p->sb, ' ');
     print_dense(p->sb, in->shape, lit);
     gs_sb_puts(p->sb, " : ");
     print_type(p->sb, in->shape);
@@ -884,14 +985,35 @@ static bool print_call(printer *p, scope *s, const gs_instr *in, const gs_comput
     gs_sb_printf(p->sb, "call @%s(", p->func_names[idx]);
     print_names(p->sb, ops, n);
     gs_sb_putc(p->sb, ')');
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     print_fn_type(p->sb, in);
     return !p->failed;
+}
+
+/* `%N = sdy.sharding_constraint %x <@mesh, [...]> : T` for a `Sharding` custom-call whose
+ * sharding Shardy spells (what the reader makes of one); false when it is not one. */
+static bool print_constraint(printer *p, scope *s, const gs_instr *in, const char *target) {
+    const gs_sharding *sh = gs_instr_get_sharding(in);
+    if (!p->sdy || strcmp(target, "Sharding") != 0 || in->n_operands != 1 || !sh || in->is_root ||
+        gs_instr_attr(in, GS_ATTR_BACKEND_CONFIG) ||
+        !gs_shape_equal(in->shape, in->operands[0]->shape))
+        return false;
+    gs_sb tmp = {0};
+    bool ok = print_sdy_leaf(p, &tmp, sh, in->shape);
+    if (ok) {
+        const char *x = whole_of(p, s, in->operands[0]);
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "sdy.sharding_constraint %s %s : ", x, gs_sb_str(&tmp));
+        print_type(p->sb, in->shape);
+    }
+    gs_sb_free(&tmp);
+    return ok;
 }
 
 static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) return fail(p, in, "a custom-call without a target cannot be printed");
+    if (print_constraint(p, s, in, target)) return !p->failed;
     const char *ops[MAX_VALUES];
     int n = operands_and_result(p, s, in, ops);
     if (n < 0) return false;
@@ -919,7 +1041,7 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
         else
             print_escaped(&extra, cfg);
     }
-    print_attr_dict(p->sb, in, gs_sb_str(&extra));
+    print_attr_dict(p, p->sb, in, gs_sb_str(&extra));
     if (extra.failed) p->failed = true;
     gs_sb_free(&extra);
     print_fn_type(p->sb, in);
@@ -997,7 +1119,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         result_prefix(p, s, in);
         gs_sb_printf(p->sb, "stablehlo.compare  %s, %s, %s", dir, a, b);
         if (type) gs_sb_printf(p->sb, ",  %s", type);
-        print_attr_dict(p->sb, in, NULL);
+        print_attr_dict(p, p->sb, in, NULL);
         print_fn_type(p->sb, in);
         return !p->failed;
     }
@@ -1034,7 +1156,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
             if (d->stride != 1) gs_sb_printf(p->sb, ":%" PRId64, d->stride);
         }
         gs_sb_putc(p->sb, ']');
-        print_attr_dict(p->sb, in, NULL);
+        print_attr_dict(p, p->sb, in, NULL);
         print_fn_type(p->sb, in);
         return !p->failed;
     }
@@ -1397,7 +1519,7 @@ static bool print_conditional(printer *p, scope *s, const gs_instr *in) {
         if (!print_capturing_region(p, br[i], s, in->operands[i + 1])) return false;
     }
     gs_sb_putc(p->sb, ')');
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     gs_sb_puts(p->sb, " : (");
     print_type(p->sb, in->operands[0]->shape);
     gs_sb_puts(p->sb, ") -> ");
@@ -1405,14 +1527,19 @@ static bool print_conditional(printer *p, scope *s, const gs_instr *in) {
     return !p->failed;
 }
 
-/* `func.func public @main(%arg0: T {mhlo.sharding = ".."}) -> (R {..}) { ... }` */
+/* `func.func public @main(%arg0: T {mhlo.sharding = ".."}) -> (R {..}) { ... }`; in sdy_opt
+ * form as MLIR prints it: `func.func @f(...) -> R {` (no `public`; parentheses around the
+ * results only when there are several or one has attributes; no `->` without results). */
 static bool print_func(printer *p, const gs_computation *c, const char *sym) {
     p->next_value = 0;
     p->next_arg = 0;
     scope *s = new_scope(p, c);
     if (!s) return false;
     newline(p);
-    gs_sb_printf(p->sb, "func.func %s @%s(", c->is_entry ? "public" : "private", sym);
+    if (p->o->sdy_opt)
+        gs_sb_printf(p->sb, "func.func %s@%s(", c->is_private ? "private " : "", sym);
+    else
+        gs_sb_printf(p->sb, "func.func %s @%s(", c->is_entry ? "public" : "private", sym);
     for (int i = 0; i < c->n_params; i++) {
         const gs_instr *pa = c->params[i];
         if (!pa) return fail(p, NULL, "computation '%s' lacks parameter %d", c->name, i);
@@ -1421,26 +1548,38 @@ static bool print_func(printer *p, const gs_computation *c, const char *sym) {
         r->name = fresh(p, "%%arg%d", p->next_arg++);
         gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
         print_type(p->sb, pa->shape);
-        if (gs_instr_get_sharding(pa)) {
-            gs_sb_puts(p->sb, " {mhlo.sharding = ");
-            print_sharding_text(p->sb, gs_instr_get_sharding(pa));
-            gs_sb_putc(p->sb, '}');
-        }
-    }
-    gs_sb_puts(p->sb, ") -> (");
-    const gs_shape *rs = c->root->shape;
-    int n = gs_shape_is_tuple(rs) && rs->n_tuple != 1 ? rs->n_tuple : 1;
-    const gs_sharding *rsh = gs_instr_get_sharding(c->root);
-    for (int i = 0; i < n; i++) {
-        if (i) gs_sb_puts(p->sb, ", ");
-        print_type(p->sb, spread_type(rs, i));
         gs_sb tmp = {0};
-        bool has = n == 1 ? (rsh ? (print_sharding_text(&tmp, rsh), true) : false)
-                          : print_elem_sharding(&tmp, rsh, rs, i);
-        if (has) gs_sb_printf(p->sb, " {mhlo.sharding = %s}", gs_sb_str(&tmp));
+        if (print_value_sharding(p, &tmp, gs_instr_get_sharding(pa), pa->shape, -1))
+            gs_sb_printf(p->sb, " {%s}", gs_sb_str(&tmp));
         gs_sb_free(&tmp);
     }
-    gs_sb_puts(p->sb, ") {");
+    gs_sb_putc(p->sb, ')');
+    const gs_shape *rs = c->root->shape;
+    int n = gs_shape_is_tuple(rs) && rs->n_tuple != 1 ? rs->n_tuple : 1;
+    if (gs_shape_is_tuple(rs) && rs->n_tuple == 0) n = 0;
+    const gs_sharding *rsh = gs_instr_get_sharding(c->root);
+    gs_sb res = {0};
+    bool attrs = false;
+    for (int i = 0; i < n; i++) {
+        if (i) gs_sb_puts(&res, ", ");
+        print_type(&res, spread_type(rs, i));
+        gs_sb tmp = {0};
+        /* the reader fills the results a function leaves unsharded with {replicated} when
+         * another has one: with Shardy's shardings, they print unsharded again */
+        const gs_sharding *leaf = n == 1 ? NULL : elem_leaf(rsh, rs, i);
+        bool filler = p->sdy && leaf && leaf->kind == GS_SHARDING_REPLICATED && !leaf->named;
+        bool has = !filler && print_value_sharding(p, &tmp, rsh, rs, n == 1 ? -1 : i);
+        if (has) gs_sb_printf(&res, " {%s}", gs_sb_str(&tmp));
+        attrs |= has;
+        gs_sb_free(&tmp);
+    }
+    if (!p->o->sdy_opt || n > 1 || attrs)
+        gs_sb_printf(p->sb, " -> (%s)", gs_sb_str(&res));
+    else if (n == 1)
+        gs_sb_printf(p->sb, " -> %s", gs_sb_str(&res));
+    if (res.failed) p->failed = true;
+    gs_sb_free(&res);
+    gs_sb_puts(p->sb, " {");
     p->indent++;
     bool ok = print_body(p, s, "return");
     p->indent--;
@@ -1473,8 +1612,57 @@ static const char *func_symbol(printer *p, const char *name, const char **names,
     }
 }
 
+/* Does computation a come before b in the text (functions in the order written)? */
+static bool written_before(const gs_computation *a, const gs_computation *b) {
+    return a->span.line < b->span.line ||
+           (a->span.line == b->span.line && a->span.col < b->span.col);
+}
+
+/* `sdy.mesh @NAME = <[...]>` for each mesh the module declares. */
+static void print_meshes(printer *p) {
+    const gs_mesh_table *t = p->m->meshes;
+    for (int i = 0; t && i < t->n; i++) {
+        newline(p);
+        gs_sb_printf(p->sb, "sdy.mesh @%s = ", t->names[i]);
+        gs_mesh_print_sdy(p->sb, &t->meshes[i]);
+    }
+}
+
+/* The module op: `module @NAME attributes {...} {` as gspmd writes it; in sdy_opt form only
+ * what the input wrote (`module {` when it had none, as MLIR wraps bare functions). */
+static void print_module_header(printer *p) {
+    const gs_module *m = p->m;
+    if (!p->o->sdy_opt) {
+        const char *mod = func_symbol(p, m->name && m->name[0] ? m->name : "module", NULL, 0);
+        gs_sb_printf(p->sb,
+                     "module @%s attributes {mhlo.num_partitions = %" PRId64
+                     " : i32, mhlo.num_replicas = %" PRId64 " : i32} {",
+                     mod, m->num_partitions, m->replica_count);
+        return;
+    }
+    gs_sb_puts(p->sb, "module");
+    if (m->mlir_symbol) gs_sb_printf(p->sb, " @%s", m->mlir_symbol);
+    if (m->mlir_attrs) {
+        gs_sb_puts(p->sb, " attributes ");
+        for (const char *c = m->mlir_attrs; *c; c++) { /* on one line, as MLIR prints it */
+            if (*c == '\n' || *c == '\r') {
+                while (c[1] == ' ' || c[1] == '\n' || c[1] == '\r') c++;
+                if (c[1] != '}') gs_sb_putc(p->sb, ' ');
+                continue;
+            }
+            gs_sb_putc(p->sb, *c);
+        }
+    }
+    gs_sb_puts(p->sb, " {");
+}
+
 char *gs_module_to_mlir(const gs_module *m, gs_diags *d) {
-    printer p = {.d = d, .m = m};
+    gs_mlir_print_options o = {0};
+    return gs_module_to_mlir_ex(m, &o, d);
+}
+
+char *gs_module_to_mlir_ex(const gs_module *m, const gs_mlir_print_options *o, gs_diags *d) {
+    printer p = {.d = d, .m = m, .o = o, .sdy = m->meshes && m->meshes->n > 0};
     gs_sb sb = {0};
     p.sb = &sb;
     gs_arena_init(&p.a);
@@ -1500,14 +1688,26 @@ char *gs_module_to_mlir(const gs_module *m, gs_diags *d) {
     }
     for (int i = 0; i < m->n_comps; i++)
         if (m->comps[i] == m->entry) p.func_names[i] = "main";
-    const char *mod = func_symbol(&p, m->name && m->name[0] ? m->name : "module", NULL, 0);
-    gs_sb_printf(&sb,
-                 "module @%s attributes {mhlo.num_partitions = %" PRId64
-                 " : i32, mhlo.num_replicas = %" PRId64 " : i32} {",
-                 mod, m->num_partitions, m->replica_count);
+    /* sdy_opt: every function of the input under its own name, in the order written */
+    int *order = GS_NEW_ARRAY(&p.a, int, m->n_comps ? m->n_comps : 1);
+    if (!order) p.failed = true;
+    for (int i = 0; order && i < m->n_comps; i++) {
+        const gs_computation *c = m->comps[i];
+        if (o->sdy_opt && c->symbol) p.func_names[i] = c->symbol;
+        int j = i;
+        while (o->sdy_opt && j > 0 && written_before(c, m->comps[order[j - 1]])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    print_module_header(&p);
     p.indent = 1;
-    for (int i = 0; i < m->n_comps && !p.failed; i++)
+    print_meshes(&p);
+    for (int k = 0; order && k < m->n_comps && !p.failed; k++) {
+        int i = order[k];
         if (p.func_names[i]) print_func(&p, m->comps[i], p.func_names[i]);
+    }
     gs_sb_puts(&sb, "\n}\n");
     gs_arena_free(&p.a);
     if (p.failed) {

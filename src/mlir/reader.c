@@ -327,7 +327,8 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
 /* func.func [public|private] @name(args) [-> results] [attributes {..}] { ops } */
 static bool parse_func(reader *r) {
     size_t start = r->pos;
-    if (!mlir_accept_word(r, "public") && !mlir_accept_word(r, "private"))
+    bool is_private = false;
+    if (!mlir_accept_word(r, "public") && !(is_private = mlir_accept_word(r, "private")))
         mlir_accept_word(r, "nested");
     const char *name;
     if (!mlir_parse_symbol(r, &name)) return false;
@@ -336,6 +337,8 @@ static bool parse_func(reader *r) {
     gs_computation *c = mlir_func_comp(r, name);
     if (!c || gs_strmap_put(&r->defined, name, (void *)1) != GS_OK) return mlir_oom(r);
     c->span = mlir_span_at(r, start);
+    c->symbol = name;
+    c->is_private = is_private;
     gs_builder_init(&r->b, r->m, c, &r->names);
     r->scope = r->values.n;
     if (!mlir_expect(r, '(', "opening the function's arguments")) return false;
@@ -399,7 +402,11 @@ static bool parse_func(reader *r) {
  * module's num_partitions and replica_count (and header attributes, as HLO text has them). */
 static bool module_attrs(reader *r) {
     if (mlir_peek(r) != '{') return FAIL(r, "expected '{' after 'attributes'");
-    r->pos++;
+    size_t at = r->pos, end;
+    if (!mlir_skip_balanced(r)) return false;
+    end = r->pos;
+    r->pos = at + 1;
+    if (!(r->m->mlir_attrs = gs_arena_strndup(r->a, r->s + at, end - at))) return mlir_oom(r);
     gs_vec kvs;
     gs_vec_init(&kvs, sizeof(kv));
     bool ok = mlir_parse_kv_list(r, &kvs, '}');
@@ -444,6 +451,7 @@ static bool parse_module(reader *r) {
         if (mlir_peek(r) == '@') {
             const char *name;
             if (!mlir_parse_symbol(r, &name)) return false;
+            r->m->mlir_symbol = name;
             /* an HLO module name: what MLIR allows beyond [A-Za-z0-9_.-] becomes '_' */
             char *hlo = gs_arena_strdup(r->a, name);
             if (!hlo) return mlir_oom(r);
@@ -454,6 +462,7 @@ static bool parse_module(reader *r) {
         if (mlir_accept_word(r, "attributes") && !module_attrs(r)) return false;
         if (!mlir_expect(r, '{', "opening the module")) return false;
         braced = true;
+        r->m->mlir_module_op = true;
     }
     for (;;) {
         if (mlir_peek(r) == '#') {
@@ -478,19 +487,35 @@ static bool parse_module(reader *r) {
     return true;
 }
 
-/* Every called function has a body; the entry (@main, else the only function) goes last. */
+/* The module's meshes, kept in it (in its arena) for printing. */
+static bool keep_meshes(reader *r) {
+    int n = (int)r->mesh_names.n;
+    if (!n) return true;
+    gs_mesh_table *t = GS_NEW(r->a, gs_mesh_table);
+    const char **names = gs_arena_memdup(r->a, r->mesh_names.data, sizeof(char *) * (size_t)n);
+    gs_mesh *meshes = gs_arena_memdup(r->a, r->meshes.data, sizeof(gs_mesh) * (size_t)n);
+    if (!t || !names || !meshes) return mlir_oom(r);
+    *t = (gs_mesh_table){n, names, meshes};
+    r->m->meshes = t;
+    return true;
+}
+
+/* Every called function has a body; the entry (@main, else the last public function defined)
+ * goes last. */
 static bool finish(reader *r) {
+    if (!keep_meshes(r)) return false;
     gs_computation *entry = gs_strmap_get(&r->funcs, "main");
     for (int i = 0; i < r->m->n_comps; i++) {
         gs_computation *c = r->m->comps[i];
         if (!c->root && c->n_instrs == 0)
             return mlir_fail_at(r, 0, "function '%s' is called but never defined", c->name);
     }
-    if (!entry) {
-        if (r->funcs_list.n != 1)
-            return mlir_fail_at(r, 0, "no @main function (and not exactly one function)");
-        entry = GS_VEC_AT(&r->funcs_list, gs_computation *, 0);
+    for (size_t i = r->funcs_list.n; !entry && i-- > 0;) {
+        gs_computation *c = GS_VEC_AT(&r->funcs_list, gs_computation *, i);
+        if (!c->is_private) entry = c;
     }
+    if (!entry && r->funcs_list.n) entry = GS_VEC_AT(&r->funcs_list, gs_computation *, 0);
+    if (!entry) return mlir_fail_at(r, 0, "the module has no function");
     entry->is_entry = true;
     r->m->entry = entry;
     int k = 0;
@@ -508,7 +533,8 @@ bool gs_mlir_detect(const gs_source *src) {
         while (r.pos < r.len && r.s[r.pos] != '\n') r.pos++;
         mlir_skip_ws(&r);
     }
-    return mlir_at_word(&r, "module") || mlir_at_word(&r, "func.func");
+    return mlir_at_word(&r, "module") || mlir_at_word(&r, "func.func") ||
+           mlir_at_word(&r, "sdy.mesh");
 }
 
 gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_diags *d) {
