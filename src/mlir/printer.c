@@ -58,6 +58,18 @@ typedef struct scope {
     ref *refs; /* one per instruction, by id */
 } scope;
 
+/* sdy_opt: what a dry run of a function learnt of one computation's region (MLIR numbers a
+ * region's values only after all of its parent region's). */
+typedef struct region_info {
+    const gs_computation *c; /* the computation printed as a region (or the function) */
+    int n_values;            /* numbered values it defines itself */
+    int n_conflicts;         /* conflict ids its own names took */
+    unsigned used;           /* names taken in it and around it (NAME_* bits) */
+} region_info;
+
+/* Names MLIR gives results and block arguments instead of numbers (sdy_opt). */
+enum { NAME_C = 1, NAME_CST = 2, NAME_ITER = 4 };
+
 typedef struct printer {
     gs_sb *sb;      /* output */
     gs_arena a;     /* names and scopes */
@@ -71,7 +83,97 @@ typedef struct printer {
     const gs_mlir_print_options *o; /* how to print */
     bool sdy; /* shardings as Shardy's (`sdy.sharding`) where they have that form: the module
                  declares meshes */
+    /* sdy_opt: MLIR's naming (its SSANameState). A region's values are numbered after all of
+     * its parent region's, its block arguments after the parent's; constants are `%c` (`%cst`
+     * for floats) and a while's arguments `%iterArg`, then NAME_K with K from a conflict counter;
+     * sibling regions start alike. A dry run of each function learns each region's counts. */
+    bool dry;                  /* this is the dry run (output discarded) */
+    const gs_computation *ctx; /* the computation whose region is being printed */
+    int value0;                /* its first value number */
+    int arg_end;               /* the argument number after its block arguments */
+    int conflict0, conflict;   /* its first and next conflict id */
+    unsigned used;             /* NAME_* taken in it and around it */
+    region_info *info;         /* what the dry run learnt, n_info entries (arena) */
+    int n_info, cap_info;
 } printer;
+
+/* The state enter_region saves. */
+typedef struct naming {
+    const gs_computation *ctx;
+    int next_value, next_arg, value0, arg_end, conflict0, conflict;
+    unsigned used;
+} naming;
+
+static region_info *info_of(printer *p, const gs_computation *c) {
+    for (int i = 0; i < p->n_info; i++)
+        if (p->info[i].c == c) return &p->info[i];
+    return NULL;
+}
+
+/* Records (dry run) what the region of the current context took. */
+static void record_region(printer *p) {
+    if (!p->dry) return;
+    region_info *r = info_of(p, p->ctx);
+    if (!r) {
+        if (p->n_info == p->cap_info) {
+            int cap = p->cap_info ? 2 * p->cap_info : 16;
+            region_info *v = GS_NEW_ARRAY(&p->a, region_info, cap);
+            if (!v) {
+                p->failed = true;
+                return;
+            }
+            if (p->n_info) memcpy(v, p->info, sizeof *v * (size_t)p->n_info);
+            p->info = v;
+            p->cap_info = cap;
+        }
+        r = &p->info[p->n_info++];
+    }
+    *r = (region_info){p->ctx, p->next_value - p->value0, p->conflict - p->conflict0, p->used};
+}
+
+/* Enters the region of computation c, nested in the current one: in sdy_opt form its numbering
+ * starts where MLIR's does. Returns what leave_region restores. */
+static naming enter_region(printer *p, const gs_computation *c) {
+    naming saved = {p->ctx,     p->next_value, p->next_arg, p->value0,
+                    p->arg_end, p->conflict0,  p->conflict, p->used};
+    if (!p->o->sdy_opt) return saved;
+    const region_info *parent = p->dry ? NULL : info_of(p, p->ctx);
+    p->value0 = parent ? p->value0 + parent->n_values : p->next_value;
+    p->next_value = p->value0;
+    p->next_arg = p->arg_end;
+    p->conflict0 = parent ? p->conflict0 + parent->n_conflicts : p->conflict;
+    p->conflict = p->conflict0;
+    if (parent) p->used = parent->used;
+    p->ctx = c;
+    return saved;
+}
+
+/* Leaves the region entered with enter_region (recording it in the dry run when record). */
+static void leave_region(printer *p, naming saved, bool record) {
+    if (!p->o->sdy_opt) return;
+    if (record) record_region(p);
+    p->ctx = saved.ctx;
+    p->next_value = saved.next_value;
+    p->next_arg = saved.next_arg;
+    p->value0 = saved.value0;
+    p->arg_end = saved.arg_end;
+    p->conflict0 = saved.conflict0;
+    p->conflict = saved.conflict;
+    p->used = saved.used;
+}
+
+/* `%NAME`, or `%NAME_K` when NAME is taken (sdy_opt). */
+static const char *unique_name(printer *p, const char *name, unsigned bit) {
+    const char *s;
+    if (!(p->used & bit)) {
+        p->used |= bit;
+        s = gs_arena_printf(&p->a, "%%%s", name);
+    } else {
+        s = gs_arena_printf(&p->a, "%%%s_%d", name, p->conflict++);
+    }
+    if (!s) p->failed = true;
+    return s ? s : "%?";
+}
 
 static bool fail(printer *p, const gs_instr *in, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -214,12 +316,21 @@ static int n_results(const gs_shape *s) {
 /* ------------------------------------------------------------------ literals */
 
 /* Shortest decimal text that the reader (strtod, then rounding to t) reads back as exactly the
- * same bits; always with a '.' or an exponent, as MLIR wants for floats. */
-static void print_float(gs_sb *sb, gs_type t, double v) {
+ * same bits; always with a '.' or an exponent, as MLIR wants for floats. With mlir (sdy_opt's
+ * form), MLIR's own choice first: `%.6e` when it reads back exactly. */
+static void print_float(gs_sb *sb, gs_type t, double v, bool mlir) {
     char buf[64];
     int nb = gs_type_size(t);
     unsigned char want[8] = {0}, got[8] = {0};
     gs_elem_set_f(want, t, 0, v);
+    if (mlir) { /* MLIR's printer: 7 significant digits (`1.000000e-01`) when they read back */
+        snprintf(buf, sizeof buf, "%.6e", v);
+        gs_elem_set_f(got, t, 0, strtod(buf, NULL));
+        if (memcmp(want, got, (size_t)nb) == 0) {
+            gs_sb_puts(sb, buf);
+            return;
+        }
+    }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
         memset(got, 0, sizeof got);
@@ -246,7 +357,7 @@ static bool finite_at(gs_type t, const void *data, int64_t i) {
     return !gs_type_is_float(t) || isfinite(gs_elem_get_f(data, t, i));
 }
 
-static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i) {
+static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i, bool mlir) {
     if (t == GS_PRED) {
         gs_sb_puts(sb, gs_elem_get_i(data, t, i) ? "true" : "false");
     } else if (gs_type_is_complex(t)) {
@@ -254,14 +365,14 @@ static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i) {
         gs_elem_get_c(data, t, i, &re, &im);
         gs_type part = t == GS_C64 ? GS_F32 : GS_F64;
         gs_sb_putc(sb, '(');
-        print_float(sb, part, re);
+        print_float(sb, part, re, mlir);
         gs_sb_puts(sb, ", ");
-        print_float(sb, part, im);
+        print_float(sb, part, im, mlir);
         gs_sb_putc(sb, ')');
     } else if (gs_type_is_float(t)) {
         double v = gs_elem_get_f(data, t, i);
         if (isfinite(v)) {
-            print_float(sb, t, v);
+            print_float(sb, t, v, mlir);
         } else {
             /* NaN and infinities as their bit pattern, as MLIR prints them */
             int nb = gs_type_size(t);
@@ -276,22 +387,23 @@ static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i) {
     }
 }
 
-static void print_nested(gs_sb *sb, const gs_shape *s, const void *data, int d, int64_t *next) {
+static void print_nested(gs_sb *sb, const gs_shape *s, const void *data, int d, int64_t *next,
+                         bool mlir) {
     if (d == s->rank) {
-        print_scalar(sb, s->type, data, (*next)++);
+        print_scalar(sb, s->type, data, (*next)++, mlir);
         return;
     }
     gs_sb_putc(sb, '[');
     for (int64_t i = 0; i < s->dims[d]; i++) {
         if (i) gs_sb_puts(sb, ", ");
-        print_nested(sb, s, data, d + 1, next);
+        print_nested(sb, s, data, d + 1, next, mlir);
     }
     gs_sb_putc(sb, ']');
 }
 
 /* `dense<...>` of an array literal: a splat when every element is the same, raw little-endian
  * hex for large tensors (and complex ones holding NaN or infinities), else nested lists. */
-static void print_dense(gs_sb *sb, const gs_shape *s, const gs_literal_ir *lit) {
+static void print_dense(gs_sb *sb, const gs_shape *s, const gs_literal_ir *lit, bool mlir) {
     int64_t n = gs_shape_elements(s);
     size_t es = (size_t)gs_type_size(s->type);
     const unsigned char *b = lit->data;
@@ -311,10 +423,10 @@ static void print_dense(gs_sb *sb, const gs_shape *s, const gs_literal_ir *lit) 
         }
         gs_sb_putc(sb, '"');
     } else if (splat || (n == 1 && s->rank == 0)) {
-        print_scalar(sb, s->type, b, 0);
+        print_scalar(sb, s->type, b, 0, mlir);
     } else {
         int64_t next = 0;
-        print_nested(sb, s, b, 0, &next);
+        print_nested(sb, s, b, 0, &next, mlir);
     }
     gs_sb_putc(sb, '>');
 }
@@ -893,7 +1005,13 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
     if (p->failed) return false;
     const char **iter = GS_NEW_ARRAY(&p->a, const char *, n ? n : 1);
     if (!iter) return p->failed = true, false;
-    for (int i = 0; i < n; i++) iter[i] = fresh(p, "%%iterArg_%d", p->next_arg++);
+    if (p->o->sdy_opt) { /* the regions' block arguments, named in a region's context */
+        naming sv = enter_region(p, cond);
+        for (int i = 0; i < n; i++) iter[i] = unique_name(p, "iterArg", NAME_ITER);
+        leave_region(p, sv, false);
+    } else {
+        for (int i = 0; i < n; i++) iter[i] = fresh(p, "%%iterArg_%d", p->next_arg++);
+    }
     result_prefix(p, s, in);
     gs_sb_puts(p->sb, "stablehlo.while(");
     for (int i = 0; i < n; i++) gs_sb_printf(p->sb, "%s%s = %s", i ? ", " : "", iter[i], vals[i]);
@@ -913,6 +1031,9 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
         gs_sb_puts(p->sb, k ? "} do {" : "cond {");
         scope *rs = new_scope(p, regions[k]);
         if (!rs) return false;
+        naming sv = enter_region(p, regions[k]);
+        for (int i = 0; p->o->sdy_opt && i < n; i++) unique_name(p, "iterArg", NAME_ITER);
+        p->arg_end = p->next_arg;
         ref *pr = ref_of(rs, regions[k]->params[0]);
         if (n == 1 && n_results(regions[k]->params[0]->shape) == 1 &&
             !gs_shape_is_tuple(regions[k]->params[0]->shape)) {
@@ -926,12 +1047,19 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
         p->indent++;
         if (!print_body(p, rs, "stablehlo.return")) return false;
         p->indent -= 2;
+        leave_region(p, sv, true);
     }
     p->indent++;
     newline(p);
     gs_sb_putc(p->sb, '}');
     p->indent--;
     return !p->failed;
+}
+
+/* sdy_opt: a constant's name, as StableHLO's printer gives it (`%cst` for floats, else `%c`). */
+static const char *constant_name(printer *p, const gs_shape *s) {
+    return gs_type_is_float(s->type) ? unique_name(p, "cst", NAME_CST)
+                                     : unique_name(p, "c", NAME_C);
 }
 
 /* `%N = stablehlo.constant dense<...> : T` (a tuple constant: its elements, then a tuple). */
@@ -948,12 +1076,13 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
             const gs_shape *es = in->shape->tuple[i];
             if (!gs_shape_is_array(es))
                 return fail(p, in, "a nested tuple constant cannot be printed");
-            const char *name = fresh(p, "%%%d", p->next_value++);
+            const char *name =
+                p->o->sdy_opt ? constant_name(p, es) : fresh(p, "%%%d", p->next_value++);
             newline(p);
             gs_sb_printf(p->sb, "%s = stablehlo.constant ", name);
             if (lit->tuple[i]->elided)
                 return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
-            print_dense(p->sb, es, lit->tuple[i]);
+            print_dense(p->sb, es, lit->tuple[i], p->o->sdy_opt);
             gs_sb_puts(p->sb, " : ");
             print_type(p->sb, es);
             r->elems[i] = name;
@@ -962,11 +1091,19 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
     }
     if (lit->elided)
         return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
-    result_prefix(p, s, in);
+    if (p->o->sdy_opt) {
+        ref *r = ref_of(s, in);
+        r->kind = REF_VALUE;
+        r->name = constant_name(p, in->shape);
+        newline(p);
+        gs_sb_printf(p->sb, "%s = ", r->name);
+    } else {
+        result_prefix(p, s, in);
+    }
     gs_sb_puts(p->sb, "stablehlo.constant");
     print_attr_dict(p, p->sb, in, NULL);
     gs_sb_putc(p->sb, ' ');
-    print_dense(p->sb, in->shape, lit);
+    print_dense(p->sb, in->shape, lit, p->o->sdy_opt);
     gs_sb_puts(p->sb, " : ");
     print_type(p->sb, in->shape);
     return !p->failed;
@@ -1375,7 +1512,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
     case GS_OP_BATCH_NORM_GRAD: {
         const gs_attr *e = gs_instr_attr(in, GS_ATTR_EPSILON);
         gs_sb_puts(&at, "epsilon = ");
-        print_float(&at, GS_F32, e ? e->u.f : 0.0);
+        print_float(&at, GS_F32, e ? e->u.f : 0.0, p->o->sdy_opt);
         gs_sb_printf(&at, " : f32, feature_index = %" PRId64 " : i64",
                      gs_instr_int(in, GS_ATTR_FEATURE_INDEX, 0));
         ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
@@ -1437,6 +1574,7 @@ static bool print_body(printer *p, scope *s, const char *ret) {
 static bool print_region(printer *p, const gs_computation *c) {
     scope *s = new_scope(p, c);
     if (!s) return false;
+    naming sv = enter_region(p, c);
     gs_sb_puts(p->sb, "{");
     p->indent++;
     newline(p);
@@ -1449,11 +1587,13 @@ static bool print_region(printer *p, const gs_computation *c) {
         print_type(p->sb, c->params[i]->shape);
     }
     gs_sb_puts(p->sb, "):");
+    p->arg_end = p->next_arg;
     p->indent++;
     bool ok = print_body(p, s, "stablehlo.return");
     p->indent -= 2;
     newline(p);
     gs_sb_putc(p->sb, '}');
+    leave_region(p, sv, true);
     return ok;
 }
 
@@ -1481,7 +1621,9 @@ static bool print_capturing_region(printer *p, const gs_computation *c, scope *o
     }
     gs_sb_puts(p->sb, "{");
     p->indent += 2;
+    naming sv = enter_region(p, c);
     bool ok = print_body(p, s, "stablehlo.return");
+    leave_region(p, sv, true);
     p->indent -= 2;
     p->indent++;
     newline(p);
@@ -1530,9 +1672,12 @@ static bool print_conditional(printer *p, scope *s, const gs_instr *in) {
 /* `func.func public @main(%arg0: T {mhlo.sharding = ".."}) -> (R {..}) { ... }`; in sdy_opt
  * form as MLIR prints it: `func.func @f(...) -> R {` (no `public`; parentheses around the
  * results only when there are several or one has attributes; no `->` without results). */
-static bool print_func(printer *p, const gs_computation *c, const char *sym) {
+static bool print_func_once(printer *p, const gs_computation *c, const char *sym) {
     p->next_value = 0;
     p->next_arg = 0;
+    p->ctx = c;
+    p->value0 = p->conflict0 = p->conflict = 0;
+    p->used = 0;
     scope *s = new_scope(p, c);
     if (!s) return false;
     newline(p);
@@ -1580,12 +1725,32 @@ static bool print_func(printer *p, const gs_computation *c, const char *sym) {
     if (res.failed) p->failed = true;
     gs_sb_free(&res);
     gs_sb_puts(p->sb, " {");
+    p->arg_end = p->next_arg;
     p->indent++;
     bool ok = print_body(p, s, "return");
     p->indent--;
     newline(p);
     gs_sb_putc(p->sb, '}');
+    record_region(p);
     return ok;
+}
+
+/* Prints function c; in sdy_opt form after a dry run that learns its regions' numbering. */
+static bool print_func(printer *p, const gs_computation *c, const char *sym) {
+    if (p->o->sdy_opt) {
+        gs_sb *out = p->sb, scratch = {0};
+        int indent = p->indent;
+        p->sb = &scratch;
+        p->dry = true;
+        p->n_info = 0;
+        bool ok = print_func_once(p, c, sym);
+        p->dry = false;
+        p->sb = out;
+        p->indent = indent;
+        gs_sb_free(&scratch);
+        if (!ok) return false;
+    }
+    return print_func_once(p, c, sym);
 }
 
 /* A symbol for computation name: MLIR's bare-id characters, unique among names[0..n). */
