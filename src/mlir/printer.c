@@ -1147,10 +1147,43 @@ static bool print_constraint(printer *p, scope *s, const gs_instr *in, const cha
     return ok;
 }
 
+/* Shardy's markers the reader keeps as custom-calls of their own name: `%N =
+ * sdy.data_flow_edge %x sharding=<...> : T`, `sdy.reshard %x <...> : T`,
+ * `sdy.func_data_flow_edge %x {sdy.sharding = ...} : T`, `sdy.propagation_barrier %x
+ * allowed_direction=D : T`. False when in is not one, or its sharding has no Shardy form. */
+static bool print_sdy_marker(printer *p, scope *s, const gs_instr *in, const char *target) {
+    static const char *const MARKERS[] = {"sdy.data_flow_edge", "sdy.reshard",
+                                          "sdy.func_data_flow_edge", "sdy.propagation_barrier"};
+    int k = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(target, MARKERS[i]) == 0) k = i;
+    const gs_sharding *sh = gs_instr_get_sharding(in);
+    const char *dir = gs_instr_str(in, GS_ATTR_BACKEND_CONFIG);
+    if (k < 0 || in->n_operands != 1 || (k == 1 && !sh) || (k == 3 && !dir) ||
+        !gs_shape_equal(in->shape, in->operands[0]->shape))
+        return false;
+    gs_sb tmp = {0};
+    bool ok = !sh || print_sdy_leaf(p, &tmp, sh, in->shape);
+    if (ok) {
+        const char *x = whole_of(p, s, in->operands[0]);
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "%s %s", target, x);
+        if (k == 0 && sh) gs_sb_printf(p->sb, " sharding=%s", gs_sb_str(&tmp));
+        if (k == 1) gs_sb_printf(p->sb, " %s", gs_sb_str(&tmp));
+        if (k == 2 && sh)
+            gs_sb_printf(p->sb, " {sdy.sharding = #sdy.sharding_per_value<[%s]>}", gs_sb_str(&tmp));
+        if (k == 3) gs_sb_printf(p->sb, " allowed_direction=%s", dir);
+        gs_sb_puts(p->sb, " : ");
+        print_type(p->sb, in->shape);
+    }
+    gs_sb_free(&tmp);
+    return ok;
+}
+
 static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) return fail(p, in, "a custom-call without a target cannot be printed");
-    if (print_constraint(p, s, in, target)) return !p->failed;
+    if (print_constraint(p, s, in, target) || print_sdy_marker(p, s, in, target)) return !p->failed;
     const char *ops[MAX_VALUES];
     int n = operands_and_result(p, s, in, ops);
     if (n < 0) return false;
