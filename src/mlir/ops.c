@@ -1070,6 +1070,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             mlir_oom(r);
             goto done;
         }
+        if (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) goto done;
         if (!mlir_expect(r, ':', "before the reduce's type") ||
             !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS) ||
             !result_types(r, ins, n_in, outs, &n_out))
@@ -1101,6 +1102,9 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     /* the generic pretty form: operands (parenthesised for convolution), `[slice]`,
      * `key = value` pairs, `{dict}`, `: types` */
     bool parens = strcmp(opname, "stablehlo.convolution") == 0 && mlir_accept(r, '(');
+    if (strcmp(opname, "stablehlo.optimization_barrier") == 0 && mlir_peek(r) == '{' &&
+        (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) /* its attributes come first */
+        goto done;
     if (!parse_operand_list(r, ops, &n_ops, MAX_OPS) ||
         (parens && !mlir_expect(r, ')', "closing the operands")))
         goto done;
@@ -1165,9 +1169,14 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     }
     if (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) goto done;
     if (!mlir_expect(r, ':', "before the op's type") ||
-        !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS) ||
-        !result_types(r, ins, n_in, outs, &n_out))
+        !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS))
         goto done;
+    if (strcmp(opname, "stablehlo.optimization_barrier") == 0 && n_out < 0 && n_in == n_ops) {
+        /* `stablehlo.optimization_barrier %a, %b : T, U`: a result per operand */
+        for (int i = 0; i < n_in; i++) outs[i] = ins[i];
+        n_out = n_in;
+    }
+    if (!result_types(r, ins, n_in, outs, &n_out)) goto done;
     ok = build_op(r, opname, op_pos, n_ops, ops, outs, n_out, &kvs, 0, regions, &result) &&
          (!conv || set_conv_attrs(r, result, conv, conv_window, op_pos));
 

@@ -632,6 +632,7 @@ static bool multi_result_op(gs_opcode op) {
     case GS_OP_RNG_BIT_GENERATOR:
     case GS_OP_BATCH_NORM_TRAINING:
     case GS_OP_BATCH_NORM_GRAD:
+    case GS_OP_OPTIMIZATION_BARRIER:
     case GS_OP_CONDITIONAL: return true;
     default: return false;
     }
@@ -1218,6 +1219,35 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     return !p->failed;
 }
 
+/* `%N:K = stablehlo.optimization_barrier {dict} %a, %b : T, U` (its pretty form: a result per
+ * operand); the generic form when the operands are not the results' values (one tuple). */
+static bool print_barrier(printer *p, scope *s, const gs_instr *in) {
+    const gs_shape *t = in->shape;
+    bool pretty = in->n_operands > 0;
+    if (gs_shape_is_tuple(t)) {
+        pretty &= t->n_tuple == in->n_operands && t->n_tuple != 1;
+        for (int i = 0; pretty && i < in->n_operands; i++)
+            pretty = !gs_shape_is_tuple(t->tuple[i]) &&
+                     gs_shape_equal(t->tuple[i], in->operands[i]->shape);
+    } else {
+        pretty &= in->n_operands == 1 && gs_shape_equal(t, in->operands[0]->shape);
+    }
+    if (!pretty) return print_generic(p, s, in, "optimization_barrier", NULL, 0, NULL);
+    const char *ops[MAX_VALUES];
+    int n = operands_and_result(p, s, in, ops);
+    if (n < 0) return false;
+    gs_sb_puts(p->sb, "stablehlo.optimization_barrier");
+    print_attr_dict(p, p->sb, in, NULL);
+    gs_sb_putc(p->sb, ' ');
+    print_names(p->sb, ops, n);
+    gs_sb_puts(p->sb, " : ");
+    for (int i = 0; i < n; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, in->operands[i]->shape);
+    }
+    return !p->failed;
+}
+
 /* Do a and b print as one StableHLO type (layouts aside)? */
 static bool same_type(const gs_shape *a, const gs_shape *b) {
     if (a->type != b->type) return false;
@@ -1463,7 +1493,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         gs_sb_free(&at);
         return ok;
     }
-    case GS_OP_OPTIMIZATION_BARRIER: return print_generic(p, s, in, name, NULL, 0, NULL);
+    case GS_OP_OPTIMIZATION_BARRIER: return print_barrier(p, s, in);
     case GS_OP_ALL_REDUCE:
     case GS_OP_ALL_GATHER:
     case GS_OP_ALL_TO_ALL:
