@@ -900,6 +900,14 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             goto done;
         }
         result->literal = lit;
+        if (opname[0] == 's' && opname[1] == 'd') { /* sdy.constant: kept to print back */
+            gs_attr sc = {.key = GS_ATTR_UNKNOWN, .name = "sdy.constant"};
+            sc.u.s = "true";
+            if (gs_instr_set_attr(r->m, result, &sc) != GS_OK) {
+                mlir_oom(r);
+                goto done;
+            }
+        }
         n_out = 1;
         ok = true;
         goto define;

@@ -1101,7 +1101,9 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
     } else {
         result_prefix(p, s, in);
     }
-    gs_sb_puts(p->sb, "stablehlo.constant");
+    /* `sdy.constant` as the reader read it (an attribute marks it) */
+    bool sdy = gs_instr_attr_named(in, "sdy.constant") != NULL;
+    gs_sb_puts(p->sb, sdy ? "sdy.constant" : "stablehlo.constant");
     print_attr_dict(p, p->sb, in, NULL);
     gs_sb_putc(p->sb, ' ');
     print_dense(p->sb, in->shape, lit, p->o->sdy_opt);
