@@ -735,10 +735,19 @@ static void print_op_sharding(printer *p, gs_sb *sb, const gs_instr *in, const g
     gs_sb_free(&tmp);
 }
 
-/* `sdy.sharding_rule = #sdy.op_sharding_rule<...>` when the options ask for rules and in's op
- * has a specific one (gs_op_rule_build; the default rule is not written, as Shardy writes
- * none for ops its registry lacks). False when nothing was written. */
+/* `sdy.sharding_rule = #sdy.op_sharding_rule<...>`: the one the input wrote on in, else when
+ * the options ask for rules and in's op has a specific one (gs_op_rule_build; the default rule
+ * is not written, as Shardy writes none for ops its registry lacks). False when nothing was
+ * written. */
 static bool print_rule(printer *p, gs_sb *sb, const gs_instr *in) {
+    /* a rule the input wrote (the reader keeps its text quoted) prints back, and is kept by
+     * -sdy-populate-op-sharding-rules, as Shardy keeps it */
+    const gs_attr *own = gs_instr_attr_named(in, "sdy.sharding_rule");
+    size_t len = own && own->u.s ? strlen(own->u.s) : 0;
+    if (len >= 2 && own->u.s[0] == '"') {
+        gs_sb_printf(sb, "sdy.sharding_rule = %.*s", (int)(len - 2), own->u.s + 1);
+        return true;
+    }
     if (!p->o->sharding_rules) return false;
     /* The one place the rule options reach the rule builder: p->o->conservative_propagation is
      * to be passed here once the builder takes options (-sdy-populate-op-sharding-rules=

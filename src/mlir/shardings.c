@@ -157,12 +157,41 @@ bool mlir_sharding_from_kvs(reader *r, const gs_vec *kvs, const gs_shape *shape,
     return true;
 }
 
-/* An op's own sharding attribute (kvs), set on its instruction. */
+/* `sdy.sharding_rule = #sdy.op_sharding_rule<...>` written on an op: kept as the attribute
+ * `sdy.sharding_rule`, its text quoted (so that HLO text carries it too), for the printer. */
+static bool keep_rule(reader *r, gs_instr *in, const kv *k) {
+    size_t at = k->value_pos, i = at;
+    int depth = 0;
+    for (; i < r->len; i++) {
+        char c = r->s[i];
+        if (c == '-' && i + 1 < r->len && r->s[i + 1] == '>') { /* the rule's arrow */
+            i++;
+            continue;
+        }
+        if (c == '"' || c == '\n') break;
+        if (c == '<') depth++;
+        if (c == '>' && --depth == 0) break;
+    }
+    if (depth != 0 || i >= r->len)
+        return mlir_fail_at(r, at, "expected #sdy.op_sharding_rule<...>");
+    gs_attr a = {.key = GS_ATTR_UNKNOWN, .name = "sdy.sharding_rule"};
+    char *t = gs_arena_alloc(r->a, i - at + 4);
+    if (!t) return mlir_oom(r);
+    t[0] = '"';
+    memcpy(t + 1, r->s + at, i + 1 - at);
+    t[i + 2 - at] = '"';
+    t[i + 3 - at] = 0;
+    a.u.s = t;
+    return gs_instr_set_attr(r->m, in, &a) == GS_OK || mlir_oom(r);
+}
+
+/* An op's own sharding attribute (kvs), set on its instruction; and its sdy.sharding_rule. */
 bool mlir_apply_op_sharding(reader *r, gs_instr *in, const gs_vec *kvs) {
     gs_sharding *s;
     if (!mlir_sharding_from_kvs(r, kvs, in->shape, &s)) return false;
     if (s && gs_instr_set_sharding(r->m, in, s) != GS_OK) return mlir_oom(r);
-    return true;
+    const kv *rule = mlir_find_kv(kvs, "sdy.sharding_rule");
+    return !rule || keep_rule(r, in, rule);
 }
 
 /* ------------------------------------------------------------------ sdy ops */
