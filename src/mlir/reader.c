@@ -309,7 +309,11 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
         if (!mlir_sharding_fits(r, sh[i], v, at)) return false;
     }
     const gs_sharding *own = gs_instr_get_sharding(root);
-    if (n == 1 && own && gs_sharding_equal(own, sh[0])) return true;
+    /* With Shardy's shardings (the module declares meshes) the op's own sharding and the
+     * function's result sharding stay two (a copy carries the result's), as Shardy has them;
+     * XLA's import of mhlo.sharding makes them one. */
+    bool sdy = r->mesh_names.n > 0;
+    if (n == 1 && own && gs_sharding_equal(own, sh[0]) && !sdy) return true;
     if (n == 1 && root->op != GS_OP_PARAMETER && !own)
         return gs_instr_set_sharding(r->m, root, sh[0]) == GS_OK || mlir_oom(r);
     r->b.span = root->span;
@@ -322,6 +326,19 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
     gs_sharding *t = gs_sharding_tuple(r->a, n, sh);
     if (!t || gs_instr_set_sharding(r->m, root, t) != GS_OK) return mlir_oom(r);
     return true;
+}
+
+/* A function whose results carry no sharding while the op it returns has one: with Shardy's
+ * shardings, a copy without one is the root, so that the op keeps its own (Shardy's two). */
+static bool unsharded_result(reader *r, gs_computation *c, size_t at) {
+    gs_instr *root = c->root;
+    if (!r->mesh_names.n || !root || gs_shape_is_tuple(root->shape) ||
+        !gs_instr_get_sharding(root))
+        return true;
+    r->b.span = root->span;
+    gs_builder_init(&r->b, r->m, c, &r->names);
+    gs_instr *copy = gs_build(&r->b, GS_OP_COPY, root->shape, 1, &root);
+    return (copy && mlir_set_root(r, c, 1, &copy, at)) || mlir_oom(r);
 }
 
 /* func.func [public|private] @name(args) [-> results] [attributes {..}] { ops } */
@@ -393,7 +410,8 @@ static bool parse_func(reader *r) {
     bool ok = (!mlir_accept_word(r, "attributes") || skip_dict(r)) &&
               mlir_expect(r, '{', "opening the function's body") &&
               parse_ops(r, c, '}', "function") && pop_values(r, r->scope) &&
-              (!any_sh || set_result_shardings(r, c, n_res, res_vec.data, res_at));
+              (!any_sh || set_result_shardings(r, c, n_res, res_vec.data, res_at)) &&
+              (any_sh || unsharded_result(r, c, res_at));
     gs_vec_free(&res_vec);
     return ok;
 }
