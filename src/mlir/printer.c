@@ -53,9 +53,13 @@ typedef struct ref {
 } ref;
 
 /* One computation being printed (a function body or a region). */
+typedef struct manual_group manual_group;
+
 typedef struct scope {
     const gs_computation *c;
-    ref *refs; /* one per instruction, by id */
+    ref *refs;              /* one per instruction, by id */
+    bool *skip;             /* by id: printed as part of another op (NULL: none) */
+    manual_group **manuals; /* by id: the manual computation a call prints as (NULL: none) */
 } scope;
 
 /* sdy_opt: what a dry run of a function learnt of one computation's region (MLIR numbers a
@@ -95,6 +99,7 @@ typedef struct printer {
     unsigned used;             /* NAME_* taken in it and around it */
     region_info *info;         /* what the dry run learnt, n_info entries (arena) */
     int n_info, cap_info;
+    int manual_depth; /* bodies of sdy.manual_computation being printed */
 } printer;
 
 /* The state enter_region saves. */
@@ -610,6 +615,8 @@ static const gs_shape *spread_type(const gs_shape *sh, int i) {
 static bool print_region(printer *p, const gs_computation *c);
 static bool print_conditional(printer *p, scope *s, const gs_instr *in);
 static bool print_body(printer *p, scope *s, const char *ret);
+static bool find_manuals(printer *p, scope *s);
+static bool print_manual(printer *p, scope *s, const gs_instr *call, const manual_group *g);
 
 enum { MAX_VALUES = 1024 };
 
@@ -768,6 +775,8 @@ static void print_attr_dict(printer *p, gs_sb *sb, const gs_instr *in, const cha
     /* A function's one result carries its root's sharding (print_func), which the reader puts
      * back on the root: printed once, there, so that printing is a fixed point. */
     if (in->is_root && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1)) sh = NULL;
+    /* the reader marks every op of a fully manual body {manual} */
+    if (sh && p->manual_depth && gs_sharding_is_manual(sh)) sh = NULL;
     gs_sb rule = {0};
     bool has_rule = print_rule(p, &rule, in);
     bool has_extra = extra && extra[0];
@@ -1621,11 +1630,213 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
 
 /* ------------------------------------------------------------------ functions */
 
+/* `%argN: T, ...`: the parameters of s's computation as a region's block arguments. */
+static void print_block_args(printer *p, scope *s) {
+    const gs_computation *c = s->c;
+    for (int i = 0; i < c->n_params; i++) {
+        ref *r = ref_of(s, c->params[i]);
+        r->kind = REF_VALUE;
+        r->name = fresh(p, "%%arg%d", p->next_arg++);
+        gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
+        print_type(p->sb, c->params[i]->shape);
+    }
+    p->arg_end = p->next_arg;
+}
+
+/* ------------------------------------------------------------------ manual computations */
+
+/* sdy.manual_computation as the reader lowers it (shardings.c): per operand a `Sharding`
+ * custom-call (the global sharding) and `SPMDFullToShardShape` (the local one, manual on the
+ * manual axes), a call of the body, per result [a get-tuple-element,] `Sharding` (local) and
+ * `SPMDShardToFullShape` (global). With Shardy's shardings it prints back as one op. */
+struct manual_group {
+    int n_in, n_out;
+    const gs_instr *in_cs[64], *in_fs[64];                 /* per operand */
+    const gs_instr *out_gte[64], *out_cs[64], *out_fs[64]; /* per result (gte NULL for one) */
+    const gs_named *local; /* a local sharding's named form: its manual axes */
+};
+
+/* Is x a one-operand custom-call to `target`? */
+static bool is_call_to(const gs_instr *x, const char *target) {
+    const char *t = x->op == GS_OP_CUSTOM_CALL && x->n_operands == 1
+                        ? gs_instr_str(x, GS_ATTR_CUSTOM_CALL_TARGET)
+                        : NULL;
+    return t && strcmp(t, target) == 0;
+}
+
+/* The one instruction of x's computation using x (NULL: none, several, or x is the root). */
+static const gs_instr *only_user(const gs_instr *x) {
+    const gs_computation *c = x->parent;
+    const gs_instr *u = NULL;
+    if (x->is_root) return NULL;
+    for (int i = x->id + 1; i < c->n_instrs; i++)
+        for (int k = 0; k < c->instrs[i]->n_operands; k++)
+            if (c->instrs[i]->operands[k] == x) {
+                if (u && u != c->instrs[i]) return NULL;
+                u = c->instrs[i];
+            }
+    return u;
+}
+
+/* The named form of x's sharding when it has manual axes, else NULL. */
+static const gs_named *manual_named(const gs_instr *x) {
+    const gs_sharding *sh = gs_instr_get_sharding(x);
+    return sh && sh->named && sh->named->manual.n ? sh->named : NULL;
+}
+
+/* Fills g when call is the lowered form of a manual computation whose global shardings have
+ * Shardy's spelling. */
+static bool manual_group_of(printer *p, const gs_instr *call, manual_group *g) {
+    if (!p->sdy || call->op != GS_OP_CALL || call->is_root || call->n_operands > 64 ||
+        !gs_instr_comp(call, GS_ATTR_TO_APPLY))
+        return false;
+    memset(g, 0, sizeof *g);
+    g->n_in = call->n_operands;
+    for (int i = 0; i < g->n_in; i++) {
+        const gs_instr *fs = call->operands[i];
+        if (!is_call_to(fs, "SPMDFullToShardShape") || only_user(fs) != call) return false;
+        const gs_instr *cs = fs->operands[0];
+        if (!is_call_to(cs, "Sharding") || only_user(cs) != fs) return false;
+        g->in_fs[i] = fs;
+        g->in_cs[i] = cs;
+        if (!g->local) g->local = manual_named(fs);
+    }
+    bool multi = gs_shape_is_tuple(call->shape);
+    g->n_out = multi ? call->shape->n_tuple : 1;
+    if (g->n_out > 64) return false;
+    const gs_computation *c = call->parent;
+    for (int i = call->id + 1; multi && i < c->n_instrs; i++) {
+        const gs_instr *u = c->instrs[i];
+        for (int k = 0; k < u->n_operands; k++) {
+            if (u->operands[k] != call) continue;
+            int64_t j = gs_instr_int(u, GS_ATTR_INDEX, -1);
+            if (u->op != GS_OP_GET_TUPLE_ELEMENT || j < 0 || j >= g->n_out || g->out_gte[j])
+                return false;
+            g->out_gte[j] = u;
+        }
+    }
+    for (int j = 0; j < g->n_out; j++) {
+        const gs_instr *v = multi ? g->out_gte[j] : call;
+        const gs_instr *cs = v ? only_user(v) : NULL;
+        const gs_instr *fs = cs && is_call_to(cs, "Sharding") ? only_user(cs) : NULL;
+        if (!fs || !is_call_to(fs, "SPMDShardToFullShape") || !gs_instr_get_sharding(fs))
+            return false;
+        g->out_cs[j] = cs;
+        g->out_fs[j] = fs;
+        if (!g->local) g->local = manual_named(cs);
+    }
+    if (!g->local) return false;
+    gs_sb tmp = {0};
+    bool ok = true;
+    for (int i = 0; i < g->n_in && ok; i++)
+        ok = print_sdy_leaf(p, &tmp, gs_instr_get_sharding(g->in_cs[i]), g->in_cs[i]->shape);
+    for (int j = 0; j < g->n_out && ok; j++)
+        ok = print_sdy_leaf(p, &tmp, gs_instr_get_sharding(g->out_fs[j]), g->out_fs[j]->shape);
+    gs_sb_free(&tmp);
+    return ok;
+}
+
+/* Finds the manual computations among s's instructions; their pieces print with the call. */
+static bool find_manuals(printer *p, scope *s) {
+    const gs_computation *c = s->c;
+    if (!p->sdy) return true;
+    for (int i = 0; i < c->n_instrs; i++) {
+        manual_group g;
+        if (c->instrs[i]->op != GS_OP_CALL || !manual_group_of(p, c->instrs[i], &g)) continue;
+        if (!s->skip) {
+            s->skip = GS_NEW_ARRAY(&p->a, bool, c->n_instrs);
+            s->manuals = GS_NEW_ARRAY(&p->a, manual_group *, c->n_instrs);
+            if (!s->skip || !s->manuals) return p->failed = true, false;
+            memset(s->skip, 0, sizeof(bool) * (size_t)c->n_instrs);
+            memset(s->manuals, 0, sizeof(manual_group *) * (size_t)c->n_instrs);
+        }
+        manual_group *mg = GS_NEW(&p->a, manual_group);
+        if (!mg) return p->failed = true, false;
+        *mg = g;
+        s->manuals[i] = mg;
+        for (int k = 0; k < g.n_in; k++) s->skip[g.in_cs[k]->id] = s->skip[g.in_fs[k]->id] = true;
+        for (int k = 0; k < g.n_out; k++) {
+            if (g.out_gte[k]) s->skip[g.out_gte[k]->id] = true;
+            s->skip[g.out_cs[k]->id] = s->skip[g.out_fs[k]->id] = true;
+        }
+    }
+    return true;
+}
+
+/* `%N = sdy.manual_computation(%x) in_shardings=[<...>] out_shardings=[<...>]
+ * manual_axes={"a"} (%argK: local T) { ... sdy.return %v : T } : (T) -> R` */
+static bool print_manual(printer *p, scope *s, const gs_instr *call, const manual_group *g) {
+    const gs_computation *body = gs_instr_comp(call, GS_ATTR_TO_APPLY);
+    const char *xs[64];
+    for (int i = 0; i < g->n_in; i++) xs[i] = whole_of(p, s, g->in_cs[i]->operands[0]);
+    if (p->failed) return false;
+    const char *name = fresh(p, "%%%d", p->next_value++);
+    for (int j = 0; j < g->n_out; j++) {
+        ref *r = ref_of(s, g->out_fs[j]);
+        r->kind = REF_VALUE;
+        r->name = g->n_out == 1 ? name : gs_arena_printf(&p->a, "%s#%d", name, j);
+        if (!r->name) return p->failed = true, false;
+    }
+    newline(p);
+    if (g->n_out == 1)
+        gs_sb_printf(p->sb, "%s = ", name);
+    else if (g->n_out)
+        gs_sb_printf(p->sb, "%s:%d = ", name, g->n_out);
+    gs_sb_puts(p->sb, "sdy.manual_computation(");
+    print_names(p->sb, xs, g->n_in);
+    gs_sb_puts(p->sb, ") in_shardings=[");
+    for (int i = 0; i < g->n_in; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_sdy_leaf(p, p->sb, gs_instr_get_sharding(g->in_cs[i]), g->in_cs[i]->shape);
+    }
+    gs_sb_puts(p->sb, "] out_shardings=[");
+    for (int j = 0; j < g->n_out; j++) {
+        if (j) gs_sb_puts(p->sb, ", ");
+        print_sdy_leaf(p, p->sb, gs_instr_get_sharding(g->out_fs[j]), g->out_fs[j]->shape);
+    }
+    gs_sb_puts(p->sb, "] manual_axes={");
+    for (int k = 0; k < g->local->manual.n; k++)
+        gs_sb_printf(p->sb, "%s\"%s\"", k ? ", " : "",
+                     g->local->mesh.names[g->local->manual.v[k].axis]);
+    gs_sb_puts(p->sb, "} (");
+    scope *rs = new_scope(p, body);
+    if (!rs) return false;
+    naming sv = enter_region(p, body);
+    print_block_args(p, rs);
+    gs_sb_puts(p->sb, ") {");
+    p->indent++;
+    p->manual_depth++;
+    bool ok = print_body(p, rs, "sdy.return");
+    p->manual_depth--;
+    p->indent--;
+    leave_region(p, sv, true);
+    newline(p);
+    gs_sb_puts(p->sb, "} : (");
+    for (int i = 0; i < g->n_in; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, g->in_cs[i]->shape);
+    }
+    gs_sb_puts(p->sb, ") -> ");
+    if (g->n_out != 1) gs_sb_putc(p->sb, '(');
+    for (int j = 0; j < g->n_out; j++) {
+        if (j) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, g->out_fs[j]->shape);
+    }
+    if (g->n_out != 1) gs_sb_putc(p->sb, ')');
+    return ok && !p->failed;
+}
+
 /* Prints the ops of s's computation and its return: `ret %a, %b : T, U`. */
 static bool print_body(printer *p, scope *s, const char *ret) {
     const gs_computation *c = s->c;
-    for (int i = 0; i < c->n_instrs; i++)
-        if (c->instrs[i]->op != GS_OP_PARAMETER && !print_instr(p, s, c->instrs[i])) return false;
+    if (!find_manuals(p, s)) return false;
+    for (int i = 0; i < c->n_instrs; i++) {
+        const gs_instr *in = c->instrs[i];
+        if (in->op == GS_OP_PARAMETER || (s->skip && s->skip[i])) continue;
+        bool ok = s->manuals && s->manuals[i] ? print_manual(p, s, in, s->manuals[i])
+                                              : print_instr(p, s, in);
+        if (!ok) return false;
+    }
     if (!c->root) return fail(p, NULL, "computation '%s' has no root", c->name);
     const char *vals[MAX_VALUES];
     int n = spread(p, s, c->root, vals, MAX_VALUES);
@@ -1653,15 +1864,8 @@ static bool print_region(printer *p, const gs_computation *c) {
     p->indent++;
     newline(p);
     gs_sb_puts(p->sb, "^bb0(");
-    for (int i = 0; i < c->n_params; i++) {
-        ref *r = ref_of(s, c->params[i]);
-        r->kind = REF_VALUE;
-        r->name = fresh(p, "%%arg%d", p->next_arg++);
-        gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
-        print_type(p->sb, c->params[i]->shape);
-    }
+    print_block_args(p, s);
     gs_sb_puts(p->sb, "):");
-    p->arg_end = p->next_arg;
     p->indent++;
     bool ok = print_body(p, s, "stablehlo.return");
     p->indent -= 2;
@@ -1920,6 +2124,8 @@ char *gs_module_to_mlir_ex(const gs_module *m, const gs_mlir_print_options *o, g
             gs_computation *f = in->op == GS_OP_CALL     ? gs_instr_comp(in, GS_ATTR_TO_APPLY)
                                 : in->op == GS_OP_FUSION ? gs_instr_comp(in, GS_ATTR_CALLS)
                                                          : NULL;
+            manual_group g;
+            if (f && manual_group_of(&p, in, &g)) continue; /* its body prints inline */
             for (int j = 0; f && j < m->n_comps; j++)
                 if (m->comps[j] == f && !p.func_names[j] && f != m->entry)
                     p.func_names[j] = func_symbol(&p, f->name, p.func_names, m->n_comps);

@@ -251,6 +251,7 @@ static bool local_sharding(reader *r, const gs_sharding *global, const int *manu
     }
     nm->dims = dims;
     if (gs_sharding_from_named(r->a, nm, out) != GS_OK) return mlir_oom(r);
+    (*out)->named = nm; /* its manual axes, for printing sdy.manual_computation back */
     return true;
 }
 
