@@ -311,7 +311,8 @@ void gs_named_print_sdy(gs_sb *sb, const gs_named *n) {
 
 /* The search of gs_sharding_to_named: dims[0..rank) get ordered lists of whole mesh axes. */
 typedef struct to_named {
-    gs_arena *a;
+    gs_arena *a;                 /* the result's arena */
+    gs_arena scratch;            /* the candidates' tiled shardings, freed after the search */
     const gs_sharding *want;     /* the sharding to spell */
     gs_named *nm;                /* the candidate, its dims pointing at lists[] */
     gs_axis_list *lists;         /* rank lists */
@@ -328,7 +329,7 @@ static bool search_named(to_named *t, int d, int64_t left) {
     if (d == rank) {
         if (t->budget-- <= 0) return false;
         gs_sharding *s;
-        if (gs_sharding_from_named(t->a, t->nm, &s) != GS_OK) return true;
+        if (gs_sharding_from_named(&t->scratch, t->nm, &s) != GS_OK) return true;
         return gs_sharding_equal(s, t->want);
     }
     if (left == 1) {
@@ -386,9 +387,12 @@ gs_status gs_sharding_to_named(gs_arena *a, const gs_sharding *s, int rank, cons
         *out = nm;
         return GS_OK;
     }
-    to_named t = {.a = a, .want = s, .nm = nm, .lists = lists, .refs = refs, .budget = 4096};
+    to_named t = {.a = a, .want = s, .nm = nm, .lists = lists, .refs = refs, .budget = 1024};
+    gs_arena_init(&t.scratch);
     bool found = rank > 0 && search_named(&t, 0, gs_sharding_tiles_in_dim(s, 0));
-    if (a->failed) return GS_ERR;
+    bool failed = t.scratch.failed;
+    gs_arena_free(&t.scratch);
+    if (failed || a->failed) return GS_ERR;
     if (found) *out = nm;
     return GS_OK;
 }
