@@ -5,8 +5,9 @@
 # Both (and a bare `make`) first make sure the Debian packages gspmd needs are installed
 # (apt-get, as root; otherwise it prints the missing ones and the install line).
 
+# llvm-14-tools: FileCheck, which grades `gspmd sdy-opt` in ../shared/conformance (stage shardy).
 PACKAGES := cmake make gcc g++ pkg-config python3 libopenblas-dev libcjson-dev libcmocka-dev \
-            libopenmpi-dev openmpi-bin
+            libopenmpi-dev openmpi-bin llvm-14-tools
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan

@@ -26,6 +26,8 @@ int gs_cli_partition(int argc, char **argv);
 int gs_cli_cost(int argc, char **argv);
 /* `gspmd calibrate ...` (cmd_cost.c); argv[0] is "calibrate". */
 int gs_cli_calibrate(int argc, char **argv);
+/* `gspmd sdy-opt ...` (cmd_sdy.c); argv[0] is "sdy-opt". */
+int gs_cli_sdy_opt(int argc, char **argv);
 
 /* `gspmd show-sharding SHARDING --shape SHAPE [--mesh MESH] [--devices N] [--json] [--svg FILE]
  * [--color|--no-color]`; argv[0] is "show-sharding". Draws which device holds which block. */

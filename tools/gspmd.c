@@ -306,6 +306,10 @@ static const command COMMANDS[] = {
      "Compiles FILE as run does (propagating unless --no-propagate) and predicts one step's\n"
      "per-device FLOPs, memory traffic, collectives, peak memory, step time and model FLOPs\n"
      "utilization on a machine profile. See gspmd cost --help.\n"},
+    {"sdy-opt", gs_cli_sdy_opt, "gspmd sdy-opt FILE [-sdy-PASS[=OPTIONS]]...",
+     "Runs Shardy's passes by their sdy_opt names (-sdy-populate-op-sharding-rules; the\n"
+     "propagation passes are not implemented yet) on a StableHLO module and prints it as\n"
+     "Shardy's sdy_opt does, for Shardy's FileCheck tests. See gspmd sdy-opt --help.\n"},
     {"calibrate", gs_cli_calibrate, "gspmd calibrate [--output FILE]",
      "Measures this machine (matmul, memory, the interpreter, the threads backend's\n"
      "collectives) and prints its profile for gspmd cost --machine FILE.\n"},

@@ -24,6 +24,7 @@
 #include "gspmd/sharding.h"
 #include "gspmd/builder.h"
 #include "gspmd/propagate.h"
+#include "gspmd/sdy.h"
 #include "gspmd/partition.h"
 #include "gspmd/compile.h"
 #include "gspmd/interp.h"

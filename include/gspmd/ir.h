@@ -171,6 +171,7 @@ typedef struct gs_computation gs_computation;
 typedef struct gs_instr gs_instr;
 typedef struct gs_module gs_module;
 typedef struct gs_sharding gs_sharding; /* see gspmd/sharding.h */
+typedef struct gs_mesh_table gs_mesh_table; /* see gspmd/sharding.h */
 
 /* A list of integers. */
 typedef struct gs_ints {
@@ -319,6 +320,9 @@ struct gs_computation {
     const char *execution_thread; /* `}, execution_thread="..."`, or NULL */
     gs_module *module;
     gs_span span;
+    const char *symbol;     /* StableHLO input: the function's name as written (`main` for
+                               `@main`); NULL for regions and HLO computations */
+    bool is_private;        /* StableHLO input: the function was declared `private` */
 };
 
 /* A module header attribute kept as text (`num_partitions=8`). */
@@ -339,6 +343,13 @@ struct gs_module {
     gs_computation **comps; /* in text order */
     gs_computation *entry;
     const gs_source *source; /* the text it was parsed from, or NULL; not owned */
+    /* What a StableHLO input declared beyond HLO's model, so that it prints back as written
+     * (all NULL/false for HLO text): */
+    const gs_mesh_table *meshes; /* its `sdy.mesh @NAME = <...>`s in order (in the arena), or
+                                    NULL when it declares none */
+    bool mlir_module_op;    /* the text had a `module` op (else bare functions) */
+    const char *mlir_symbol; /* that op's `@name` as written, or NULL */
+    const char *mlir_attrs; /* that op's attribute dictionary as written (`{...}`), or NULL */
 };
 
 /* ------------------------------------------------------------------ queries */

@@ -147,6 +147,8 @@ typedef struct gs_named {
     const char *reduction;    /* `unreduced=max{...}`: "max"; NULL when not written */
     const int64_t *priorities; /* DIMS: n_dims priorities, -1 where none (Shardy's `{...}p1`);
                                   NULL when none was written */
+    const char *mesh_name;    /* Shardy: the mesh's name when referenced as `@NAME` (no '@'),
+                                  NULL for an inline mesh or XLA's text */
 } gs_named;
 
 /* Parses a mesh given on a command line: `data=4,model=2` (devices 0..N-1 row-major), optionally
@@ -155,12 +157,13 @@ typedef struct gs_named {
  * at span (column offsets added). */
 gs_status gs_mesh_parse(gs_arena *a, const char *text, size_t len, gs_mesh *out, gs_diags *d,
                         gs_span span);
-/* The meshes a module names (Shardy's `sdy.mesh @NAME = <...>`), for `@NAME` references. */
-typedef struct gs_mesh_table {
+/* The meshes a module names (Shardy's `sdy.mesh @NAME = <...>`), for `@NAME` references; a
+ * StableHLO module keeps its own in gs_module.meshes. */
+struct gs_mesh_table {
     int n;                    /* number of meshes */
     const char *const *names; /* n names (without '@') */
     const gs_mesh *meshes;    /* n meshes */
-} gs_mesh_table;
+};
 
 /* Shardy's mesh attribute from `<` (a leading `mesh` is skipped): `<["x"=2, "y"=4]>`,
  * `<["x"=4], device_ids=[3, 2, 1, 0]>`, `<[], device_ids=[5]>` (the maximal mesh of device 5).
@@ -169,6 +172,10 @@ gs_status gs_mesh_parse_sdy(gs_arena *a, const char *text, size_t len, gs_mesh *
                             size_t *used, gs_diags *d, gs_span span);
 /* The mesh named name[0..len) in t (NULL when t is NULL or has none). */
 const gs_mesh *gs_mesh_table_find(const gs_mesh_table *t, const char *name, size_t len);
+
+/* Appends Shardy's mesh attribute: `<["x"=2, "y"=4]>`, `<["x"=4], device_ids=[3, 2, 1, 0]>`
+ * (the device ids when an order was written), `<[], device_ids=[5]>`. */
+void gs_mesh_print_sdy(gs_sb *sb, const gs_mesh *m);
 
 /* Index of the axis named name[0..len), or -1. */
 int gs_mesh_find_axis(const gs_mesh *m, const char *name, size_t len);
@@ -407,6 +414,20 @@ gs_status gs_sharding_from_spec(gs_arena *a, const gs_mesh *mesh, const char *sp
 gs_status gs_sharding_parse_sdy(gs_arena *a, const gs_mesh_table *meshes, const char *text,
                                 size_t len, gs_sharding **out, size_t *used, gs_diags *d,
                                 gs_span span);
+/* Does Shardy's TensorShardingAttr spell named form n: dim shardings (or the maximal mesh's
+ * `[]`) on a mesh named in the module or inline, without manual axes? */
+bool gs_named_is_sdy(const gs_named *n);
+/* Appends Shardy's text for a gs_named_is_sdy form, from `<` (what follows `#sdy.sharding`):
+ * `<@mesh, [{"x", ?}, {"y":(1)2}p1, {}], replicated={"z"}, unreduced={"w"}>`; an inline mesh
+ * prints as `mesh<[...]>`. gs_sharding_parse_sdy reads it back. */
+void gs_named_print_sdy(gs_sb *sb, const gs_named *n);
+/* The Shardy form of sharding s of a tensor of rank `rank` on `mesh` (named mesh_name): s's own
+ * named form when it has one on that mesh that still denotes s, else closed dim shardings of
+ * whole mesh axes that denote exactly s (replicated: every dim `{}`), found by a bounded search
+ * (meshes of up to 8 axes). *out NULL when there is none (maximal, manual, unreduced, tuples,
+ * a device order no assignment of axes gives). GS_ERR only on allocation failure. */
+gs_status gs_sharding_to_named(gs_arena *a, const gs_sharding *s, int rank, const gs_mesh *mesh,
+                               const char *mesh_name, const gs_named **out);
 /* The tiled (V2) sharding a named (V3) one denotes (XLA's V3ToV2Sharding). */
 gs_status gs_sharding_from_named(gs_arena *a, const gs_named *n, gs_sharding **out);
 

@@ -54,6 +54,24 @@ char *gs_module_to_string(const gs_module *m);
  * back, and printing what it reads is a fixed point. On an op with no StableHLO form (or
  * allocation failure) returns NULL with one error, located at the instruction, in d. */
 char *gs_module_to_mlir(const gs_module *m, gs_diags *d);
+
+/* How gs_module_to_mlir_ex prints. Zero-initialised: gs_module_to_mlir's form. */
+typedef struct gs_mlir_print_options {
+    bool sdy_opt;        /* as Shardy's sdy_opt (MLIR's printer) prints: the input's function
+                            names, visibility (`func.func @f`, `func.func private @g`) and order,
+                            its module op only as written (`module {` when it had none), single
+                            results without parentheses */
+    bool sharding_rules; /* each op with a specific factor rule (gs_op_rule_build) carries
+                            `sdy.sharding_rule = #sdy.op_sharding_rule<...>`
+                            (-sdy-populate-op-sharding-rules) */
+    bool conservative_propagation; /* the rules' conservative-propagation option; read where
+                                      the printer builds rules (print_rule in printer.c) */
+} gs_mlir_print_options;
+
+/* gs_module_to_mlir with options o. Shardings print as Shardy's (`sdy.sharding`) wherever they
+ * have that form when the module declares meshes (gs_module.meshes), as gs_module_to_mlir
+ * does. Same ownership and errors. */
+char *gs_module_to_mlir_ex(const gs_module *m, const gs_mlir_print_options *o, gs_diags *d);
 /* Is src StableHLO/MLIR text (it starts with `module` or `func.func`), which gs_parse_module
  * reads with the StableHLO reader? */
 bool gs_source_is_mlir(const gs_source *src);

@@ -891,13 +891,10 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             if (!mlir_accept(r, ',')) break;
         }
         if (ok && generic) {
-            /* `"stablehlo.return"(%0) : (tensor<f32>) -> ()` */
+            /* `"stablehlo.return"(%a, %b) : (T, U) -> ()` */
             ok = mlir_expect(r, ')', "closing the returned values") &&
-                 mlir_expect(r, ':', "before the return's type") && mlir_peek(r) == '(' &&
-                 mlir_skip_balanced(r) && mlir_expect(r, '-', "before the return's results") &&
-                 mlir_expect(r, '>', "before the return's results") && mlir_peek(r) == '(' &&
-                 mlir_skip_balanced(r);
-            if (!ok && !r->d->n_errors) FAIL(r, "expected the return's type `(...) -> ()`");
+                 mlir_expect(r, ':', "before the returned types") &&
+                 mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS);
         } else if (ok && vals.n) {
             ok = mlir_expect(r, ':', "before the returned types");
             for (size_t i = 0; ok && i < vals.n; i++) {
@@ -1023,6 +1020,14 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             goto done;
         }
         result->literal = lit;
+        if (opname[0] == 's' && opname[1] == 'd') { /* sdy.constant: kept to print back */
+            gs_attr sc = {.key = GS_ATTR_UNKNOWN, .name = "sdy.constant"};
+            sc.u.s = "true";
+            if (gs_instr_set_attr(r->m, result, &sc) != GS_OK) {
+                mlir_oom(r);
+                goto done;
+            }
+        }
         n_out = 1;
         ok = true;
         goto define;
@@ -1241,6 +1246,9 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     /* the generic pretty form: operands (parenthesised for convolution), `[slice]`,
      * `key = value` pairs, `{dict}`, `: types` */
     bool parens = strcmp(opname, "stablehlo.convolution") == 0 && mlir_accept(r, '(');
+    if (strcmp(opname, "stablehlo.optimization_barrier") == 0 && mlir_peek(r) == '{' &&
+        (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) /* its attributes come first */
+        goto done;
     if (!parse_operand_list(r, ops, &n_ops, MAX_OPS) ||
         (parens && !mlir_expect(r, ')', "closing the operands")))
         goto done;
@@ -1307,8 +1315,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     if (!mlir_expect(r, ':', "before the op's type") ||
         !mlir_parse_type_spec(r, ins, &n_in, outs, &n_out, MAX_OPS))
         goto done;
-    if (strcmp(opname, "stablehlo.optimization_barrier") == 0 && n_out < 0) {
-        /* `%r:2 = stablehlo.optimization_barrier %a, %b : T, U`: one result per operand */
+    if (strcmp(opname, "stablehlo.optimization_barrier") == 0 && n_out < 0 && n_in == n_ops) {
+        /* `stablehlo.optimization_barrier %a, %b : T, U`: a result per operand */
         for (int i = 0; i < n_in; i++) outs[i] = ins[i];
         n_out = n_in;
     }

@@ -8,8 +8,14 @@
  * tuples become MLIR's multi-result values where MLIR has them (`%3:2 = stablehlo.while`, used
  * as `%3#1`) and function results; a tuple op is printed (`stablehlo.tuple`) only where a whole
  * tuple value is needed, a get-tuple-element only where the element is not already a value.
- * Shardings are written as `mhlo.sharding = "{...}"` (HLO sharding text) on arguments, results
- * and ops. Common ops use their pretty form, the others MLIR's generic form
+ * Shardings are written as Shardy's when the module declares meshes (`sdy.mesh @mesh = <...>`
+ * lines first; `sdy.sharding = #sdy.sharding<@mesh, [...]>` on arguments and results,
+ * `#sdy.sharding_per_value<[...]>` on ops, `sdy.sharding_constraint` for a `Sharding`
+ * custom-call) wherever the sharding has Shardy's form on one of them (its own named form, or
+ * one found exactly: gs_sharding_to_named), else as `mhlo.sharding = "{...}"` (HLO sharding
+ * text). gs_module_to_mlir_ex's sdy_opt form prints as Shardy's sdy_opt does (MLIR's printer):
+ * the input's function names, visibility and order, its module op as written, and on request
+ * each op's `sdy.sharding_rule`. Common ops use their pretty form, the others MLIR's generic form
  * `"stablehlo.op"(...) <{props}> ({regions}) : (types) -> types`.
  *
  * Values are numbered %0, %1, ... per function and block arguments %argN, so the text does not
@@ -47,10 +53,26 @@ typedef struct ref {
 } ref;
 
 /* One computation being printed (a function body or a region). */
+typedef struct manual_group manual_group;
+
 typedef struct scope {
     const gs_computation *c;
-    ref *refs; /* one per instruction, by id */
+    ref *refs;              /* one per instruction, by id */
+    bool *skip;             /* by id: printed as part of another op (NULL: none) */
+    manual_group **manuals; /* by id: the manual computation a call prints as (NULL: none) */
 } scope;
+
+/* sdy_opt: what a dry run of a function learnt of one computation's region (MLIR numbers a
+ * region's values only after all of its parent region's). */
+typedef struct region_info {
+    const gs_computation *c; /* the computation printed as a region (or the function) */
+    int n_values;            /* numbered values it defines itself */
+    int n_conflicts;         /* conflict ids its own names took */
+    unsigned used;           /* names taken in it and around it (NAME_* bits) */
+} region_info;
+
+/* Names MLIR gives results and block arguments instead of numbers (sdy_opt). */
+enum { NAME_C = 1, NAME_CST = 2, NAME_ITER = 4 };
 
 typedef struct printer {
     gs_sb *sb;      /* output */
@@ -61,8 +83,102 @@ typedef struct printer {
     int next_arg;   /* %argN of the function being printed */
     int indent;     /* current indentation, in levels of two spaces */
     const gs_module *m;
-    const char **func_names; /* by computation index: its function symbol, or NULL */
+    const char **func_names;        /* by computation index: its function symbol, or NULL */
+    const gs_mlir_print_options *o; /* how to print */
+    bool sdy; /* shardings as Shardy's (`sdy.sharding`) where they have that form: the module
+                 declares meshes */
+    /* sdy_opt: MLIR's naming (its SSANameState). A region's values are numbered after all of
+     * its parent region's, its block arguments after the parent's; constants are `%c` (`%cst`
+     * for floats) and a while's arguments `%iterArg`, then NAME_K with K from a conflict counter;
+     * sibling regions start alike. A dry run of each function learns each region's counts. */
+    bool dry;                  /* this is the dry run (output discarded) */
+    const gs_computation *ctx; /* the computation whose region is being printed */
+    int value0;                /* its first value number */
+    int arg_end;               /* the argument number after its block arguments */
+    int conflict0, conflict;   /* its first and next conflict id */
+    unsigned used;             /* NAME_* taken in it and around it */
+    region_info *info;         /* what the dry run learnt, n_info entries (arena) */
+    int n_info, cap_info;
+    int manual_depth; /* bodies of sdy.manual_computation being printed */
 } printer;
+
+/* The state enter_region saves. */
+typedef struct naming {
+    const gs_computation *ctx;
+    int next_value, next_arg, value0, arg_end, conflict0, conflict;
+    unsigned used;
+} naming;
+
+static region_info *info_of(printer *p, const gs_computation *c) {
+    for (int i = 0; i < p->n_info; i++)
+        if (p->info[i].c == c) return &p->info[i];
+    return NULL;
+}
+
+/* Records (dry run) what the region of the current context took. */
+static void record_region(printer *p) {
+    if (!p->dry) return;
+    region_info *r = info_of(p, p->ctx);
+    if (!r) {
+        if (p->n_info == p->cap_info) {
+            int cap = p->cap_info ? 2 * p->cap_info : 16;
+            region_info *v = GS_NEW_ARRAY(&p->a, region_info, cap);
+            if (!v) {
+                p->failed = true;
+                return;
+            }
+            if (p->n_info) memcpy(v, p->info, sizeof *v * (size_t)p->n_info);
+            p->info = v;
+            p->cap_info = cap;
+        }
+        r = &p->info[p->n_info++];
+    }
+    *r = (region_info){p->ctx, p->next_value - p->value0, p->conflict - p->conflict0, p->used};
+}
+
+/* Enters the region of computation c, nested in the current one: in sdy_opt form its numbering
+ * starts where MLIR's does. Returns what leave_region restores. */
+static naming enter_region(printer *p, const gs_computation *c) {
+    naming saved = {p->ctx,     p->next_value, p->next_arg, p->value0,
+                    p->arg_end, p->conflict0,  p->conflict, p->used};
+    if (!p->o->sdy_opt) return saved;
+    const region_info *parent = p->dry ? NULL : info_of(p, p->ctx);
+    p->value0 = parent ? p->value0 + parent->n_values : p->next_value;
+    p->next_value = p->value0;
+    p->next_arg = p->arg_end;
+    p->conflict0 = parent ? p->conflict0 + parent->n_conflicts : p->conflict;
+    p->conflict = p->conflict0;
+    if (parent) p->used = parent->used;
+    p->ctx = c;
+    return saved;
+}
+
+/* Leaves the region entered with enter_region (recording it in the dry run when record). */
+static void leave_region(printer *p, naming saved, bool record) {
+    if (!p->o->sdy_opt) return;
+    if (record) record_region(p);
+    p->ctx = saved.ctx;
+    p->next_value = saved.next_value;
+    p->next_arg = saved.next_arg;
+    p->value0 = saved.value0;
+    p->arg_end = saved.arg_end;
+    p->conflict0 = saved.conflict0;
+    p->conflict = saved.conflict;
+    p->used = saved.used;
+}
+
+/* `%NAME`, or `%NAME_K` when NAME is taken (sdy_opt). */
+static const char *unique_name(printer *p, const char *name, unsigned bit) {
+    const char *s;
+    if (!(p->used & bit)) {
+        p->used |= bit;
+        s = gs_arena_printf(&p->a, "%%%s", name);
+    } else {
+        s = gs_arena_printf(&p->a, "%%%s_%d", name, p->conflict++);
+    }
+    if (!s) p->failed = true;
+    return s ? s : "%?";
+}
 
 static bool fail(printer *p, const gs_instr *in, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -205,12 +321,21 @@ static int n_results(const gs_shape *s) {
 /* ------------------------------------------------------------------ literals */
 
 /* Shortest decimal text that the reader (strtod, then rounding to t) reads back as exactly the
- * same bits; always with a '.' or an exponent, as MLIR wants for floats. */
-static void print_float(gs_sb *sb, gs_type t, double v) {
+ * same bits; always with a '.' or an exponent, as MLIR wants for floats. With mlir (sdy_opt's
+ * form), MLIR's own choice first: `%.6e` when it reads back exactly. */
+static void print_float(gs_sb *sb, gs_type t, double v, bool mlir) {
     char buf[64];
     int nb = gs_type_size(t);
     unsigned char want[8] = {0}, got[8] = {0};
     gs_elem_set_f(want, t, 0, v);
+    if (mlir) { /* MLIR's printer: 7 significant digits (`1.000000e-01`) when they read back */
+        snprintf(buf, sizeof buf, "%.6e", v);
+        gs_elem_set_f(got, t, 0, strtod(buf, NULL));
+        if (memcmp(want, got, (size_t)nb) == 0) {
+            gs_sb_puts(sb, buf);
+            return;
+        }
+    }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
         memset(got, 0, sizeof got);
@@ -237,7 +362,7 @@ static bool finite_at(gs_type t, const void *data, int64_t i) {
     return !gs_type_is_float(t) || isfinite(gs_elem_get_f(data, t, i));
 }
 
-static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i) {
+static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i, bool mlir) {
     if (t == GS_PRED) {
         gs_sb_puts(sb, gs_elem_get_i(data, t, i) ? "true" : "false");
     } else if (gs_type_is_complex(t)) {
@@ -245,14 +370,14 @@ static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i) {
         gs_elem_get_c(data, t, i, &re, &im);
         gs_type part = t == GS_C64 ? GS_F32 : GS_F64;
         gs_sb_putc(sb, '(');
-        print_float(sb, part, re);
+        print_float(sb, part, re, mlir);
         gs_sb_puts(sb, ", ");
-        print_float(sb, part, im);
+        print_float(sb, part, im, mlir);
         gs_sb_putc(sb, ')');
     } else if (gs_type_is_float(t)) {
         double v = gs_elem_get_f(data, t, i);
         if (isfinite(v)) {
-            print_float(sb, t, v);
+            print_float(sb, t, v, mlir);
         } else {
             /* NaN and infinities as their bit pattern, as MLIR prints them */
             int nb = gs_type_size(t);
@@ -267,22 +392,23 @@ static void print_scalar(gs_sb *sb, gs_type t, const void *data, int64_t i) {
     }
 }
 
-static void print_nested(gs_sb *sb, const gs_shape *s, const void *data, int d, int64_t *next) {
+static void print_nested(gs_sb *sb, const gs_shape *s, const void *data, int d, int64_t *next,
+                         bool mlir) {
     if (d == s->rank) {
-        print_scalar(sb, s->type, data, (*next)++);
+        print_scalar(sb, s->type, data, (*next)++, mlir);
         return;
     }
     gs_sb_putc(sb, '[');
     for (int64_t i = 0; i < s->dims[d]; i++) {
         if (i) gs_sb_puts(sb, ", ");
-        print_nested(sb, s, data, d + 1, next);
+        print_nested(sb, s, data, d + 1, next, mlir);
     }
     gs_sb_putc(sb, ']');
 }
 
 /* `dense<...>` of an array literal: a splat when every element is the same, raw little-endian
  * hex for large tensors (and complex ones holding NaN or infinities), else nested lists. */
-static void print_dense(gs_sb *sb, const gs_shape *s, const gs_literal_ir *lit) {
+static void print_dense(gs_sb *sb, const gs_shape *s, const gs_literal_ir *lit, bool mlir) {
     int64_t n = gs_shape_elements(s);
     size_t es = (size_t)gs_type_size(s->type);
     const unsigned char *b = lit->data;
@@ -302,10 +428,10 @@ static void print_dense(gs_sb *sb, const gs_shape *s, const gs_literal_ir *lit) 
         }
         gs_sb_putc(sb, '"');
     } else if (splat || (n == 1 && s->rank == 0)) {
-        print_scalar(sb, s->type, b, 0);
+        print_scalar(sb, s->type, b, 0, mlir);
     } else {
         int64_t next = 0;
-        print_nested(sb, s, b, 0, &next);
+        print_nested(sb, s, b, 0, &next, mlir);
     }
     gs_sb_putc(sb, '>');
 }
@@ -347,6 +473,62 @@ static bool print_elem_sharding(gs_sb *sb, const gs_sharding *sh, const gs_shape
     print_escaped(sb, gs_sb_str(&tmp));
     gs_sb_free(&tmp);
     return true;
+}
+
+/* The sharding of tuple element `elem` of shape s sharded by sh when that element is one array
+ * (sh itself when sh is not a tuple sharding); NULL otherwise. */
+static const gs_sharding *elem_leaf(const gs_sharding *sh, const gs_shape *s, int elem) {
+    if (!sh || !gs_shape_is_tuple(s) || sh->kind != GS_SHARDING_TUPLE) return sh;
+    if (elem >= s->n_tuple || gs_shape_is_tuple(s->tuple[elem])) return NULL;
+    int first = 0;
+    for (int i = 0; i < elem; i++) first += gs_shape_n_leaves(s->tuple[i]);
+    return first < sh->n_tuple ? sh->tuple[first] : NULL;
+}
+
+/* Appends Shardy's `<@mesh, [...]>` for sharding sh of an array of shape s, when the module
+ * declares meshes and sh has Shardy's form on one of them: its own named form, else one found
+ * on the module's meshes in order (gs_sharding_to_named). False when it has none. */
+static bool print_sdy_leaf(printer *p, gs_sb *sb, const gs_sharding *sh, const gs_shape *s) {
+    if (!p->sdy || !sh || !s || !gs_shape_is_array(s)) return false;
+    if (sh->kind == GS_SHARDING_TUPLE) {
+        if (sh->n_tuple != 1) return false;
+        sh = sh->tuple[0];
+    }
+    if (p->manual_depth && sh->named && sh->named->form == GS_NAMED_DIMS &&
+        sh->named->manual.n && sh->named->mesh_name) {
+        /* inside sdy.manual_computation the region's manual axes are implicit */
+        gs_named local = *sh->named;
+        local.manual = (gs_axis_list){0};
+        gs_named_print_sdy(sb, &local);
+        return true;
+    }
+    const gs_named *nm = NULL;
+    if (gs_sharding_to_named(&p->a, sh, s->rank, NULL, NULL, &nm) != GS_OK)
+        return p->failed = true, false;
+    const gs_mesh_table *t = p->m->meshes;
+    for (int i = 0; !nm && i < t->n; i++)
+        if (gs_sharding_to_named(&p->a, sh, s->rank, &t->meshes[i], t->names[i], &nm) != GS_OK)
+            return p->failed = true, false;
+    if (!nm) return false;
+    gs_named_print_sdy(sb, nm);
+    return true;
+}
+
+/* The attribute for a function argument or result: element elem (-1: all) of a value of shape s
+ * sharded by sh, as `sdy.sharding = #sdy.sharding<...>` where Shardy spells it, else as
+ * `mhlo.sharding = "..."`. False (nothing written) when there is no sharding to print. */
+static bool print_value_sharding(printer *p, gs_sb *sb, const gs_sharding *sh, const gs_shape *s,
+                                 int elem) {
+    if (!sh) return false;
+    const gs_sharding *leaf = elem < 0 ? sh : elem_leaf(sh, s, elem);
+    const gs_shape *ls = elem < 0 ? s : s->tuple[elem];
+    gs_sb tmp = {0};
+    bool sdy = leaf && print_sdy_leaf(p, &tmp, leaf, ls);
+    if (sdy) gs_sb_printf(sb, "sdy.sharding = #sdy.sharding%s", gs_sb_str(&tmp));
+    gs_sb_free(&tmp);
+    if (sdy) return true;
+    gs_sb_puts(sb, "mhlo.sharding = ");
+    return elem < 0 ? (print_sharding_text(sb, sh), true) : print_elem_sharding(sb, sh, s, elem);
 }
 
 /* ------------------------------------------------------------------ values */
@@ -441,6 +623,8 @@ static const gs_shape *spread_type(const gs_shape *sh, int i) {
 static bool print_region(printer *p, const gs_computation *c);
 static bool print_conditional(printer *p, scope *s, const gs_instr *in);
 static bool print_body(printer *p, scope *s, const char *ret);
+static bool find_manuals(printer *p, scope *s);
+static bool print_manual(printer *p, scope *s, const gs_instr *call, const manual_group *g);
 
 enum { MAX_VALUES = 1024 };
 
@@ -463,6 +647,7 @@ static bool multi_result_op(gs_opcode op) {
     case GS_OP_RNG_BIT_GENERATOR:
     case GS_OP_BATCH_NORM_TRAINING:
     case GS_OP_BATCH_NORM_GRAD:
+    case GS_OP_OPTIMIZATION_BARRIER:
     case GS_OP_CONDITIONAL: return true;
     default: return false;
     }
@@ -544,21 +729,68 @@ static void print_short_type(gs_sb *sb, const gs_instr *in) {
     print_type(sb, in->shape);
 }
 
-/* ` {extra, mhlo.sharding = "..."}` (nothing when both are empty). */
-static void print_attr_dict(gs_sb *sb, const gs_instr *in, const char *extra) {
+/* An op's sharding sh: `sdy.sharding = #sdy.sharding_per_value<[<...>, ...]>` (one entry per
+ * result) where Shardy spells every result's, else `mhlo.sharding = "..."`. */
+static void print_op_sharding(printer *p, gs_sb *sb, const gs_instr *in, const gs_sharding *sh) {
+    bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1;
+    int n = multi ? in->shape->n_tuple : 1;
+    gs_sb tmp = {0};
+    bool sdy = p->sdy && n > 0;
+    for (int i = 0; i < n && sdy; i++) {
+        if (i) gs_sb_puts(&tmp, ", ");
+        sdy = multi ? print_sdy_leaf(p, &tmp, elem_leaf(sh, in->shape, i), in->shape->tuple[i])
+                    : print_sdy_leaf(p, &tmp, sh, in->shape);
+    }
+    if (sdy) {
+        gs_sb_printf(sb, "sdy.sharding = #sdy.sharding_per_value<[%s]>", gs_sb_str(&tmp));
+    } else {
+        gs_sb_puts(sb, "mhlo.sharding = ");
+        print_sharding_text(sb, sh);
+    }
+    gs_sb_free(&tmp);
+}
+
+/* `sdy.sharding_rule = #sdy.op_sharding_rule<...>`: the one the input wrote on in (the reader
+ * keeps it in the op's frontend attributes, where gs_op_rule_build finds it: printed with
+ * `, custom`), else when the options ask for rules and Shardy's registry has one for the op
+ * (the rule is registered). False when nothing was written. */
+static bool print_rule(printer *p, gs_sb *sb, const gs_instr *in) {
+    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
+    bool written = fa && strstr(fa, "xla.sdy.sharding_rule=");
+    if (!written && !p->o->sharding_rules) return false;
+    gs_op_rule_options ro = {p->o->conservative_propagation};
+    gs_op_rule *r;
+    if (gs_op_rule_build_opts(&p->a, in, &ro, &r) != GS_OK) return p->failed = true, false;
+    if (!r || !(written || r->registered)) return false;
+    gs_sb_puts(sb, "sdy.sharding_rule = #sdy.op_sharding_rule<");
+    gs_op_rule_print(sb, r);
+    gs_sb_putc(sb, '>');
+    return true;
+}
+
+/* ` {extra, mhlo.sharding = "...", sdy.sharding_rule = ...}` (nothing when all are empty):
+ * MLIR's attribute dictionary order (by name) for the entries gspmd writes after `extra`. */
+static void print_attr_dict(printer *p, gs_sb *sb, const gs_instr *in, const char *extra) {
     const gs_sharding *sh = gs_instr_get_sharding(in);
     /* A function's one result carries its root's sharding (print_func), which the reader puts
      * back on the root: printed once, there, so that printing is a fixed point. */
     if (in->is_root && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1)) sh = NULL;
+    /* the reader marks every op of a fully manual body {manual} */
+    if (sh && p->manual_depth && gs_sharding_is_manual(sh)) sh = NULL;
+    gs_sb rule = {0};
+    bool has_rule = print_rule(p, &rule, in);
     bool has_extra = extra && extra[0];
-    if (!sh && !has_extra) return;
-    gs_sb_puts(sb, " {");
-    if (has_extra) gs_sb_puts(sb, extra);
-    if (sh) {
-        gs_sb_puts(sb, has_extra ? ", mhlo.sharding = " : "mhlo.sharding = ");
-        print_sharding_text(sb, sh);
+    if (sh || has_extra || has_rule) {
+        gs_sb_puts(sb, " {");
+        if (has_extra) gs_sb_puts(sb, extra);
+        if (sh) {
+            if (has_extra) gs_sb_puts(sb, ", ");
+            print_op_sharding(p, sb, in, sh);
+        }
+        if (has_rule) gs_sb_printf(sb, "%s%s", has_extra || sh ? ", " : "", gs_sb_str(&rule));
+        gs_sb_putc(sb, '}');
     }
-    gs_sb_putc(sb, '}');
+    gs_sb_free(&rule);
 }
 
 /* Appends ", " to a property list that is not empty. */
@@ -664,7 +896,7 @@ static bool print_generic(printer *p, scope *s, const gs_instr *in, const char *
         }
         gs_sb_putc(p->sb, ')');
     }
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     print_fn_type(p->sb, in);
     return !p->failed;
 }
@@ -679,7 +911,7 @@ static bool print_pretty(printer *p, scope *s, const gs_instr *in, const char *n
     if (n) gs_sb_putc(p->sb, ' ');
     print_names(p->sb, ops, n);
     if (attrs && attrs[0]) gs_sb_printf(p->sb, "%s%s", n ? ", " : " ", attrs);
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     if (n == 0) {
         gs_sb_puts(p->sb, " : ");
         print_type(p->sb, in->shape);
@@ -775,7 +1007,7 @@ static bool print_convolution(printer *p, scope *s, const gs_instr *in) {
              "batch_group_count = %" PRId64 " : i64, feature_group_count = %" PRId64 " : i64",
              gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1),
              gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1));
-    print_attr_dict(sb, in, extra);
+    print_attr_dict(p, sb, in, extra);
     print_fn_type(sb, in);
     return !p->failed;
 }
@@ -792,7 +1024,13 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
     if (p->failed) return false;
     const char **iter = GS_NEW_ARRAY(&p->a, const char *, n ? n : 1);
     if (!iter) return p->failed = true, false;
-    for (int i = 0; i < n; i++) iter[i] = fresh(p, "%%iterArg_%d", p->next_arg++);
+    if (p->o->sdy_opt) { /* the regions' block arguments, named in a region's context */
+        naming sv = enter_region(p, cond);
+        for (int i = 0; i < n; i++) iter[i] = unique_name(p, "iterArg", NAME_ITER);
+        leave_region(p, sv, false);
+    } else {
+        for (int i = 0; i < n; i++) iter[i] = fresh(p, "%%iterArg_%d", p->next_arg++);
+    }
     result_prefix(p, s, in);
     gs_sb_puts(p->sb, "stablehlo.while(");
     for (int i = 0; i < n; i++) gs_sb_printf(p->sb, "%s%s = %s", i ? ", " : "", iter[i], vals[i]);
@@ -803,7 +1041,7 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
     }
     if (gs_instr_get_sharding(in)) { /* MLIR's while writes its attributes after the types */
         gs_sb_puts(p->sb, " attributes");
-        print_attr_dict(p->sb, in, NULL);
+        print_attr_dict(p, p->sb, in, NULL);
     }
     const gs_computation *regions[2] = {cond, body};
     for (int k = 0; k < 2; k++) {
@@ -812,6 +1050,9 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
         gs_sb_puts(p->sb, k ? "} do {" : "cond {");
         scope *rs = new_scope(p, regions[k]);
         if (!rs) return false;
+        naming sv = enter_region(p, regions[k]);
+        for (int i = 0; p->o->sdy_opt && i < n; i++) unique_name(p, "iterArg", NAME_ITER);
+        p->arg_end = p->next_arg;
         ref *pr = ref_of(rs, regions[k]->params[0]);
         if (n == 1 && n_results(regions[k]->params[0]->shape) == 1 &&
             !gs_shape_is_tuple(regions[k]->params[0]->shape)) {
@@ -825,12 +1066,19 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
         p->indent++;
         if (!print_body(p, rs, "stablehlo.return")) return false;
         p->indent -= 2;
+        leave_region(p, sv, true);
     }
     p->indent++;
     newline(p);
     gs_sb_putc(p->sb, '}');
     p->indent--;
     return !p->failed;
+}
+
+/* sdy_opt: a constant's name, as StableHLO's printer gives it (`%cst` for floats, else `%c`). */
+static const char *constant_name(printer *p, const gs_shape *s) {
+    return gs_type_is_float(s->type) ? unique_name(p, "cst", NAME_CST)
+                                     : unique_name(p, "c", NAME_C);
 }
 
 /* `%N = stablehlo.constant dense<...> : T` (a tuple constant: its elements, then a tuple). */
@@ -847,12 +1095,13 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
             const gs_shape *es = in->shape->tuple[i];
             if (!gs_shape_is_array(es))
                 return fail(p, in, "a nested tuple constant cannot be printed");
-            const char *name = fresh(p, "%%%d", p->next_value++);
+            const char *name =
+                p->o->sdy_opt ? constant_name(p, es) : fresh(p, "%%%d", p->next_value++);
             newline(p);
             gs_sb_printf(p->sb, "%s = stablehlo.constant ", name);
             if (lit->tuple[i]->elided)
                 return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
-            print_dense(p->sb, es, lit->tuple[i]);
+            print_dense(p->sb, es, lit->tuple[i], p->o->sdy_opt);
             gs_sb_puts(p->sb, " : ");
             print_type(p->sb, es);
             r->elems[i] = name;
@@ -861,11 +1110,21 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
     }
     if (lit->elided)
         return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
-    result_prefix(p, s, in);
-    gs_sb_puts(p->sb, "stablehlo.constant ");
-    print_attr_dict(p->sb, in, NULL);
-    if (gs_instr_get_sharding(in)) gs_sb_putc(p->sb, ' ');
-    print_dense(p->sb, in->shape, lit);
+    if (p->o->sdy_opt) {
+        ref *r = ref_of(s, in);
+        r->kind = REF_VALUE;
+        r->name = constant_name(p, in->shape);
+        newline(p);
+        gs_sb_printf(p->sb, "%s = ", r->name);
+    } else {
+        result_prefix(p, s, in);
+    }
+    /* `sdy.constant` as the reader read it (an attribute marks it) */
+    bool sdy = gs_instr_attr_named(in, "sdy.constant") != NULL;
+    gs_sb_puts(p->sb, sdy ? "sdy.constant" : "stablehlo.constant");
+    print_attr_dict(p, p->sb, in, NULL);
+    gs_sb_putc(p->sb, ' ');
+    print_dense(p->sb, in->shape, lit, p->o->sdy_opt);
     gs_sb_puts(p->sb, " : ");
     print_type(p->sb, in->shape);
     return !p->failed;
@@ -884,14 +1143,68 @@ static bool print_call(printer *p, scope *s, const gs_instr *in, const gs_comput
     gs_sb_printf(p->sb, "call @%s(", p->func_names[idx]);
     print_names(p->sb, ops, n);
     gs_sb_putc(p->sb, ')');
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     print_fn_type(p->sb, in);
     return !p->failed;
+}
+
+/* `%N = sdy.sharding_constraint %x <@mesh, [...]> : T` for a `Sharding` custom-call whose
+ * sharding Shardy spells (what the reader makes of one); false when it is not one. */
+static bool print_constraint(printer *p, scope *s, const gs_instr *in, const char *target) {
+    const gs_sharding *sh = gs_instr_get_sharding(in);
+    if (!p->sdy || strcmp(target, "Sharding") != 0 || in->n_operands != 1 || !sh || in->is_root ||
+        gs_instr_attr(in, GS_ATTR_BACKEND_CONFIG) ||
+        !gs_shape_equal(in->shape, in->operands[0]->shape))
+        return false;
+    gs_sb tmp = {0};
+    bool ok = print_sdy_leaf(p, &tmp, sh, in->shape);
+    if (ok) {
+        const char *x = whole_of(p, s, in->operands[0]);
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "sdy.sharding_constraint %s %s : ", x, gs_sb_str(&tmp));
+        print_type(p->sb, in->shape);
+    }
+    gs_sb_free(&tmp);
+    return ok;
+}
+
+/* Shardy's markers the reader keeps as custom-calls of their own name: `%N =
+ * sdy.data_flow_edge %x sharding=<...> : T`, `sdy.reshard %x <...> : T`,
+ * `sdy.func_data_flow_edge %x {sdy.sharding = ...} : T`, `sdy.propagation_barrier %x
+ * allowed_direction=D : T`. False when in is not one, or its sharding has no Shardy form. */
+static bool print_sdy_marker(printer *p, scope *s, const gs_instr *in, const char *target) {
+    static const char *const MARKERS[] = {"sdy.data_flow_edge", "sdy.reshard",
+                                          "sdy.func_data_flow_edge", "sdy.propagation_barrier"};
+    int k = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(target, MARKERS[i]) == 0) k = i;
+    const gs_sharding *sh = gs_instr_get_sharding(in);
+    const char *dir = gs_instr_str(in, GS_ATTR_BACKEND_CONFIG);
+    if (k < 0 || in->n_operands != 1 || (k == 1 && !sh) || (k == 3 && !dir) ||
+        !gs_shape_equal(in->shape, in->operands[0]->shape))
+        return false;
+    gs_sb tmp = {0};
+    bool ok = !sh || print_sdy_leaf(p, &tmp, sh, in->shape);
+    if (ok) {
+        const char *x = whole_of(p, s, in->operands[0]);
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "%s %s", target, x);
+        if (k == 0 && sh) gs_sb_printf(p->sb, " sharding=%s", gs_sb_str(&tmp));
+        if (k == 1) gs_sb_printf(p->sb, " %s", gs_sb_str(&tmp));
+        if (k == 2 && sh)
+            gs_sb_printf(p->sb, " {sdy.sharding = #sdy.sharding_per_value<[%s]>}", gs_sb_str(&tmp));
+        if (k == 3) gs_sb_printf(p->sb, " allowed_direction=%s", dir);
+        gs_sb_puts(p->sb, " : ");
+        print_type(p->sb, in->shape);
+    }
+    gs_sb_free(&tmp);
+    return ok;
 }
 
 static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) return fail(p, in, "a custom-call without a target cannot be printed");
+    if (print_constraint(p, s, in, target) || print_sdy_marker(p, s, in, target)) return !p->failed;
     const char *ops[MAX_VALUES];
     int n = operands_and_result(p, s, in, ops);
     if (n < 0) return false;
@@ -919,10 +1232,39 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
         else
             print_escaped(&extra, cfg);
     }
-    print_attr_dict(p->sb, in, gs_sb_str(&extra));
+    print_attr_dict(p, p->sb, in, gs_sb_str(&extra));
     if (extra.failed) p->failed = true;
     gs_sb_free(&extra);
     print_fn_type(p->sb, in);
+    return !p->failed;
+}
+
+/* `%N:K = stablehlo.optimization_barrier {dict} %a, %b : T, U` (its pretty form: a result per
+ * operand); the generic form when the operands are not the results' values (one tuple). */
+static bool print_barrier(printer *p, scope *s, const gs_instr *in) {
+    const gs_shape *t = in->shape;
+    bool pretty = in->n_operands > 0;
+    if (gs_shape_is_tuple(t)) {
+        pretty &= t->n_tuple == in->n_operands && t->n_tuple != 1;
+        for (int i = 0; pretty && i < in->n_operands; i++)
+            pretty = !gs_shape_is_tuple(t->tuple[i]) &&
+                     gs_shape_equal(t->tuple[i], in->operands[i]->shape);
+    } else {
+        pretty &= in->n_operands == 1 && gs_shape_equal(t, in->operands[0]->shape);
+    }
+    if (!pretty) return print_generic(p, s, in, "optimization_barrier", NULL, 0, NULL);
+    const char *ops[MAX_VALUES];
+    int n = operands_and_result(p, s, in, ops);
+    if (n < 0) return false;
+    gs_sb_puts(p->sb, "stablehlo.optimization_barrier");
+    print_attr_dict(p, p->sb, in, NULL);
+    gs_sb_putc(p->sb, ' ');
+    print_names(p->sb, ops, n);
+    gs_sb_puts(p->sb, " : ");
+    for (int i = 0; i < n; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, in->operands[i]->shape);
+    }
     return !p->failed;
 }
 
@@ -997,7 +1339,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         result_prefix(p, s, in);
         gs_sb_printf(p->sb, "stablehlo.compare  %s, %s, %s", dir, a, b);
         if (type) gs_sb_printf(p->sb, ",  %s", type);
-        print_attr_dict(p->sb, in, NULL);
+        print_attr_dict(p, p->sb, in, NULL);
         print_fn_type(p->sb, in);
         return !p->failed;
     }
@@ -1034,7 +1376,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
             if (d->stride != 1) gs_sb_printf(p->sb, ":%" PRId64, d->stride);
         }
         gs_sb_putc(p->sb, ']');
-        print_attr_dict(p->sb, in, NULL);
+        print_attr_dict(p, p->sb, in, NULL);
         print_fn_type(p->sb, in);
         return !p->failed;
     }
@@ -1171,7 +1513,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         gs_sb_free(&at);
         return ok;
     }
-    case GS_OP_OPTIMIZATION_BARRIER: return print_generic(p, s, in, name, NULL, 0, NULL);
+    case GS_OP_OPTIMIZATION_BARRIER: return print_barrier(p, s, in);
     case GS_OP_ALL_REDUCE:
     case GS_OP_ALL_GATHER:
     case GS_OP_ALL_TO_ALL:
@@ -1253,7 +1595,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
     case GS_OP_BATCH_NORM_GRAD: {
         const gs_attr *e = gs_instr_attr(in, GS_ATTR_EPSILON);
         gs_sb_puts(&at, "epsilon = ");
-        print_float(&at, GS_F32, e ? e->u.f : 0.0);
+        print_float(&at, GS_F32, e ? e->u.f : 0.0, p->o->sdy_opt);
         gs_sb_printf(&at, " : f32, feature_index = %" PRId64 " : i64",
                      gs_instr_int(in, GS_ATTR_FEATURE_INDEX, 0));
         ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
@@ -1288,11 +1630,213 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
 
 /* ------------------------------------------------------------------ functions */
 
+/* `%argN: T, ...`: the parameters of s's computation as a region's block arguments. */
+static void print_block_args(printer *p, scope *s) {
+    const gs_computation *c = s->c;
+    for (int i = 0; i < c->n_params; i++) {
+        ref *r = ref_of(s, c->params[i]);
+        r->kind = REF_VALUE;
+        r->name = fresh(p, "%%arg%d", p->next_arg++);
+        gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
+        print_type(p->sb, c->params[i]->shape);
+    }
+    p->arg_end = p->next_arg;
+}
+
+/* ------------------------------------------------------------------ manual computations */
+
+/* sdy.manual_computation as the reader lowers it (shardings.c): per operand a `Sharding`
+ * custom-call (the global sharding) and `SPMDFullToShardShape` (the local one, manual on the
+ * manual axes), a call of the body, per result [a get-tuple-element,] `Sharding` (local) and
+ * `SPMDShardToFullShape` (global). With Shardy's shardings it prints back as one op. */
+struct manual_group {
+    int n_in, n_out;
+    const gs_instr *in_cs[64], *in_fs[64];                 /* per operand */
+    const gs_instr *out_gte[64], *out_cs[64], *out_fs[64]; /* per result (gte NULL for one) */
+    const gs_named *local; /* a local sharding's named form: its manual axes */
+};
+
+/* Is x a one-operand custom-call to `target`? */
+static bool is_call_to(const gs_instr *x, const char *target) {
+    const char *t = x->op == GS_OP_CUSTOM_CALL && x->n_operands == 1
+                        ? gs_instr_str(x, GS_ATTR_CUSTOM_CALL_TARGET)
+                        : NULL;
+    return t && strcmp(t, target) == 0;
+}
+
+/* The one instruction of x's computation using x (NULL: none, several, or x is the root). */
+static const gs_instr *only_user(const gs_instr *x) {
+    const gs_computation *c = x->parent;
+    const gs_instr *u = NULL;
+    if (x->is_root) return NULL;
+    for (int i = x->id + 1; i < c->n_instrs; i++)
+        for (int k = 0; k < c->instrs[i]->n_operands; k++)
+            if (c->instrs[i]->operands[k] == x) {
+                if (u && u != c->instrs[i]) return NULL;
+                u = c->instrs[i];
+            }
+    return u;
+}
+
+/* The named form of x's sharding when it has manual axes, else NULL. */
+static const gs_named *manual_named(const gs_instr *x) {
+    const gs_sharding *sh = gs_instr_get_sharding(x);
+    return sh && sh->named && sh->named->manual.n ? sh->named : NULL;
+}
+
+/* Fills g when call is the lowered form of a manual computation whose global shardings have
+ * Shardy's spelling. */
+static bool manual_group_of(printer *p, const gs_instr *call, manual_group *g) {
+    if (!p->sdy || call->op != GS_OP_CALL || call->is_root || call->n_operands > 64 ||
+        !gs_instr_comp(call, GS_ATTR_TO_APPLY))
+        return false;
+    memset(g, 0, sizeof *g);
+    g->n_in = call->n_operands;
+    for (int i = 0; i < g->n_in; i++) {
+        const gs_instr *fs = call->operands[i];
+        if (!is_call_to(fs, "SPMDFullToShardShape") || only_user(fs) != call) return false;
+        const gs_instr *cs = fs->operands[0];
+        if (!is_call_to(cs, "Sharding") || only_user(cs) != fs) return false;
+        g->in_fs[i] = fs;
+        g->in_cs[i] = cs;
+        if (!g->local) g->local = manual_named(fs);
+    }
+    bool multi = gs_shape_is_tuple(call->shape);
+    g->n_out = multi ? call->shape->n_tuple : 1;
+    if (g->n_out > 64) return false;
+    const gs_computation *c = call->parent;
+    for (int i = call->id + 1; multi && i < c->n_instrs; i++) {
+        const gs_instr *u = c->instrs[i];
+        for (int k = 0; k < u->n_operands; k++) {
+            if (u->operands[k] != call) continue;
+            int64_t j = gs_instr_int(u, GS_ATTR_INDEX, -1);
+            if (u->op != GS_OP_GET_TUPLE_ELEMENT || j < 0 || j >= g->n_out || g->out_gte[j])
+                return false;
+            g->out_gte[j] = u;
+        }
+    }
+    for (int j = 0; j < g->n_out; j++) {
+        const gs_instr *v = multi ? g->out_gte[j] : call;
+        const gs_instr *cs = v ? only_user(v) : NULL;
+        const gs_instr *fs = cs && is_call_to(cs, "Sharding") ? only_user(cs) : NULL;
+        if (!fs || !is_call_to(fs, "SPMDShardToFullShape") || !gs_instr_get_sharding(fs))
+            return false;
+        g->out_cs[j] = cs;
+        g->out_fs[j] = fs;
+        if (!g->local) g->local = manual_named(cs);
+    }
+    if (!g->local) return false;
+    gs_sb tmp = {0};
+    bool ok = true;
+    for (int i = 0; i < g->n_in && ok; i++)
+        ok = print_sdy_leaf(p, &tmp, gs_instr_get_sharding(g->in_cs[i]), g->in_cs[i]->shape);
+    for (int j = 0; j < g->n_out && ok; j++)
+        ok = print_sdy_leaf(p, &tmp, gs_instr_get_sharding(g->out_fs[j]), g->out_fs[j]->shape);
+    gs_sb_free(&tmp);
+    return ok;
+}
+
+/* Finds the manual computations among s's instructions; their pieces print with the call. */
+static bool find_manuals(printer *p, scope *s) {
+    const gs_computation *c = s->c;
+    if (!p->sdy) return true;
+    for (int i = 0; i < c->n_instrs; i++) {
+        manual_group g;
+        if (c->instrs[i]->op != GS_OP_CALL || !manual_group_of(p, c->instrs[i], &g)) continue;
+        if (!s->skip) {
+            s->skip = GS_NEW_ARRAY(&p->a, bool, c->n_instrs);
+            s->manuals = GS_NEW_ARRAY(&p->a, manual_group *, c->n_instrs);
+            if (!s->skip || !s->manuals) return p->failed = true, false;
+            memset(s->skip, 0, sizeof(bool) * (size_t)c->n_instrs);
+            memset(s->manuals, 0, sizeof(manual_group *) * (size_t)c->n_instrs);
+        }
+        manual_group *mg = GS_NEW(&p->a, manual_group);
+        if (!mg) return p->failed = true, false;
+        *mg = g;
+        s->manuals[i] = mg;
+        for (int k = 0; k < g.n_in; k++) s->skip[g.in_cs[k]->id] = s->skip[g.in_fs[k]->id] = true;
+        for (int k = 0; k < g.n_out; k++) {
+            if (g.out_gte[k]) s->skip[g.out_gte[k]->id] = true;
+            s->skip[g.out_cs[k]->id] = s->skip[g.out_fs[k]->id] = true;
+        }
+    }
+    return true;
+}
+
+/* `%N = sdy.manual_computation(%x) in_shardings=[<...>] out_shardings=[<...>]
+ * manual_axes={"a"} (%argK: local T) { ... sdy.return %v : T } : (T) -> R` */
+static bool print_manual(printer *p, scope *s, const gs_instr *call, const manual_group *g) {
+    const gs_computation *body = gs_instr_comp(call, GS_ATTR_TO_APPLY);
+    const char *xs[64];
+    for (int i = 0; i < g->n_in; i++) xs[i] = whole_of(p, s, g->in_cs[i]->operands[0]);
+    if (p->failed) return false;
+    const char *name = fresh(p, "%%%d", p->next_value++);
+    for (int j = 0; j < g->n_out; j++) {
+        ref *r = ref_of(s, g->out_fs[j]);
+        r->kind = REF_VALUE;
+        r->name = g->n_out == 1 ? name : gs_arena_printf(&p->a, "%s#%d", name, j);
+        if (!r->name) return p->failed = true, false;
+    }
+    newline(p);
+    if (g->n_out == 1)
+        gs_sb_printf(p->sb, "%s = ", name);
+    else if (g->n_out)
+        gs_sb_printf(p->sb, "%s:%d = ", name, g->n_out);
+    gs_sb_puts(p->sb, "sdy.manual_computation(");
+    print_names(p->sb, xs, g->n_in);
+    gs_sb_puts(p->sb, ") in_shardings=[");
+    for (int i = 0; i < g->n_in; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_sdy_leaf(p, p->sb, gs_instr_get_sharding(g->in_cs[i]), g->in_cs[i]->shape);
+    }
+    gs_sb_puts(p->sb, "] out_shardings=[");
+    for (int j = 0; j < g->n_out; j++) {
+        if (j) gs_sb_puts(p->sb, ", ");
+        print_sdy_leaf(p, p->sb, gs_instr_get_sharding(g->out_fs[j]), g->out_fs[j]->shape);
+    }
+    gs_sb_puts(p->sb, "] manual_axes={");
+    for (int k = 0; k < g->local->manual.n; k++)
+        gs_sb_printf(p->sb, "%s\"%s\"", k ? ", " : "",
+                     g->local->mesh.names[g->local->manual.v[k].axis]);
+    gs_sb_puts(p->sb, "} (");
+    scope *rs = new_scope(p, body);
+    if (!rs) return false;
+    naming sv = enter_region(p, body);
+    print_block_args(p, rs);
+    gs_sb_puts(p->sb, ") {");
+    p->indent++;
+    p->manual_depth++;
+    bool ok = print_body(p, rs, "sdy.return");
+    p->manual_depth--;
+    p->indent--;
+    leave_region(p, sv, true);
+    newline(p);
+    gs_sb_puts(p->sb, "} : (");
+    for (int i = 0; i < g->n_in; i++) {
+        if (i) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, g->in_cs[i]->shape);
+    }
+    gs_sb_puts(p->sb, ") -> ");
+    if (g->n_out != 1) gs_sb_putc(p->sb, '(');
+    for (int j = 0; j < g->n_out; j++) {
+        if (j) gs_sb_puts(p->sb, ", ");
+        print_type(p->sb, g->out_fs[j]->shape);
+    }
+    if (g->n_out != 1) gs_sb_putc(p->sb, ')');
+    return ok && !p->failed;
+}
+
 /* Prints the ops of s's computation and its return: `ret %a, %b : T, U`. */
 static bool print_body(printer *p, scope *s, const char *ret) {
     const gs_computation *c = s->c;
-    for (int i = 0; i < c->n_instrs; i++)
-        if (c->instrs[i]->op != GS_OP_PARAMETER && !print_instr(p, s, c->instrs[i])) return false;
+    if (!find_manuals(p, s)) return false;
+    for (int i = 0; i < c->n_instrs; i++) {
+        const gs_instr *in = c->instrs[i];
+        if (in->op == GS_OP_PARAMETER || (s->skip && s->skip[i])) continue;
+        bool ok = s->manuals && s->manuals[i] ? print_manual(p, s, in, s->manuals[i])
+                                              : print_instr(p, s, in);
+        if (!ok) return false;
+    }
     if (!c->root) return fail(p, NULL, "computation '%s' has no root", c->name);
     const char *vals[MAX_VALUES];
     int n = spread(p, s, c->root, vals, MAX_VALUES);
@@ -1315,23 +1859,19 @@ static bool print_body(printer *p, scope *s, const char *ret) {
 static bool print_region(printer *p, const gs_computation *c) {
     scope *s = new_scope(p, c);
     if (!s) return false;
+    naming sv = enter_region(p, c);
     gs_sb_puts(p->sb, "{");
     p->indent++;
     newline(p);
     gs_sb_puts(p->sb, "^bb0(");
-    for (int i = 0; i < c->n_params; i++) {
-        ref *r = ref_of(s, c->params[i]);
-        r->kind = REF_VALUE;
-        r->name = fresh(p, "%%arg%d", p->next_arg++);
-        gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
-        print_type(p->sb, c->params[i]->shape);
-    }
+    print_block_args(p, s);
     gs_sb_puts(p->sb, "):");
     p->indent++;
     bool ok = print_body(p, s, "stablehlo.return");
     p->indent -= 2;
     newline(p);
     gs_sb_putc(p->sb, '}');
+    leave_region(p, sv, true);
     return ok;
 }
 
@@ -1359,7 +1899,9 @@ static bool print_capturing_region(printer *p, const gs_computation *c, scope *o
     }
     gs_sb_puts(p->sb, "{");
     p->indent += 2;
+    naming sv = enter_region(p, c);
     bool ok = print_body(p, s, "stablehlo.return");
+    leave_region(p, sv, true);
     p->indent -= 2;
     p->indent++;
     newline(p);
@@ -1397,7 +1939,7 @@ static bool print_conditional(printer *p, scope *s, const gs_instr *in) {
         if (!print_capturing_region(p, br[i], s, in->operands[i + 1])) return false;
     }
     gs_sb_putc(p->sb, ')');
-    print_attr_dict(p->sb, in, NULL);
+    print_attr_dict(p, p->sb, in, NULL);
     gs_sb_puts(p->sb, " : (");
     print_type(p->sb, in->operands[0]->shape);
     gs_sb_puts(p->sb, ") -> ");
@@ -1405,14 +1947,22 @@ static bool print_conditional(printer *p, scope *s, const gs_instr *in) {
     return !p->failed;
 }
 
-/* `func.func public @main(%arg0: T {mhlo.sharding = ".."}) -> (R {..}) { ... }` */
-static bool print_func(printer *p, const gs_computation *c, const char *sym) {
+/* `func.func public @main(%arg0: T {mhlo.sharding = ".."}) -> (R {..}) { ... }`; in sdy_opt
+ * form as MLIR prints it: `func.func @f(...) -> R {` (no `public`; parentheses around the
+ * results only when there are several or one has attributes; no `->` without results). */
+static bool print_func_once(printer *p, const gs_computation *c, const char *sym) {
     p->next_value = 0;
     p->next_arg = 0;
+    p->ctx = c;
+    p->value0 = p->conflict0 = p->conflict = 0;
+    p->used = 0;
     scope *s = new_scope(p, c);
     if (!s) return false;
     newline(p);
-    gs_sb_printf(p->sb, "func.func %s @%s(", c->is_entry ? "public" : "private", sym);
+    if (p->o->sdy_opt)
+        gs_sb_printf(p->sb, "func.func %s@%s(", c->is_private ? "private " : "", sym);
+    else
+        gs_sb_printf(p->sb, "func.func %s @%s(", c->is_entry ? "public" : "private", sym);
     for (int i = 0; i < c->n_params; i++) {
         const gs_instr *pa = c->params[i];
         if (!pa) return fail(p, NULL, "computation '%s' lacks parameter %d", c->name, i);
@@ -1421,32 +1971,64 @@ static bool print_func(printer *p, const gs_computation *c, const char *sym) {
         r->name = fresh(p, "%%arg%d", p->next_arg++);
         gs_sb_printf(p->sb, "%s%s: ", i ? ", " : "", r->name);
         print_type(p->sb, pa->shape);
-        if (gs_instr_get_sharding(pa)) {
-            gs_sb_puts(p->sb, " {mhlo.sharding = ");
-            print_sharding_text(p->sb, gs_instr_get_sharding(pa));
-            gs_sb_putc(p->sb, '}');
-        }
-    }
-    gs_sb_puts(p->sb, ") -> (");
-    const gs_shape *rs = c->root->shape;
-    int n = gs_shape_is_tuple(rs) && rs->n_tuple != 1 ? rs->n_tuple : 1;
-    const gs_sharding *rsh = gs_instr_get_sharding(c->root);
-    for (int i = 0; i < n; i++) {
-        if (i) gs_sb_puts(p->sb, ", ");
-        print_type(p->sb, spread_type(rs, i));
         gs_sb tmp = {0};
-        bool has = n == 1 ? (rsh ? (print_sharding_text(&tmp, rsh), true) : false)
-                          : print_elem_sharding(&tmp, rsh, rs, i);
-        if (has) gs_sb_printf(p->sb, " {mhlo.sharding = %s}", gs_sb_str(&tmp));
+        if (print_value_sharding(p, &tmp, gs_instr_get_sharding(pa), pa->shape, -1))
+            gs_sb_printf(p->sb, " {%s}", gs_sb_str(&tmp));
         gs_sb_free(&tmp);
     }
-    gs_sb_puts(p->sb, ") {");
+    gs_sb_putc(p->sb, ')');
+    const gs_shape *rs = c->root->shape;
+    int n = gs_shape_is_tuple(rs) && rs->n_tuple != 1 ? rs->n_tuple : 1;
+    if (gs_shape_is_tuple(rs) && rs->n_tuple == 0) n = 0;
+    const gs_sharding *rsh = gs_instr_get_sharding(c->root);
+    gs_sb res = {0};
+    bool attrs = false;
+    for (int i = 0; i < n; i++) {
+        if (i) gs_sb_puts(&res, ", ");
+        print_type(&res, spread_type(rs, i));
+        gs_sb tmp = {0};
+        /* the reader fills the results a function leaves unsharded with {replicated} when
+         * another has one: with Shardy's shardings, they print unsharded again */
+        const gs_sharding *leaf = n == 1 ? NULL : elem_leaf(rsh, rs, i);
+        bool filler = p->sdy && leaf && leaf->kind == GS_SHARDING_REPLICATED && !leaf->named;
+        bool has = !filler && print_value_sharding(p, &tmp, rsh, rs, n == 1 ? -1 : i);
+        if (has) gs_sb_printf(&res, " {%s}", gs_sb_str(&tmp));
+        attrs |= has;
+        gs_sb_free(&tmp);
+    }
+    if (!p->o->sdy_opt || n > 1 || attrs)
+        gs_sb_printf(p->sb, " -> (%s)", gs_sb_str(&res));
+    else if (n == 1)
+        gs_sb_printf(p->sb, " -> %s", gs_sb_str(&res));
+    if (res.failed) p->failed = true;
+    gs_sb_free(&res);
+    gs_sb_puts(p->sb, " {");
+    p->arg_end = p->next_arg;
     p->indent++;
     bool ok = print_body(p, s, "return");
     p->indent--;
     newline(p);
     gs_sb_putc(p->sb, '}');
+    record_region(p);
     return ok;
+}
+
+/* Prints function c; in sdy_opt form after a dry run that learns its regions' numbering. */
+static bool print_func(printer *p, const gs_computation *c, const char *sym) {
+    if (p->o->sdy_opt) {
+        gs_sb *out = p->sb, scratch = {0};
+        int indent = p->indent;
+        p->sb = &scratch;
+        p->dry = true;
+        p->n_info = 0;
+        bool ok = print_func_once(p, c, sym);
+        p->dry = false;
+        p->sb = out;
+        p->indent = indent;
+        gs_sb_free(&scratch);
+        if (!ok) return false;
+    }
+    return print_func_once(p, c, sym);
 }
 
 /* A symbol for computation name: MLIR's bare-id characters, unique among names[0..n). */
@@ -1473,8 +2055,57 @@ static const char *func_symbol(printer *p, const char *name, const char **names,
     }
 }
 
+/* Does computation a come before b in the text (functions in the order written)? */
+static bool written_before(const gs_computation *a, const gs_computation *b) {
+    return a->span.line < b->span.line ||
+           (a->span.line == b->span.line && a->span.col < b->span.col);
+}
+
+/* `sdy.mesh @NAME = <[...]>` for each mesh the module declares. */
+static void print_meshes(printer *p) {
+    const gs_mesh_table *t = p->m->meshes;
+    for (int i = 0; t && i < t->n; i++) {
+        newline(p);
+        gs_sb_printf(p->sb, "sdy.mesh @%s = ", t->names[i]);
+        gs_mesh_print_sdy(p->sb, &t->meshes[i]);
+    }
+}
+
+/* The module op: `module @NAME attributes {...} {` as gspmd writes it; in sdy_opt form only
+ * what the input wrote (`module {` when it had none, as MLIR wraps bare functions). */
+static void print_module_header(printer *p) {
+    const gs_module *m = p->m;
+    if (!p->o->sdy_opt) {
+        const char *mod = func_symbol(p, m->name && m->name[0] ? m->name : "module", NULL, 0);
+        gs_sb_printf(p->sb,
+                     "module @%s attributes {mhlo.num_partitions = %" PRId64
+                     " : i32, mhlo.num_replicas = %" PRId64 " : i32} {",
+                     mod, m->num_partitions, m->replica_count);
+        return;
+    }
+    gs_sb_puts(p->sb, "module");
+    if (m->mlir_symbol) gs_sb_printf(p->sb, " @%s", m->mlir_symbol);
+    if (m->mlir_attrs) {
+        gs_sb_puts(p->sb, " attributes ");
+        for (const char *c = m->mlir_attrs; *c; c++) { /* on one line, as MLIR prints it */
+            if (*c == '\n' || *c == '\r') {
+                while (c[1] == ' ' || c[1] == '\n' || c[1] == '\r') c++;
+                if (c[1] != '}') gs_sb_putc(p->sb, ' ');
+                continue;
+            }
+            gs_sb_putc(p->sb, *c);
+        }
+    }
+    gs_sb_puts(p->sb, " {");
+}
+
 char *gs_module_to_mlir(const gs_module *m, gs_diags *d) {
-    printer p = {.d = d, .m = m};
+    gs_mlir_print_options o = {0};
+    return gs_module_to_mlir_ex(m, &o, d);
+}
+
+char *gs_module_to_mlir_ex(const gs_module *m, const gs_mlir_print_options *o, gs_diags *d) {
+    printer p = {.d = d, .m = m, .o = o, .sdy = m->meshes && m->meshes->n > 0};
     gs_sb sb = {0};
     p.sb = &sb;
     gs_arena_init(&p.a);
@@ -1493,6 +2124,8 @@ char *gs_module_to_mlir(const gs_module *m, gs_diags *d) {
             gs_computation *f = in->op == GS_OP_CALL     ? gs_instr_comp(in, GS_ATTR_TO_APPLY)
                                 : in->op == GS_OP_FUSION ? gs_instr_comp(in, GS_ATTR_CALLS)
                                                          : NULL;
+            manual_group g;
+            if (f && manual_group_of(&p, in, &g)) continue; /* its body prints inline */
             for (int j = 0; f && j < m->n_comps; j++)
                 if (m->comps[j] == f && !p.func_names[j] && f != m->entry)
                     p.func_names[j] = func_symbol(&p, f->name, p.func_names, m->n_comps);
@@ -1500,14 +2133,26 @@ char *gs_module_to_mlir(const gs_module *m, gs_diags *d) {
     }
     for (int i = 0; i < m->n_comps; i++)
         if (m->comps[i] == m->entry) p.func_names[i] = "main";
-    const char *mod = func_symbol(&p, m->name && m->name[0] ? m->name : "module", NULL, 0);
-    gs_sb_printf(&sb,
-                 "module @%s attributes {mhlo.num_partitions = %" PRId64
-                 " : i32, mhlo.num_replicas = %" PRId64 " : i32} {",
-                 mod, m->num_partitions, m->replica_count);
+    /* sdy_opt: every function of the input under its own name, in the order written */
+    int *order = GS_NEW_ARRAY(&p.a, int, m->n_comps ? m->n_comps : 1);
+    if (!order) p.failed = true;
+    for (int i = 0; order && i < m->n_comps; i++) {
+        const gs_computation *c = m->comps[i];
+        if (o->sdy_opt && c->symbol) p.func_names[i] = c->symbol;
+        int j = i;
+        while (o->sdy_opt && j > 0 && written_before(c, m->comps[order[j - 1]])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    print_module_header(&p);
     p.indent = 1;
-    for (int i = 0; i < m->n_comps && !p.failed; i++)
+    print_meshes(&p);
+    for (int k = 0; order && k < m->n_comps && !p.failed; k++) {
+        int i = order[k];
         if (p.func_names[i]) print_func(&p, m->comps[i], p.func_names[i]);
+    }
     gs_sb_puts(&sb, "\n}\n");
     gs_arena_free(&p.a);
     if (p.failed) {

@@ -309,7 +309,11 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
         if (!mlir_sharding_fits(r, sh[i], v, at)) return false;
     }
     const gs_sharding *own = gs_instr_get_sharding(root);
-    if (n == 1 && own && gs_sharding_equal(own, sh[0])) return true;
+    /* With Shardy's shardings (the module declares meshes) the op's own sharding and the
+     * function's result sharding stay two (a copy carries the result's), as Shardy has them;
+     * XLA's import of mhlo.sharding makes them one. */
+    bool sdy = r->mesh_names.n > 0;
+    if (n == 1 && own && gs_sharding_equal(own, sh[0]) && !sdy) return true;
     if (n == 1 && root->op != GS_OP_PARAMETER && !own)
         return gs_instr_set_sharding(r->m, root, sh[0]) == GS_OK || mlir_oom(r);
     r->b.span = root->span;
@@ -324,10 +328,24 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
     return true;
 }
 
+/* A function whose results carry no sharding while the op it returns has one: with Shardy's
+ * shardings, a copy without one is the root, so that the op keeps its own (Shardy's two). */
+static bool unsharded_result(reader *r, gs_computation *c, size_t at) {
+    gs_instr *root = c->root;
+    if (!r->mesh_names.n || !root || gs_shape_is_tuple(root->shape) ||
+        !gs_instr_get_sharding(root))
+        return true;
+    r->b.span = root->span;
+    gs_builder_init(&r->b, r->m, c, &r->names);
+    gs_instr *copy = gs_build(&r->b, GS_OP_COPY, root->shape, 1, &root);
+    return (copy && mlir_set_root(r, c, 1, &copy, at)) || mlir_oom(r);
+}
+
 /* func.func [public|private] @name(args) [-> results] [attributes {..}] { ops } */
 static bool parse_func(reader *r) {
     size_t start = r->pos;
-    if (!mlir_accept_word(r, "public") && !mlir_accept_word(r, "private"))
+    bool is_private = false;
+    if (!mlir_accept_word(r, "public") && !(is_private = mlir_accept_word(r, "private")))
         mlir_accept_word(r, "nested");
     const char *name;
     if (!mlir_parse_symbol(r, &name)) return false;
@@ -336,6 +354,8 @@ static bool parse_func(reader *r) {
     gs_computation *c = mlir_func_comp(r, name);
     if (!c || gs_strmap_put(&r->defined, name, (void *)1) != GS_OK) return mlir_oom(r);
     c->span = mlir_span_at(r, start);
+    c->symbol = name;
+    c->is_private = is_private;
     gs_builder_init(&r->b, r->m, c, &r->names);
     r->scope = r->values.n;
     if (!mlir_expect(r, '(', "opening the function's arguments")) return false;
@@ -390,7 +410,8 @@ static bool parse_func(reader *r) {
     bool ok = (!mlir_accept_word(r, "attributes") || skip_dict(r)) &&
               mlir_expect(r, '{', "opening the function's body") &&
               parse_ops(r, c, '}', "function") && pop_values(r, r->scope) &&
-              (!any_sh || set_result_shardings(r, c, n_res, res_vec.data, res_at));
+              (!any_sh || set_result_shardings(r, c, n_res, res_vec.data, res_at)) &&
+              (any_sh || unsharded_result(r, c, res_at));
     gs_vec_free(&res_vec);
     return ok;
 }
@@ -399,7 +420,11 @@ static bool parse_func(reader *r) {
  * module's num_partitions and replica_count (and header attributes, as HLO text has them). */
 static bool module_attrs(reader *r) {
     if (mlir_peek(r) != '{') return FAIL(r, "expected '{' after 'attributes'");
-    r->pos++;
+    size_t at = r->pos, end;
+    if (!mlir_skip_balanced(r)) return false;
+    end = r->pos;
+    r->pos = at + 1;
+    if (!(r->m->mlir_attrs = gs_arena_strndup(r->a, r->s + at, end - at))) return mlir_oom(r);
     gs_vec kvs;
     gs_vec_init(&kvs, sizeof(kv));
     bool ok = mlir_parse_kv_list(r, &kvs, '}');
@@ -444,6 +469,7 @@ static bool parse_module(reader *r) {
         if (mlir_peek(r) == '@') {
             const char *name;
             if (!mlir_parse_symbol(r, &name)) return false;
+            r->m->mlir_symbol = name;
             /* an HLO module name: what MLIR allows beyond [A-Za-z0-9_.-] becomes '_' */
             char *hlo = gs_arena_strdup(r->a, name);
             if (!hlo) return mlir_oom(r);
@@ -454,6 +480,7 @@ static bool parse_module(reader *r) {
         if (mlir_accept_word(r, "attributes") && !module_attrs(r)) return false;
         if (!mlir_expect(r, '{', "opening the module")) return false;
         braced = true;
+        r->m->mlir_module_op = true;
     }
     for (;;) {
         if (mlir_peek(r) == '#') {
@@ -478,19 +505,35 @@ static bool parse_module(reader *r) {
     return true;
 }
 
-/* Every called function has a body; the entry (@main, else the only function) goes last. */
+/* The module's meshes, kept in it (in its arena) for printing. */
+static bool keep_meshes(reader *r) {
+    int n = (int)r->mesh_names.n;
+    if (!n) return true;
+    gs_mesh_table *t = GS_NEW(r->a, gs_mesh_table);
+    const char **names = gs_arena_memdup(r->a, r->mesh_names.data, sizeof(char *) * (size_t)n);
+    gs_mesh *meshes = gs_arena_memdup(r->a, r->meshes.data, sizeof(gs_mesh) * (size_t)n);
+    if (!t || !names || !meshes) return mlir_oom(r);
+    *t = (gs_mesh_table){n, names, meshes};
+    r->m->meshes = t;
+    return true;
+}
+
+/* Every called function has a body; the entry (@main, else the last public function defined)
+ * goes last. */
 static bool finish(reader *r) {
+    if (!keep_meshes(r)) return false;
     gs_computation *entry = gs_strmap_get(&r->funcs, "main");
     for (int i = 0; i < r->m->n_comps; i++) {
         gs_computation *c = r->m->comps[i];
         if (!c->root && c->n_instrs == 0)
             return mlir_fail_at(r, 0, "function '%s' is called but never defined", c->name);
     }
-    if (!entry) {
-        if (r->funcs_list.n != 1)
-            return mlir_fail_at(r, 0, "no @main function (and not exactly one function)");
-        entry = GS_VEC_AT(&r->funcs_list, gs_computation *, 0);
+    for (size_t i = r->funcs_list.n; !entry && i-- > 0;) {
+        gs_computation *c = GS_VEC_AT(&r->funcs_list, gs_computation *, i);
+        if (!c->is_private) entry = c;
     }
+    if (!entry && r->funcs_list.n) entry = GS_VEC_AT(&r->funcs_list, gs_computation *, 0);
+    if (!entry) return mlir_fail_at(r, 0, "the module has no function");
     entry->is_entry = true;
     r->m->entry = entry;
     int k = 0;

@@ -12,7 +12,9 @@
  *     writes it: per operand `Sharding` then `SPMDFullToShardShape` (manual on the manual
  *     axes, the rest still tiled), a call of the region, per result `Sharding` then
  *     `SPMDShardToFullShape`;
- *   - `sdy.constant`: a constant; `sdy.sharding_group`: read and dropped (propagation hint).
+ *   - `sdy.constant`: a constant; `sdy.sharding_group`: read and dropped (propagation hint);
+ *   - `sdy.data_flow_edge`, `sdy.reshard`, `sdy.func_data_flow_edge`,
+ *     `sdy.propagation_barrier`: custom-calls of their own name (printed back as written).
  * A sharding that does not fit its value (rank, tuple size, undefined mesh or axis) is one
  * located error.
  */
@@ -155,7 +157,6 @@ bool mlir_sharding_from_kvs(reader *r, const gs_vec *kvs, const gs_shape *shape,
     return true;
 }
 
-/* An op's own sharding attribute (kvs), set on its instruction. */
 /* `sdy.sharding_rule = #sdy.op_sharding_rule<...>` on an op: checked against it, kept in its
  * frontend attributes as XLA keeps it in HLO (`xla.sdy.sharding_rule="..."`), where the rule
  * builder (gs_op_rule_build) finds it. */
@@ -245,7 +246,7 @@ static bool local_sharding(reader *r, const gs_sharding *global, const int *manu
     }
     nm->dims = dims;
     if (gs_sharding_from_named(r->a, nm, out) != GS_OK) return mlir_oom(r);
-    (*out)->named = nm;
+    (*out)->named = nm; /* its manual axes: for Shardy's propagation, and printing back */
     return true;
 }
 
@@ -414,6 +415,49 @@ static bool manual_computation(reader *r, size_t op_pos, gs_instr **result, int 
     return *result ? true : mlir_oom(r);
 }
 
+/* Shardy's one-operand markers, kept as custom-calls of their own name (printer.c prints them
+ * back): `sdy.data_flow_edge %x [sharding=<...>] : T`, `sdy.reshard %x <...> : T`,
+ * `sdy.func_data_flow_edge %x [{sdy.sharding = ...}] : T`,
+ * `sdy.propagation_barrier %x allowed_direction=D : T` (D in backend_config). */
+static bool sdy_marker(reader *r, const char *opname, size_t op_pos, gs_instr **result) {
+    gs_instr *x;
+    gs_sharding *s = NULL;
+    const char *dir = NULL;
+    gs_shape *t;
+    if (!mlir_lookup_value(r, &x)) return false;
+    size_t at = (mlir_skip_ws(r), r->pos);
+    if (strcmp(opname, "sdy.reshard") == 0) {
+        if (!parse_sdy(r, &s)) return false;
+    } else if (strcmp(opname, "sdy.data_flow_edge") == 0 && mlir_accept_word(r, "sharding")) {
+        if (!mlir_expect(r, '=', "after sharding") || !parse_sdy(r, &s)) return false;
+    } else if (strcmp(opname, "sdy.propagation_barrier") == 0) {
+        if (!mlir_accept_word(r, "allowed_direction") ||
+            !mlir_expect(r, '=', "after allowed_direction") ||
+            !mlir_parse_ident(r, &dir, "a direction"))
+            return r->failed ? false
+                             : FAIL(r, "expected allowed_direction=D, found %s", mlir_found(r));
+    }
+    if (mlir_peek(r) == '{') { /* an attribute dictionary: `{sdy.sharding = ...}` */
+        r->pos++;
+        gs_vec kvs;
+        gs_vec_init(&kvs, sizeof(kv));
+        bool ok = mlir_parse_kv_list(r, &kvs, '}') &&
+                  mlir_sharding_from_kvs(r, &kvs, x->shape, s ? &(gs_sharding *){0} : &s);
+        gs_vec_free(&kvs);
+        if (!ok) return false;
+    }
+    if (!mlir_expect(r, ':', "before the op's type") || !mlir_parse_type(r, &t)) return false;
+    if (s && !check_fits(r, s, x->shape, at)) return false;
+    r->b.span = mlir_span_at(r, op_pos);
+    *result = mlir_custom_call(r, opname, x->shape, 1, &x, s);
+    if (*result && dir) {
+        gs_attr bc = {.key = GS_ATTR_BACKEND_CONFIG, .name = "backend_config"};
+        bc.u.s = gs_arena_strdup(r->a, dir);
+        if (!bc.u.s || gs_instr_set_attr(r->m, *result, &bc) != GS_OK) return mlir_oom(r);
+    }
+    return *result ? true : mlir_oom(r);
+}
+
 bool mlir_parse_sdy_op(reader *r, const char *opname, size_t op_pos, gs_instr **result,
                        int *n_results) {
     *result = NULL;
@@ -446,5 +490,9 @@ bool mlir_parse_sdy_op(reader *r, const char *opname, size_t op_pos, gs_instr **
     }
     if (strcmp(opname, "sdy.manual_computation") == 0)
         return manual_computation(r, op_pos, result, n_results);
+    if (strcmp(opname, "sdy.data_flow_edge") == 0 || strcmp(opname, "sdy.reshard") == 0 ||
+        strcmp(opname, "sdy.func_data_flow_edge") == 0 ||
+        strcmp(opname, "sdy.propagation_barrier") == 0)
+        return sdy_marker(r, opname, op_pos, result);
     return mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
 }

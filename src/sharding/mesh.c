@@ -157,16 +157,22 @@ static void print_name(gs_sb *sb, const char *name, bool bare_ok) {
     else gs_sb_printf(sb, "\"%s\"", name);
 }
 
-static void print_ref(gs_sb *sb, const gs_mesh *m, const gs_axis_ref *r) {
-    print_name(sb, m->names[r->axis], false);
+/* One axis ref: quoted as XLA's named text reads it back, or (sdy) always double-quoted as
+ * Shardy writes it (the names hold no '"': neither parser reads one). */
+static void print_ref(gs_sb *sb, const gs_mesh *m, const gs_axis_ref *r, bool sdy) {
+    if (sdy)
+        gs_sb_printf(sb, "\"%s\"", m->names[r->axis]);
+    else
+        print_name(sb, m->names[r->axis], false);
     if (r->pre_size) gs_sb_printf(sb, ":(%lld)%lld", (long long)r->pre_size, (long long)r->size);
 }
 
-static void print_refs(gs_sb *sb, const gs_mesh *m, const gs_axis_list *l) {
+/* `{'x', 'y':(1)2, ?}` (sdy: `{"x", "y":(1)2, ?}`) */
+static void print_refs(gs_sb *sb, const gs_mesh *m, const gs_axis_list *l, bool sdy) {
     gs_sb_putc(sb, '{');
     for (int i = 0; i < l->n; i++) {
         if (i) gs_sb_puts(sb, ", ");
-        print_ref(sb, m, &l->v[i]);
+        print_ref(sb, m, &l->v[i], sdy);
     }
     if (l->open) gs_sb_puts(sb, l->n ? ", ?" : "?");
     gs_sb_putc(sb, '}');
@@ -219,22 +225,22 @@ void gs_named_print(gs_sb *sb, const gs_named *n, const char *metadata) {
             gs_sb_puts(sb, " [");
             for (int i = 0; i < n->n_dims; i++) {
                 if (i) gs_sb_puts(sb, ", ");
-                print_refs(sb, m, &n->dims[i]);
+                print_refs(sb, m, &n->dims[i], false);
             }
             gs_sb_putc(sb, ']');
             break;
         }
         if (n->replicated.n) {
             gs_sb_puts(sb, ", replicated=");
-            print_refs(sb, m, &n->replicated);
+            print_refs(sb, m, &n->replicated, false);
         }
         if (n->unreduced.n) {
             gs_sb_printf(sb, ", unreduced=%s", n->reduction ? n->reduction : "");
-            print_refs(sb, m, &n->unreduced);
+            print_refs(sb, m, &n->unreduced, false);
         }
         if (n->manual.n) {
             gs_sb_puts(sb, ", manual=");
-            print_refs(sb, m, &n->manual);
+            print_refs(sb, m, &n->manual, false);
         }
     }
     if (metadata) gs_sb_printf(sb, ", metadata={%s}", metadata);
@@ -251,4 +257,142 @@ void gs_mesh_print(gs_sb *sb, const gs_mesh *m) {
         gs_sb_putc(sb, ':');
         print_order(sb, &m->devices, true);
     }
+}
+
+/* ------------------------------------------------------------------ Shardy's spelling */
+
+void gs_mesh_print_sdy(gs_sb *sb, const gs_mesh *m) {
+    gs_sb_puts(sb, "<[");
+    for (int i = 0; i < m->n_axes; i++)
+        gs_sb_printf(sb, "%s\"%s\"=%lld", i ? ", " : "", m->names[i], (long long)m->sizes[i]);
+    gs_sb_putc(sb, ']');
+    if (m->device_order) {
+        gs_sb_puts(sb, ", device_ids=[");
+        for (int64_t i = 0; i < m->devices.n; i++)
+            gs_sb_printf(sb, "%s%lld", i ? ", " : "", (long long)gs_tile_device_at(&m->devices, i));
+        gs_sb_putc(sb, ']');
+    }
+    gs_sb_putc(sb, '>');
+}
+
+bool gs_named_is_sdy(const gs_named *n) {
+    if (n->manual.n) return false;
+    if (n->form == GS_NAMED_MAXIMAL) return n->mesh_name != NULL && n->n_dims == 0;
+    return n->form == GS_NAMED_DIMS;
+}
+
+void gs_named_print_sdy(gs_sb *sb, const gs_named *n) {
+    const gs_mesh *m = &n->mesh;
+    gs_sb_putc(sb, '<');
+    if (n->mesh_name) {
+        gs_sb_printf(sb, "@%s", n->mesh_name);
+    } else {
+        gs_sb_puts(sb, "mesh");
+        gs_mesh_print_sdy(sb, m);
+    }
+    gs_sb_puts(sb, ", [");
+    for (int i = 0; i < n->n_dims; i++) {
+        if (i) gs_sb_puts(sb, ", ");
+        print_refs(sb, m, &n->dims[i], true);
+        if (n->priorities && n->priorities[i] >= 0)
+            gs_sb_printf(sb, "p%lld", (long long)n->priorities[i]);
+    }
+    gs_sb_putc(sb, ']');
+    if (n->replicated.n) {
+        gs_sb_puts(sb, ", replicated=");
+        print_refs(sb, m, &n->replicated, true);
+    }
+    if (n->unreduced.n) {
+        gs_sb_puts(sb, ", unreduced=");
+        print_refs(sb, m, &n->unreduced, true);
+    }
+    gs_sb_putc(sb, '>');
+}
+
+/* The search of gs_sharding_to_named: dims[0..rank) get ordered lists of whole mesh axes. */
+typedef struct to_named {
+    gs_arena *a;                 /* the result's arena */
+    gs_arena scratch;            /* the candidates' tiled shardings, freed after the search */
+    const gs_sharding *want;     /* the sharding to spell */
+    gs_named *nm;                /* the candidate, its dims pointing at lists[] */
+    gs_axis_list *lists;         /* rank lists */
+    gs_axis_ref *refs;           /* rank x n_axes refs */
+    bool used[GS_MAX_TILE_RANK]; /* mesh axes taken */
+    int budget;                  /* candidates left to try */
+} to_named;
+
+/* Fills dims d.. with axes whose sizes multiply to their tile counts; true when the complete
+ * candidate denotes the wanted sharding (or on allocation failure, with t->a failed). */
+static bool search_named(to_named *t, int d, int64_t left) {
+    const gs_mesh *m = &t->nm->mesh;
+    int rank = t->nm->n_dims;
+    if (d == rank) {
+        if (t->budget-- <= 0) return false;
+        gs_sharding *s;
+        if (gs_sharding_from_named(&t->scratch, t->nm, &s) != GS_OK) return true;
+        return gs_sharding_equal(s, t->want);
+    }
+    if (left == 1) {
+        int64_t next = d + 1 < rank ? gs_sharding_tiles_in_dim(t->want, d + 1) : 1;
+        return search_named(t, d + 1, next);
+    }
+    for (int ax = 0; ax < m->n_axes; ax++) {
+        if (t->used[ax] || m->sizes[ax] <= 1 || left % m->sizes[ax] != 0) continue;
+        gs_axis_list *l = &t->lists[d];
+        t->refs[d * m->n_axes + l->n] = (gs_axis_ref){ax, 0, m->sizes[ax]};
+        l->n++;
+        t->used[ax] = true;
+        if (search_named(t, d, left / m->sizes[ax])) return true;
+        t->used[ax] = false;
+        l->n--;
+        if (t->budget <= 0) return false;
+    }
+    return false;
+}
+
+gs_status gs_sharding_to_named(gs_arena *a, const gs_sharding *s, int rank, const gs_mesh *mesh,
+                               const char *mesh_name, const gs_named **out) {
+    *out = NULL;
+    const gs_named *own = s->named;
+    if (own && gs_named_is_sdy(own)) {
+        bool same_mesh = own->mesh_name && mesh_name && strcmp(own->mesh_name, mesh_name) == 0;
+        gs_sharding *back;
+        if (gs_sharding_from_named(a, own, &back) != GS_OK) return GS_ERR;
+        if ((same_mesh || !mesh) && gs_sharding_equal(back, s) &&
+            (own->form != GS_NAMED_DIMS || own->n_dims == rank)) {
+            *out = own;
+            return GS_OK;
+        }
+    }
+    if (!mesh || mesh->n_axes > 8 || rank > GS_MAX_RANK) return GS_OK;
+    if (s->kind != GS_SHARDING_REPLICATED && s->kind != GS_SHARDING_TILED) return GS_OK;
+    if (s->kind == GS_SHARDING_TILED) {
+        if (s->data_rank != rank || s->tiles.n != mesh->n_devices) return GS_OK;
+        for (int k = 0; k < s->n_subgroups; k++)
+            if (s->subgroups[k] != GS_SUBGROUP_REPLICATED) return GS_OK;
+    }
+    gs_named *nm = GS_NEW(a, gs_named);
+    gs_axis_list *lists = GS_NEW_ARRAY(a, gs_axis_list, rank ? rank : 1);
+    gs_axis_ref *refs =
+        GS_NEW_ARRAY(a, gs_axis_ref, (size_t)(rank ? rank : 1) * (size_t)(mesh->n_axes + 1));
+    if (!nm || !lists || !refs) return GS_ERR;
+    memset(nm, 0, sizeof *nm);
+    nm->form = GS_NAMED_DIMS;
+    nm->mesh = *mesh;
+    nm->mesh_name = mesh_name;
+    nm->n_dims = rank;
+    for (int d = 0; d < rank; d++) lists[d] = (gs_axis_list){0, refs + d * mesh->n_axes, false};
+    nm->dims = lists;
+    if (s->kind == GS_SHARDING_REPLICATED) {
+        *out = nm;
+        return GS_OK;
+    }
+    to_named t = {.a = a, .want = s, .nm = nm, .lists = lists, .refs = refs, .budget = 1024};
+    gs_arena_init(&t.scratch);
+    bool found = rank > 0 && search_named(&t, 0, gs_sharding_tiles_in_dim(s, 0));
+    bool failed = t.scratch.failed;
+    gs_arena_free(&t.scratch);
+    if (failed || a->failed) return GS_ERR;
+    if (found) *out = nm;
+    return GS_OK;
 }

@@ -802,8 +802,11 @@ const gs_mesh *gs_mesh_table_find(const gs_mesh_table *t, const char *name, size
     return NULL;
 }
 
-/* `@NAME` (looked up in meshes) or an inline `mesh<...>`, into *m. */
-static bool parse_sdy_mesh_ref(cursor *c, const gs_mesh_table *meshes, gs_mesh *m) {
+/* `@NAME` (looked up in meshes; *name is the table's copy of NAME) or an inline `mesh<...>`
+ * (*name NULL), into *m. */
+static bool parse_sdy_mesh_ref(cursor *c, const gs_mesh_table *meshes, gs_mesh *m,
+                               const char **name) {
+    *name = NULL;
     size_t at = c->i;
     if (!accept(c, '@')) {
         if (!accept_word(c, "mesh")) return fail_at(c, at, "expected @MESH or mesh<...>");
@@ -815,6 +818,7 @@ static bool parse_sdy_mesh_ref(cursor *c, const gs_mesh_table *meshes, gs_mesh *
     const gs_mesh *found_mesh = gs_mesh_table_find(meshes, nm, len);
     if (!found_mesh) return fail_at(c, at, "mesh @%.*s is not defined", (int)len, nm);
     *m = *found_mesh;
+    *name = meshes->names[found_mesh - meshes->meshes];
     return true;
 }
 
@@ -830,7 +834,7 @@ gs_status gs_sharding_parse_sdy(gs_arena *a, const gs_mesh_table *meshes, const 
     }
     named_ctx nc = {&nm->mesh, {0}, true};
     gs_vec_init(&nc.uses, sizeof(ref_use));
-    bool ok = expect(&c, '<', "to open the sharding") && parse_sdy_mesh_ref(&c, meshes, &nm->mesh) &&
+    bool ok = expect(&c, '<', "to open the sharding") && parse_sdy_mesh_ref(&c, meshes, &nm->mesh, &nm->mesh_name) &&
               expect(&c, ',', "after the mesh") && parse_named_form(&c, &nc, nm) &&
               parse_named_attrs(&c, &nc, nm, NULL) && named_fits(&c, 0, &nc, nm);
     gs_vec_free(&nc.uses);

@@ -1139,10 +1139,7 @@ gs_status gs_op_rule_build_opts(gs_arena *a, const gs_instr *in, const gs_op_rul
         gs_diags d = {0};
         gs_status st = gs_op_rule_parse(a, w, wlen, in, out, NULL, &d, gs_span_none());
         gs_diags_free(&d);
-        if (st == GS_OK) {
-            (*out)->custom = true;
-            return GS_OK;
-        }
+        if (st == GS_OK) return GS_OK;
     }
     builder b = {.a = a, .in = in, .conservative = opts && opts->conservative};
     gs_vec_init(&b.factors, sizeof(gs_factor));

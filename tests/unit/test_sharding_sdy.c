@@ -3,7 +3,9 @@
  * `#sdy.sharding<@mesh, [{"x", ?}, {}]>`) read into gspmd's shardings: the tiled form each
  * converts to (hand-derived: a dim's axes, major first, become its tile dim; the devices are the
  * mesh's, reshaped by the axes and sub-axes and transposed into dim order; the axes no dim uses
- * replicate), the named form kept (open dims, priorities), and located errors.
+ * replicate), the named form kept (open dims, priorities) and printed back in Shardy's text,
+ * HLO shardings converted to a mesh's axes where exact (gs_sharding_to_named), and located
+ * errors.
  */
 #include "gspmd/sharding.h"
 
@@ -156,12 +158,75 @@ static void test_errors(void **state) {
     gs_diags_free(&d);
 }
 
+/* Shardy's text of `named` (gs_named_print_sdy). */
+static const char *sdy_text(fixture *f, const gs_named *named) {
+    gs_sb sb = {0};
+    gs_named_print_sdy(&sb, named);
+    char *t = gs_arena_strdup(&f->a, gs_sb_str(&sb));
+    gs_sb_free(&sb);
+    return t;
+}
+
+/* Shardy's text read back prints as written; an HLO sharding converts to the axes of a mesh
+ * that denote exactly its devices (hand-derived), or to nothing. */
+static void test_print_and_convert(void **state) {
+    fixture *f = *state;
+    static const char *const KEPT[] = {
+        "<@mesh, [{\"x\", ?}, {\"y\"}p1]>",
+        "<@mesh, [{\"y\":(1)2}, {?}p0], replicated={\"x\"}>",
+        "<@mesh, [{}, {\"x\"}], unreduced={\"y\"}>",
+        "<mesh<[\"z\"=8]>, [{\"z\"}]>",
+        "<@rev, [{\"x\"}, {}]>",
+    };
+    for (size_t i = 0; i < sizeof KEPT / sizeof KEPT[0]; i++) {
+        const gs_sharding *s;
+        v2(f, KEPT[i], &s);
+        assert_true(gs_named_is_sdy(s->named));
+        assert_string_equal(sdy_text(f, s->named), KEPT[i]);
+    }
+    gs_sb sb = {0};
+    gs_mesh_print_sdy(&sb, &f->meshes[1]);
+    assert_string_equal(gs_sb_str(&sb), "<[\"x\"=4], device_ids=[3, 2, 1, 0]>");
+    gs_sb_free(&sb);
+    static const struct {
+        const char *hlo; /* XLA sharding text on a rank-2 tensor */
+        const char *sdy; /* its form on @mesh (x=2, y=4), or NULL */
+    } CONV[] = {
+        {"{replicated}", "<@mesh, [{}, {}]>"},
+        {"{devices=[2,4]<=[8]}", "<@mesh, [{\"x\"}, {\"y\"}]>"},
+        {"{devices=[4,2]<=[2,4]T(1,0)}", "<@mesh, [{\"y\"}, {\"x\"}]>"},
+        {"{devices=[8,1]<=[8]}", "<@mesh, [{\"x\", \"y\"}, {}]>"},
+        {"{devices=[8,1]<=[2,4]T(1,0)}", "<@mesh, [{\"y\", \"x\"}, {}]>"},
+        {"{devices=[1,2,4]<=[8] last_tile_dim_replicate}", "<@mesh, [{}, {\"x\"}]>"},
+        {"{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}", NULL},
+        {"{devices=[2,4]0,1,2,3,4,5,7,6}", NULL},
+        {"{maximal device=1}", NULL},
+        {"{manual}", NULL},
+    };
+    for (size_t i = 0; i < sizeof CONV / sizeof CONV[0]; i++) {
+        gs_sharding *s;
+        gs_diags d = {0};
+        assert_int_equal(
+            gs_sharding_parse(&f->a, CONV[i].hlo, strlen(CONV[i].hlo), &s, &d, gs_span_none()),
+            GS_OK);
+        const gs_named *nm = NULL;
+        assert_int_equal(gs_sharding_to_named(&f->a, s, 2, &f->meshes[0], "mesh", &nm), GS_OK);
+        if (!CONV[i].sdy) {
+            if (nm) fail_msg("%s: expected no Shardy form, got %s", CONV[i].hlo, sdy_text(f, nm));
+            continue;
+        }
+        if (!nm) fail_msg("%s: expected %s, got none", CONV[i].hlo, CONV[i].sdy);
+        assert_string_equal(sdy_text(f, nm), CONV[i].sdy);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meshes),
         cmocka_unit_test(test_conversion),
         cmocka_unit_test(test_named_kept),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_print_and_convert),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
