@@ -37,18 +37,22 @@ void gs_vec_free(gs_vec *v);
 /* ------------------------------------------------------------------ string map */
 
 /* Open-addressing hash map from string keys (not copied: they must outlive the map) to
- * pointers. malloc-backed. Zero-initialise; gs_strmap_free releases. */
+ * pointers. malloc-backed (keys, vals and hashes are one block). Zero-initialise;
+ * gs_strmap_free releases. */
 typedef struct gs_strmap {
-    const char **keys;
-    void **vals;
-    size_t cap; /* power of two, or 0 */
-    size_t n;
+    const char **keys; /* cap slots, NULL when empty */
+    void **vals;       /* the value of each slot */
+    uint64_t *hashes;  /* the hash of each slot's key (compared before the key is) */
+    size_t cap;        /* power of two, or 0 */
+    size_t n;          /* keys held */
 } gs_strmap;
 
 /* Inserts or replaces. GS_ERR only on allocation failure. */
 gs_status gs_strmap_put(gs_strmap *m, const char *key, void *val);
 /* The value, or NULL when absent. */
 void *gs_strmap_get(const gs_strmap *m, const char *key);
+/* The same for the key s[0..n) (s need not be NUL-terminated). */
+void *gs_strmap_getn(const gs_strmap *m, const char *s, size_t n);
 void gs_strmap_free(gs_strmap *m);
 
 #endif /* GSPMD_BASE_INTERNAL_H */
