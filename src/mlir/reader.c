@@ -49,9 +49,9 @@ bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results)
     return true;
 }
 
-/* The entry of the value named name in the current region, or NULL. */
-static value_ent *find_value(reader *r, const char *name) {
-    size_t at = (size_t)(uintptr_t)gs_strmap_get(&r->value_index, name);
+/* The entry of the value named name[0..n) in the current region, or NULL. */
+static value_ent *find_value(reader *r, const char *name, size_t n) {
+    size_t at = (size_t)(uintptr_t)gs_strmap_getn(&r->value_index, name, n);
     if (!at || at - 1 < r->scope) return NULL;
     return &GS_VEC_AT(&r->values, value_ent, at - 1);
 }
@@ -69,16 +69,17 @@ static bool pop_values(reader *r, size_t to) {
 
 /* The instruction a use `%name[#i]` names, in the current region. */
 bool mlir_lookup_value(reader *r, gs_instr **out) {
-    size_t at = (mlir_skip_ws(r), r->pos);
-    const char *name;
+    size_t at = (mlir_skip_ws(r), r->pos), name_at, n;
     int index;
-    if (!mlir_parse_value_name(r, &name, &index, true)) return false;
-    value_ent *e = find_value(r, name);
+    if (!mlir_scan_value_name(r, &name_at, &n, &index, true)) return false;
+    const char *name = r->s + name_at;
+    int len = (int)n;
+    value_ent *e = find_value(r, name, n);
     if (e) {
         if (index < 0) {
             if (e->n_results != 1)
-                return mlir_fail_at(r, at, "value '%%%s' has %d results: name one as %%%s#i", name,
-                                    e->n_results, name);
+                return mlir_fail_at(r, at, "value '%%%.*s' has %d results: name one as %%%.*s#i",
+                                    len, name, e->n_results, len, name);
             *out = e->in;
             return true;
         }
@@ -87,12 +88,12 @@ bool mlir_lookup_value(reader *r, gs_instr **out) {
             return true;
         }
         if (index >= e->n_results || !gs_shape_is_tuple(e->in->shape))
-            return mlir_fail_at(r, at, "value '%%%s' has no result %d", name, index);
+            return mlir_fail_at(r, at, "value '%%%.*s' has no result %d", len, name, index);
         r->b.span = mlir_span_at(r, at);
         *out = gs_build_gte(&r->b, e->in, index);
         return *out ? true : mlir_oom(r);
     }
-    return mlir_fail_at(r, at, "use of undefined value '%%%s'", name);
+    return mlir_fail_at(r, at, "use of undefined value '%%%.*s'", len, name);
 }
 
 static bool parse_ops(reader *r, gs_computation *c, char close, const char *what);
@@ -183,7 +184,7 @@ static bool region_captures(reader *r, value_ent *vals, int *n, int max) {
         name[k] = 0;
         i += k;
         if (!k) continue;
-        value_ent *e = find_value(r, name);
+        value_ent *e = find_value(r, name, k);
         if (e) {
             bool seen = false;
             for (int q = 0; q < *n; q++) seen |= vals[q].in == e->in;
