@@ -51,55 +51,49 @@ static bool key_equals(const char *key, const char *s, size_t n) {
 
 static gs_status strmap_grow(gs_strmap *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    size_t slot = sizeof(const char *) + sizeof(void *) + sizeof(uint64_t);
-    unsigned char *block = calloc(cap, slot);
-    if (!block) return GS_ERR;
-    const char **keys = (const char **)block;
-    void **vals = (void **)(block + cap * sizeof *keys);
-    uint64_t *hashes = (uint64_t *)(block + cap * (sizeof *keys + sizeof *vals));
+    gs_strmap_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots) return GS_ERR;
     for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i]) continue;
-        size_t j = m->hashes[i] & (cap - 1);
-        while (keys[j]) j = (j + 1) & (cap - 1);
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
-        hashes[j] = m->hashes[i];
+        if (!m->slots[i].key) continue;
+        size_t j = m->slots[i].hash & (cap - 1);
+        while (slots[j].key) j = (j + 1) & (cap - 1);
+        slots[j] = m->slots[i];
     }
-    free(m->keys);
-    m->keys = keys;
-    m->vals = vals;
-    m->hashes = hashes;
+    free(m->slots);
+    m->slots = slots;
     m->cap = cap;
     return GS_OK;
 }
 
-gs_status gs_strmap_put(gs_strmap *m, const char *key, void *val) {
+gs_status gs_strmap_swap(gs_strmap *m, const char *key, void **val) {
     if ((m->n + 1) * 2 > m->cap && strmap_grow(m) != GS_OK) return GS_ERR;
     size_t n = strlen(key);
     uint64_t h = key_hash(key, n);
     size_t j = h & (m->cap - 1);
-    while (m->keys[j]) {
-        if (m->hashes[j] == h && key_equals(m->keys[j], key, n)) {
-            m->vals[j] = val;
+    for (; m->slots[j].key; j = (j + 1) & (m->cap - 1)) {
+        gs_strmap_slot *e = &m->slots[j];
+        if (e->hash == h && key_equals(e->key, key, n)) {
+            void *old = e->val;
+            e->val = *val;
+            *val = old;
             return GS_OK;
         }
-        j = (j + 1) & (m->cap - 1);
     }
-    m->keys[j] = key;
-    m->vals[j] = val;
-    m->hashes[j] = h;
+    m->slots[j] = (gs_strmap_slot){key, *val, h};
     m->n++;
+    *val = NULL;
     return GS_OK;
+}
+
+gs_status gs_strmap_put(gs_strmap *m, const char *key, void *val) {
+    return gs_strmap_swap(m, key, &val);
 }
 
 void *gs_strmap_getn(const gs_strmap *m, const char *s, size_t n) {
     if (!m->cap) return NULL;
     uint64_t h = key_hash(s, n);
-    size_t j = h & (m->cap - 1);
-    while (m->keys[j]) {
-        if (m->hashes[j] == h && key_equals(m->keys[j], s, n)) return m->vals[j];
-        j = (j + 1) & (m->cap - 1);
-    }
+    for (size_t j = h & (m->cap - 1); m->slots[j].key; j = (j + 1) & (m->cap - 1))
+        if (m->slots[j].hash == h && key_equals(m->slots[j].key, s, n)) return m->slots[j].val;
     return NULL;
 }
 
@@ -108,6 +102,6 @@ void *gs_strmap_get(const gs_strmap *m, const char *key) {
 }
 
 void gs_strmap_free(gs_strmap *m) {
-    free(m->keys); /* the block */
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }

@@ -44,6 +44,7 @@ typedef struct reader {
     size_t pos;      /* cursor */
     size_t *line_starts; /* offsets where each line starts (arena; built on first use) */
     size_t n_lines;
+    size_t line_hint;  /* the line of the last span found (mlir_span_at) */
     gs_module *m;      /* module being built */
     gs_arena *a;       /* its arena */
     gs_diags *d;       /* diagnostics */

@@ -41,7 +41,14 @@ gs_span mlir_span_at(reader *r, size_t off) {
         for (const char *p = r->s; (p = memchr(p, '\n', (size_t)(end - p))); p++)
             r->line_starts[r->n_lines++] = (size_t)(p - r->s) + 1;
     }
-    size_t lo = 0, hi = r->n_lines; /* the last line start <= off is in [lo, hi) */
+    /* the last line start <= off is in [lo, hi); spans are mostly asked for in text order, so
+     * the line of the last one, or one of the few after it, is tried first */
+    size_t lo = 0, hi = r->n_lines, h = r->line_hint;
+    if (h < r->n_lines && r->line_starts[h] <= off) {
+        lo = h;
+        while (lo + 1 < hi && lo < h + 8 && r->line_starts[lo + 1] <= off) lo++;
+        if (lo + 1 < hi && r->line_starts[lo + 1] > off) hi = lo + 1;
+    }
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (r->line_starts[mid] <= off)
@@ -49,6 +56,7 @@ gs_span mlir_span_at(reader *r, size_t off) {
         else
             hi = mid;
     }
+    r->line_hint = lo;
     gs_span sp = {r->src, (uint32_t)(lo + 1), (uint32_t)(off - r->line_starts[lo] + 1)};
     return sp;
 }

@@ -42,10 +42,11 @@
 /* Values are found by name through r->value_index (name → 1 + index of its latest entry); each
  * entry keeps the one it hides, restored when its region ends. */
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results) {
-    value_ent e = {name, in, n_results, (size_t)(uintptr_t)gs_strmap_get(&r->value_index, name)};
-    if (gs_vec_push(&r->values, &e) != GS_OK ||
-        gs_strmap_put(&r->value_index, name, (void *)(uintptr_t)r->values.n) != GS_OK)
-        return mlir_oom(r);
+    value_ent e = {name, in, n_results, 0};
+    if (gs_vec_push(&r->values, &e) != GS_OK) return mlir_oom(r);
+    void *hides = (void *)(uintptr_t)r->values.n; /* in: its position; out: the one it hides */
+    if (gs_strmap_swap(&r->value_index, name, &hides) != GS_OK) return mlir_oom(r);
+    GS_VEC_AT(&r->values, value_ent, r->values.n - 1).hides = (size_t)(uintptr_t)hides;
     return true;
 }
 
