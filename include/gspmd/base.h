@@ -50,6 +50,10 @@ void gs_arena_init(gs_arena *a);
 void gs_arena_free(gs_arena *a);
 /* size bytes, 16-byte aligned, zeroed. NULL (and a->failed set) on failure. */
 void *gs_arena_alloc(gs_arena *a, size_t size);
+/* A hint that about size more bytes will be allocated: they come from one chunk (at most the
+ * largest the arena makes) instead of several growing ones. Neither fails nor counts as an
+ * allocation (fault injection); without it the arena grows as usual. */
+void gs_arena_reserve(gs_arena *a, size_t size);
 /* Copy of n bytes / of a string (NUL-terminated copy of s[0..n)). NULL on failure. */
 void *gs_arena_memdup(gs_arena *a, const void *p, size_t n);
 char *gs_arena_strndup(gs_arena *a, const char *s, size_t n);

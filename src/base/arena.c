@@ -1,8 +1,9 @@
 /*
  * arena.c — the bump allocator that owns a module's memory (see gspmd/base.h).
  *
- * Chunks grow geometrically; an allocation larger than a chunk gets a chunk of its own. All
- * memory is zeroed. Fault injection: when fail_at is set, allocation number fail_at fails, so
+ * Chunks grow geometrically; an allocation larger than a chunk gets a chunk of its own. What
+ * gs_arena_alloc returns is zeroed; copies (memdup, strndup, printf) are written whole and skip
+ * the zeroing. Fault injection: when fail_at is set, allocation number fail_at fails, so
  * tests can walk every allocation site of a pass and check it fails cleanly.
  */
 #include "gspmd/base.h"
@@ -17,7 +18,7 @@ struct gs_arena_chunk {
     _Alignas(16) unsigned char data[];
 };
 
-enum { GS_ARENA_MIN_CHUNK = 64 * 1024 };
+enum { GS_ARENA_MIN_CHUNK = 64 * 1024, GS_ARENA_MAX_CHUNK = 16 * 1024 * 1024 };
 
 void gs_assert_fail(const char *file, int line, const char *expr) {
     fprintf(stderr, "%s:%d: internal error: assertion failed: %s\n", file, line, expr);
@@ -38,7 +39,21 @@ void gs_arena_free(gs_arena *a) {
     a->fail_at = fail_at;
 }
 
-void *gs_arena_alloc(gs_arena *a, size_t size) {
+/* Makes a new head chunk of `want` usable bytes (the older head's free tail is left unused).
+ * False when malloc fails. */
+static bool new_chunk(gs_arena *a, size_t want) {
+    gs_arena_chunk *c = malloc(sizeof *c + want);
+    if (!c) return false;
+    c->size = want;
+    c->next = a->head;
+    a->head = c;
+    a->used = 0;
+    return true;
+}
+
+/* size bytes, 16-byte aligned. zero: all zeroed; else only the padding after them (for callers
+ * that write all size bytes), so that every byte handed out is as gs_arena_alloc leaves it. */
+static void *take(gs_arena *a, size_t size, bool zero) {
     a->n_allocs++;
     if (a->fail_at > 0 && a->n_allocs == a->fail_at) {
         a->failed = true;
@@ -48,37 +63,45 @@ void *gs_arena_alloc(gs_arena *a, size_t size) {
         a->failed = true;
         return NULL;
     }
+    size_t asked = size;
     size = (size + 15) & ~(size_t)15;
     if (size == 0) size = 16;
     if (!a->head || a->used + size > a->head->size) {
         size_t want = a->head ? a->head->size * 2 : GS_ARENA_MIN_CHUNK;
-        if (want > 16 * 1024 * 1024) want = 16 * 1024 * 1024;
+        if (want > GS_ARENA_MAX_CHUNK) want = GS_ARENA_MAX_CHUNK;
         if (want < size) want = size;
-        gs_arena_chunk *c = malloc(sizeof *c + want);
-        if (!c) {
+        if (!new_chunk(a, want)) {
             a->failed = true;
             return NULL;
         }
-        c->size = want;
-        c->next = a->head;
-        a->head = c;
-        a->used = 0;
     }
-    void *p = a->head->data + a->used;
+    unsigned char *p = a->head->data + a->used;
     a->used += size;
     a->total += size;
-    memset(p, 0, size);
+    if (zero)
+        memset(p, 0, size);
+    else
+        memset(p + asked, 0, size - asked);
     return p;
 }
 
+void *gs_arena_alloc(gs_arena *a, size_t size) { return take(a, size, true); }
+
+void gs_arena_reserve(gs_arena *a, size_t size) {
+    if (size > GS_ARENA_MAX_CHUNK) size = GS_ARENA_MAX_CHUNK;
+    size = (size + 15) & ~(size_t)15;
+    if (a->head ? a->used + size <= a->head->size : size <= GS_ARENA_MIN_CHUNK) return;
+    (void)new_chunk(a, size); /* a hint: without it the arena grows as usual */
+}
+
 void *gs_arena_memdup(gs_arena *a, const void *p, size_t n) {
-    void *q = gs_arena_alloc(a, n);
+    void *q = take(a, n, false);
     if (q && n) memcpy(q, p, n);
     return q;
 }
 
 char *gs_arena_strndup(gs_arena *a, const char *s, size_t n) {
-    char *q = gs_arena_alloc(a, n + 1);
+    char *q = take(a, n + 1, false);
     if (!q) return NULL;
     memcpy(q, s, n);
     q[n] = 0;
@@ -93,7 +116,7 @@ char *gs_arena_printf(gs_arena *a, const char *fmt, ...) {
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    char *q = n >= 0 ? gs_arena_alloc(a, (size_t)n + 1) : NULL;
+    char *q = n >= 0 ? take(a, (size_t)n + 1, false) : NULL;
     if (q) vsnprintf(q, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
     return q;

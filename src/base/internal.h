@@ -36,19 +36,30 @@ void gs_vec_free(gs_vec *v);
 
 /* ------------------------------------------------------------------ string map */
 
+/* One slot of a gs_strmap (a probe reads one cache line). */
+typedef struct gs_strmap_slot {
+    const char *key; /* NULL when the slot is empty */
+    void *val;       /* its value */
+    uint64_t hash;   /* the key's hash (compared before the key is) */
+} gs_strmap_slot;
+
 /* Open-addressing hash map from string keys (not copied: they must outlive the map) to
  * pointers. malloc-backed. Zero-initialise; gs_strmap_free releases. */
 typedef struct gs_strmap {
-    const char **keys;
-    void **vals;
-    size_t cap; /* power of two, or 0 */
-    size_t n;
+    gs_strmap_slot *slots; /* cap of them */
+    size_t cap;            /* power of two, or 0 */
+    size_t n;              /* keys held */
 } gs_strmap;
 
 /* Inserts or replaces. GS_ERR only on allocation failure. */
 gs_status gs_strmap_put(gs_strmap *m, const char *key, void *val);
+/* Puts *val under key and sets *val to the value it replaces (NULL when absent), in one lookup.
+ * GS_ERR only on allocation failure (then nothing changes). */
+gs_status gs_strmap_swap(gs_strmap *m, const char *key, void **val);
 /* The value, or NULL when absent. */
 void *gs_strmap_get(const gs_strmap *m, const char *key);
+/* The same for the key s[0..n) (s need not be NUL-terminated). */
+void *gs_strmap_getn(const gs_strmap *m, const char *s, size_t n);
 void gs_strmap_free(gs_strmap *m);
 
 #endif /* GSPMD_BASE_INTERNAL_H */

@@ -38,10 +38,22 @@ const char *gs_names_fresh(gs_names *n, gs_arena *a, const char *stem) {
         if (!k || gs_strmap_put(used, k, (void *)1) != GS_OK) return NULL;
         return k;
     }
-    char buf[256];
+    char buf[256]; /* "%.200s.%ld", written by hand: this runs once per instruction */
+    size_t len = strnlen(stem, 200);
+    memcpy(buf, stem, len);
+    buf[len++] = '.';
     for (;;) {
-        snprintf(buf, sizeof buf, "%.200s.%ld", stem, ++n->next);
-        if (!gs_strmap_get(used, buf)) break;
+        unsigned long v = (unsigned long)++n->next; /* counts up from 0 */
+        char digits[24];
+        int k = 0;
+        do {
+            digits[k++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        size_t at = len;
+        while (k) buf[at++] = digits[--k];
+        buf[at] = 0;
+        if (!gs_strmap_getn(used, buf, at)) break;
     }
     const char *k = gs_arena_strdup(a, buf);
     if (!k || gs_strmap_put(used, k, (void *)1) != GS_OK) return NULL;
@@ -83,8 +95,11 @@ gs_instr *gs_build_named(gs_builder *b, const char *name, gs_opcode op, const gs
         in->name = gs_arena_strdup(ar(b), name);
         if (!in->name || gs_names_reserve(b->names, ar(b), in->name) != GS_OK) return fail(b);
     } else {
-        char stem[128];
-        snprintf(stem, sizeof stem, "%s", b->stem ? b->stem : gs_op_name(op));
+        char stem[128]; /* the stem, cut to 127 bytes */
+        const char *st = b->stem ? b->stem : gs_op_name(op);
+        size_t n = strnlen(st, sizeof stem - 1);
+        memcpy(stem, st, n);
+        stem[n] = 0;
         in->name = gs_names_fresh(b->names, ar(b), stem);
         if (!in->name) return fail(b);
     }

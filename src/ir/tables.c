@@ -47,6 +47,11 @@ static const type_info TYPES[GS_N_TYPES] = {
     [GS_TUPLE] = {"tuple", 0, 0},
 };
 
+/* Is a table's name s[0..n)? (The first character rules out most names before strlen.) */
+static bool name_is(const char *name, const char *s, size_t n) {
+    return (n == 0 || name[0] == s[0]) && strlen(name) == n && memcmp(name, s, n) == 0;
+}
+
 const char *gs_type_name(gs_type t) {
     return (unsigned)t < GS_N_TYPES ? TYPES[t].name : "invalid";
 }
@@ -54,7 +59,7 @@ const char *gs_type_name(gs_type t) {
 gs_type gs_type_from_name(const char *s, size_t n) {
     for (int t = 1; t < GS_N_TYPES; t++) {
         if (t == GS_TUPLE) continue;
-        if (strlen(TYPES[t].name) == n && memcmp(TYPES[t].name, s, n) == 0) return (gs_type)t;
+        if (name_is(TYPES[t].name, s, n)) return (gs_type)t;
     }
     return GS_INVALID_TYPE;
 }
@@ -87,7 +92,7 @@ const char *gs_op_name(gs_opcode op) { return gs_op_info_of(op)->name; }
 
 int gs_op_from_name(const char *s, size_t n) {
     for (int i = 0; i < GS_N_OPCODES; i++)
-        if (strlen(OPS[i].name) == n && memcmp(OPS[i].name, s, n) == 0) return i;
+        if (name_is(OPS[i].name, s, n)) return i;
     return -1;
 }
 
@@ -138,6 +143,6 @@ gs_attr_kind gs_attr_kind_of(gs_attr_key k) {
 
 gs_attr_key gs_attr_from_name(const char *s, size_t n) {
     for (int i = 0; i < GS_N_ATTRS; i++)
-        if (strlen(ATTRS[i].name) == n && memcmp(ATTRS[i].name, s, n) == 0) return (gs_attr_key)i;
+        if (name_is(ATTRS[i].name, s, n)) return (gs_attr_key)i;
     return GS_ATTR_UNKNOWN;
 }

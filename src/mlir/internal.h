@@ -44,6 +44,7 @@ typedef struct reader {
     size_t pos;      /* cursor */
     size_t *line_starts; /* offsets where each line starts (arena; built on first use) */
     size_t n_lines;
+    size_t line_hint;  /* the line of the last span found (mlir_span_at) */
     gs_module *m;      /* module being built */
     gs_arena *a;       /* its arena */
     gs_diags *d;       /* diagnostics */
@@ -78,13 +79,34 @@ gs_span mlir_span_at(reader *r, size_t off);
 __attribute__((format(printf, 3, 4))) bool mlir_fail_at(reader *r, size_t off, const char *fmt,
                                                         ...);
 bool mlir_oom(reader *r);
-char mlir_cur(const reader *r);
-char mlir_ahead(const reader *r, size_t k);
-bool mlir_is_id_char(char c);
+/* The character at the cursor (k ahead of it), 0 at the end. Inline: called per character. */
+static inline char mlir_cur(const reader *r) { return r->pos < r->len ? r->s[r->pos] : 0; }
+static inline char mlir_ahead(const reader *r, size_t k) {
+    return r->pos + k < r->len ? r->s[r->pos + k] : 0;
+}
+/* Letters, digits, `_`, `$` and `.` (ASCII, as isalnum in the C locale). */
+static inline bool mlir_is_id_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || c == '.';
+}
 bool mlir_skip_balanced(reader *r);
-void mlir_skip_ws(reader *r);
-char mlir_peek(reader *r);
-bool mlir_accept(reader *r, char c);
+void mlir_skip_ws_slow(reader *r);
+/* Skips whitespace, `//` comments and `loc(...)` locations (the common case, a token right at
+ * the cursor, inline). */
+static inline void mlir_skip_ws(reader *r) {
+    char c = mlir_cur(r);
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '/' || c == 'l')
+        mlir_skip_ws_slow(r);
+}
+static inline char mlir_peek(reader *r) {
+    mlir_skip_ws(r);
+    return mlir_cur(r);
+}
+static inline bool mlir_accept(reader *r, char c) {
+    if (mlir_peek(r) != c) return false;
+    r->pos++;
+    return true;
+}
 const char *mlir_found(reader *r);
 bool mlir_expect(reader *r, char c, const char *context);
 size_t mlir_ident_len(reader *r);
@@ -95,6 +117,7 @@ bool mlir_parse_int(reader *r, int64_t *v, const char *what);
 bool mlir_parse_int_list(reader *r, int64_t *v, int *n, const char *what);
 bool mlir_parse_string(reader *r, const char **out);
 bool mlir_parse_symbol(reader *r, const char **out);
+bool mlir_scan_value_name(reader *r, size_t *at, size_t *n, int *index, bool allow_index);
 bool mlir_parse_value_name(reader *r, const char **name, int *index, bool allow_index);
 
 /* ---- types.c */

@@ -29,7 +29,8 @@ gs_span mlir_span_at(reader *r, size_t off) {
     }
     if (!r->line_starts) {
         size_t n = 1;
-        for (size_t i = 0; i < r->len; i++) n += r->s[i] == '\n';
+        const char *end = r->s + r->len;
+        for (const char *p = r->s; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
         r->line_starts = GS_NEW_ARRAY(r->a, size_t, n);
         if (!r->line_starts) { /* out of memory: no position */
             gs_span none = {r->src, 0, 0};
@@ -37,10 +38,17 @@ gs_span mlir_span_at(reader *r, size_t off) {
         }
         r->line_starts[0] = 0;
         r->n_lines = 1;
-        for (size_t i = 0; i < r->len; i++)
-            if (r->s[i] == '\n') r->line_starts[r->n_lines++] = i + 1;
+        for (const char *p = r->s; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+            r->line_starts[r->n_lines++] = (size_t)(p - r->s) + 1;
     }
-    size_t lo = 0, hi = r->n_lines; /* the last line start <= off is in [lo, hi) */
+    /* the last line start <= off is in [lo, hi); spans are mostly asked for in text order, so
+     * the line of the last one, or one of the few after it, is tried first */
+    size_t lo = 0, hi = r->n_lines, h = r->line_hint;
+    if (h < r->n_lines && r->line_starts[h] <= off) {
+        lo = h;
+        while (lo + 1 < hi && lo < h + 8 && r->line_starts[lo + 1] <= off) lo++;
+        if (lo + 1 < hi && r->line_starts[lo + 1] > off) hi = lo + 1;
+    }
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (r->line_starts[mid] <= off)
@@ -48,6 +56,7 @@ gs_span mlir_span_at(reader *r, size_t off) {
         else
             hi = mid;
     }
+    r->line_hint = lo;
     gs_span sp = {r->src, (uint32_t)(lo + 1), (uint32_t)(off - r->line_starts[lo] + 1)};
     return sp;
 }
@@ -67,13 +76,6 @@ __attribute__((format(printf, 3, 4))) bool mlir_fail_at(reader *r, size_t off, c
 bool mlir_oom(reader *r) { return FAIL(r, "out of memory"); }
 
 /* ------------------------------------------------------------------ lexing */
-
-char mlir_cur(const reader *r) { return r->pos < r->len ? r->s[r->pos] : 0; }
-char mlir_ahead(const reader *r, size_t k) { return r->pos + k < r->len ? r->s[r->pos + k] : 0; }
-
-bool mlir_is_id_char(char c) {
-    return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '.';
-}
 
 /* Skips balanced brackets starting at an opening one (strings respected). */
 bool mlir_skip_balanced(reader *r) {
@@ -97,8 +99,8 @@ bool mlir_skip_balanced(reader *r) {
     return mlir_fail_at(r, start, "unbalanced brackets");
 }
 
-/* Skips whitespace, `//` comments and `loc(...)` locations. */
-void mlir_skip_ws(reader *r) {
+/* mlir_skip_ws when the cursor is at a space, `/` or `l` (which may start `loc(`). */
+void mlir_skip_ws_slow(reader *r) {
     bool saw_loc = false;
     for (;;) {
         char c = mlir_cur(r);
@@ -117,17 +119,6 @@ void mlir_skip_ws(reader *r) {
             return;
         }
     }
-}
-
-char mlir_peek(reader *r) {
-    mlir_skip_ws(r);
-    return mlir_cur(r);
-}
-
-bool mlir_accept(reader *r, char c) {
-    if (mlir_peek(r) != c) return false;
-    r->pos++;
-    return true;
 }
 
 /* A short description of what is at the cursor. */
@@ -251,16 +242,17 @@ bool mlir_parse_symbol(reader *r, const char **out) {
     return *out ? true : mlir_oom(r);
 }
 
-/* `%name` (and `#i` when allow_index): the name without `%`, the index or -1. */
-bool mlir_parse_value_name(reader *r, const char **name, int *index, bool allow_index) {
+/* `%name` (and `#i` when allow_index): the name without `%` is s[*at..*at + *n), *index the
+ * index or -1. Allocates nothing (a use is looked up in place). */
+bool mlir_scan_value_name(reader *r, size_t *at, size_t *n, int *index, bool allow_index) {
     if (mlir_peek(r) != '%') return FAIL(r, "expected a value (%%name), found %s", mlir_found(r));
-    size_t start = ++r->pos, n = 0;
-    while (r->pos + n < r->len && (mlir_is_id_char(r->s[r->pos + n]) || r->s[r->pos + n] == '-'))
-        n++;
-    if (!n) return mlir_fail_at(r, start - 1, "expected a value name after '%%'");
-    *name = gs_arena_strndup(r->a, r->s + r->pos, n);
-    if (!*name) return mlir_oom(r);
-    r->pos += n;
+    size_t start = ++r->pos, k = 0;
+    while (r->pos + k < r->len && (mlir_is_id_char(r->s[r->pos + k]) || r->s[r->pos + k] == '-'))
+        k++;
+    if (!k) return mlir_fail_at(r, start - 1, "expected a value name after '%%'");
+    *at = r->pos;
+    *n = k;
+    r->pos += k;
     *index = -1;
     if (allow_index && mlir_cur(r) == '#') {
         r->pos++;
@@ -270,4 +262,12 @@ bool mlir_parse_value_name(reader *r, const char **name, int *index, bool allow_
         *index = (int)i;
     }
     return true;
+}
+
+/* The same with the name copied into the arena (a definition, kept while it is in scope). */
+bool mlir_parse_value_name(reader *r, const char **name, int *index, bool allow_index) {
+    size_t at, n;
+    if (!mlir_scan_value_name(r, &at, &n, index, allow_index)) return false;
+    *name = gs_arena_strndup(r->a, r->s + at, n);
+    return *name ? true : mlir_oom(r);
 }

@@ -18,8 +18,10 @@
 
 /* Records every `#name = loc(...)` alias definition (at the start of a line) in the text. */
 bool mlir_scan_loc_aliases(reader *r) {
-    for (size_t i = 0; i + 4 < r->len; i++) {
-        if (r->s[i] != '#' || (i > 0 && r->s[i - 1] != '\n')) continue;
+    for (size_t i = 0, next; i + 4 < r->len; i = next) { /* i: a line start */
+        const char *nl = memchr(r->s + i, '\n', r->len - i);
+        next = nl ? (size_t)(nl - r->s) + 1 : r->len;
+        if (r->s[i] != '#') continue;
         size_t n = 1;
         while (i + n < r->len && mlir_is_id_char(r->s[i + n])) n++;
         size_t j = i + n;

@@ -874,13 +874,15 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     gs_instr *result = NULL;
     bool ok = false;
     const char *check_target = NULL;
+    /* the name after `stablehlo.` ("" for other dialects), compared with many names below */
+    const char *hlo = strncmp(opname, "stablehlo.", 10) == 0 ? opname + 10 : "";
 
     if (strncmp(opname, "chlo.", 5) == 0) {
         ok = mlir_parse_chlo(r, opname, op_pos, generic, &result);
         goto define;
     }
     if (strcmp(opname, "return") == 0 || strcmp(opname, "func.return") == 0 ||
-        strcmp(opname, "stablehlo.return") == 0 || strcmp(opname, "sdy.return") == 0) {
+        strcmp(hlo, "return") == 0 || strcmp(opname, "sdy.return") == 0) {
         /* any number of values (a training step returns every updated parameter) */
         gs_vec vals;
         gs_vec_init(&vals, sizeof(gs_instr *));
@@ -919,8 +921,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
                 !mlir_parse_kv_list(r, &kvs, '}') || !mlir_expect(r, '>', "closing the properties"))
                 goto done;
         }
-        if ((strcmp(opname, "stablehlo.case") == 0 || strcmp(opname, "stablehlo.if") == 0) &&
-            n_ops == 1) {
+        if ((strcmp(hlo, "case") == 0 || strcmp(hlo, "if") == 0) && n_ops == 1) {
             ok = conditional(r, opname, op_pos, ops[0], &result, outs, &n_out);
             goto define;
         }
@@ -975,12 +976,11 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
             goto done;
         }
-        if (strcmp(opname, "stablehlo.composite") == 0) {
+        if (strcmp(hlo, "composite") == 0) {
             ok = composite(r, op_pos, &kvs, n_ops, ops, outs, n_out, &result);
             goto define;
         }
-        if (strcmp(opname, "stablehlo.constant") == 0 ||
-            strcmp(opname, "stablehlo.custom_call") == 0) {
+        if (strcmp(hlo, "constant") == 0 || strcmp(hlo, "custom_call") == 0) {
             mlir_fail_at(r, op_pos, "the generic form of '%s' is not supported yet", opname);
             goto done;
         }
@@ -989,7 +989,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         goto define;
     }
 
-    if (strcmp(opname, "stablehlo.constant") == 0 || strcmp(opname, "sdy.constant") == 0) {
+    if (strcmp(hlo, "constant") == 0 || strcmp(opname, "sdy.constant") == 0) {
         /* stablehlo.constant [{mhlo.sharding = "..."}] dense<...> : type */
         if (mlir_peek(r) == '{' && (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) goto done;
         mlir_skip_ws(r);
@@ -1033,7 +1033,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         goto define;
     }
     if (strcmp(opname, "call") == 0 || strcmp(opname, "func.call") == 0 ||
-        strcmp(opname, "stablehlo.custom_call") == 0) {
+        strcmp(hlo, "custom_call") == 0) {
         const char *callee;
         if (!mlir_parse_symbol(r, &callee) || !mlir_expect(r, '(', "opening the arguments") ||
             !parse_operand_list(r, ops, &n_ops, MAX_OPS) ||
@@ -1101,7 +1101,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         mlir_fail_at(r, op_pos, "unknown or unsupported op '%s'", opname);
         goto done;
     }
-    if (strcmp(opname, "stablehlo.composite") == 0) {
+    if (strcmp(hlo, "composite") == 0) {
         /* stablehlo.composite "name" %a, %b {decomposition = @f, ...} : (T, T) -> R */
         const char *name;
         if (!mlir_parse_string(r, &name) || !parse_operand_list(r, ops, &n_ops, MAX_OPS) ||
@@ -1113,7 +1113,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         ok = composite(r, op_pos, &kvs, n_ops, ops, outs, n_out, &result);
         goto define;
     }
-    if (strcmp(opname, "stablehlo.while") == 0 && mlir_peek(r) == '(') {
+    if (strcmp(hlo, "while") == 0 && mlir_peek(r) == '(') {
         /* (%a = %x, ...) : T, ... cond { ... } do { ... }: HLO's while over the tuple of them */
         const char *names[MAX_OPS];
         r->pos++;
@@ -1183,7 +1183,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         }
         goto define;
     }
-    if (strcmp(opname, "stablehlo.reduce") == 0) {
+    if (strcmp(hlo, "reduce") == 0) {
         /* (%x init: %i), (%y init: %j) [applies OP] across dimensions = [..] : type [reducer] */
         gs_instr *inits[MAX_OPS / 2];
         int n_inits = 0;
@@ -1237,7 +1237,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             build_op(r, opname, op_pos, n_ops, ops, outs, n_out, &kvs, n_regions, regions, &result);
         goto define;
     }
-    if (strcmp(opname, "stablehlo.compare") == 0) {
+    if (strcmp(hlo, "compare") == 0) {
         kv k = {.key = "direction"};
         if (!mlir_parse_ident(r, &k.ident, "a comparison direction") ||
             !mlir_expect(r, ',', "after the direction") || gs_vec_push(&kvs, &k) != GS_OK)
@@ -1245,14 +1245,14 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     }
     /* the generic pretty form: operands (parenthesised for convolution), `[slice]`,
      * `key = value` pairs, `{dict}`, `: types` */
-    bool parens = strcmp(opname, "stablehlo.convolution") == 0 && mlir_accept(r, '(');
-    if (strcmp(opname, "stablehlo.optimization_barrier") == 0 && mlir_peek(r) == '{' &&
+    bool parens = strcmp(hlo, "convolution") == 0 && mlir_accept(r, '(');
+    if (strcmp(hlo, "optimization_barrier") == 0 && mlir_peek(r) == '{' &&
         (r->pos++, !mlir_parse_kv_list(r, &kvs, '}'))) /* its attributes come first */
         goto done;
     if (!parse_operand_list(r, ops, &n_ops, MAX_OPS) ||
         (parens && !mlir_expect(r, ')', "closing the operands")))
         goto done;
-    if (strcmp(opname, "stablehlo.slice") == 0 && mlir_peek(r) == '[') {
+    if (strcmp(hlo, "slice") == 0 && mlir_peek(r) == '[') {
         kv st = {.key = "start_indices"}, li = {.key = "limit_indices"}, sd = {.key = "strides"};
         r->pos++;
         if (!mlir_accept(r, ']')) {
@@ -1282,7 +1282,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
     }
     gs_conv_dims *conv = NULL;
     gs_window *conv_window = NULL;
-    if (strcmp(opname, "stablehlo.convolution") == 0) {
+    if (strcmp(hlo, "convolution") == 0) {
         /* dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {...} */
         if (!mlir_accept_word(r, "dim_numbers") || !mlir_expect(r, '=', "after dim_numbers")) {
             FAIL(r, "expected 'dim_numbers = ...' in convolution, found %s", mlir_found(r));
@@ -1301,7 +1301,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         if (!mlir_parse_ident(r, &k.key, "an attribute name")) goto done;
         if (mlir_accept(r, '=')) {
             if (!mlir_parse_attr_value(r, &k)) goto done;
-        } else if (strcmp(opname, "stablehlo.compare") == 0) {
+        } else if (strcmp(hlo, "compare") == 0) {
             k.ident = k.key;
             k.key = "compare_type";
         }

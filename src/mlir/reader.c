@@ -42,16 +42,17 @@
 /* Values are found by name through r->value_index (name → 1 + index of its latest entry); each
  * entry keeps the one it hides, restored when its region ends. */
 bool mlir_define_value(reader *r, const char *name, gs_instr *in, int n_results) {
-    value_ent e = {name, in, n_results, (size_t)(uintptr_t)gs_strmap_get(&r->value_index, name)};
-    if (gs_vec_push(&r->values, &e) != GS_OK ||
-        gs_strmap_put(&r->value_index, name, (void *)(uintptr_t)r->values.n) != GS_OK)
-        return mlir_oom(r);
+    value_ent e = {name, in, n_results, 0};
+    if (gs_vec_push(&r->values, &e) != GS_OK) return mlir_oom(r);
+    void *hides = (void *)(uintptr_t)r->values.n; /* in: its position; out: the one it hides */
+    if (gs_strmap_swap(&r->value_index, name, &hides) != GS_OK) return mlir_oom(r);
+    GS_VEC_AT(&r->values, value_ent, r->values.n - 1).hides = (size_t)(uintptr_t)hides;
     return true;
 }
 
-/* The entry of the value named name in the current region, or NULL. */
-static value_ent *find_value(reader *r, const char *name) {
-    size_t at = (size_t)(uintptr_t)gs_strmap_get(&r->value_index, name);
+/* The entry of the value named name[0..n) in the current region, or NULL. */
+static value_ent *find_value(reader *r, const char *name, size_t n) {
+    size_t at = (size_t)(uintptr_t)gs_strmap_getn(&r->value_index, name, n);
     if (!at || at - 1 < r->scope) return NULL;
     return &GS_VEC_AT(&r->values, value_ent, at - 1);
 }
@@ -69,16 +70,17 @@ static bool pop_values(reader *r, size_t to) {
 
 /* The instruction a use `%name[#i]` names, in the current region. */
 bool mlir_lookup_value(reader *r, gs_instr **out) {
-    size_t at = (mlir_skip_ws(r), r->pos);
-    const char *name;
+    size_t at = (mlir_skip_ws(r), r->pos), name_at, n;
     int index;
-    if (!mlir_parse_value_name(r, &name, &index, true)) return false;
-    value_ent *e = find_value(r, name);
+    if (!mlir_scan_value_name(r, &name_at, &n, &index, true)) return false;
+    const char *name = r->s + name_at;
+    int len = (int)n;
+    value_ent *e = find_value(r, name, n);
     if (e) {
         if (index < 0) {
             if (e->n_results != 1)
-                return mlir_fail_at(r, at, "value '%%%s' has %d results: name one as %%%s#i", name,
-                                    e->n_results, name);
+                return mlir_fail_at(r, at, "value '%%%.*s' has %d results: name one as %%%.*s#i",
+                                    len, name, e->n_results, len, name);
             *out = e->in;
             return true;
         }
@@ -87,12 +89,12 @@ bool mlir_lookup_value(reader *r, gs_instr **out) {
             return true;
         }
         if (index >= e->n_results || !gs_shape_is_tuple(e->in->shape))
-            return mlir_fail_at(r, at, "value '%%%s' has no result %d", name, index);
+            return mlir_fail_at(r, at, "value '%%%.*s' has no result %d", len, name, index);
         r->b.span = mlir_span_at(r, at);
         *out = gs_build_gte(&r->b, e->in, index);
         return *out ? true : mlir_oom(r);
     }
-    return mlir_fail_at(r, at, "use of undefined value '%%%s'", name);
+    return mlir_fail_at(r, at, "use of undefined value '%%%.*s'", len, name);
 }
 
 static bool parse_ops(reader *r, gs_computation *c, char close, const char *what);
@@ -183,7 +185,7 @@ bool mlir_region_captures(reader *r, value_ent *vals, int *n, int max) {
         name[k] = 0;
         i += k;
         if (!k) continue;
-        value_ent *e = find_value(r, name);
+        value_ent *e = find_value(r, name, k);
         if (e) {
             bool seen = false;
             for (int q = 0; q < *n; q++) seen |= vals[q].in == e->in;
@@ -563,6 +565,10 @@ gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_d
                 .a = &m->arena,
                 .d = d,
                 .max_lit = max_lit};
+    /* A module takes about five bytes of arena per byte of its text (MaxText, ResNet and Llama
+     * dumps): one chunk for it all, rather than chunks grown and freed one after another, which
+     * malloc hands back to the system and takes again (page faults) when modules are read in turn */
+    gs_arena_reserve(r.a, 8 * src->len);
     gs_vec_init(&r.values, sizeof(value_ent));
     gs_vec_init(&r.funcs_list, sizeof(gs_computation *));
     gs_vec_init(&r.mesh_names, sizeof(const char *));

@@ -62,17 +62,15 @@ static bool parse_type(reader *r, gs_shape **out);
 bool mlir_parse_type(reader *r, gs_shape **out) {
     mlir_skip_ws(r);
     size_t start = r->pos, n = 0;
-    char key[96];
+    enum { MAX_KEY = 95 }; /* longer type texts are read each time */
     if (start < r->len && r->len - start > 7 && memcmp(r->s + start, "tensor<", 7) == 0) {
         n = 7;
-        while (start + n < r->len && n + 1 < sizeof key && r->s[start + n] != '>' &&
+        while (start + n < r->len && n < MAX_KEY && r->s[start + n] != '>' &&
                r->s[start + n] != '<' && r->s[start + n] != '\n')
             n++;
-        if (start + n < r->len && r->s[start + n] == '>' && n + 1 < sizeof key) {
+        if (start + n < r->len && r->s[start + n] == '>' && n < MAX_KEY) {
             n++;
-            memcpy(key, r->s + start, n);
-            key[n] = 0;
-            gs_shape *hit = gs_strmap_get(&r->types, key);
+            gs_shape *hit = gs_strmap_getn(&r->types, r->s + start, n);
             if (hit) {
                 r->pos = start + n;
                 *out = hit;
@@ -84,7 +82,7 @@ bool mlir_parse_type(reader *r, gs_shape **out) {
     }
     if (!parse_type(r, out)) return false;
     if (n && r->pos == start + n) {
-        const char *k = gs_arena_strndup(r->a, key, n);
+        const char *k = gs_arena_strndup(r->a, r->s + start, n);
         if (!k || gs_strmap_put(&r->types, k, *out) != GS_OK) return mlir_oom(r);
     }
     return true;

@@ -1579,6 +1579,9 @@ gs_module *gs_parse_module_ex(const gs_source *src, const gs_parse_options *opts
         }
         return m;
     }
+    /* A module takes about four bytes of arena per byte of HLO text (MaxText, ResNet): one chunk
+     * for it, as gs_mlir_read takes (see gs_arena_reserve) */
+    gs_arena_reserve(&m->arena, 6 * src->len);
     parser p;
     parser_init(&p, src, &m->arena, d);
     p.m = m;
