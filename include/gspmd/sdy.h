@@ -4,9 +4,14 @@
  * name and prints the module as sdy_opt (MLIR's printer) does, so that Shardy's own FileCheck
  * tests grade gspmd (../shared/conformance, stage shardy).
  *
- * Implemented: -sdy-populate-op-sharding-rules (every op with a specific factor rule carries
- * `sdy.sharding_rule = #sdy.op_sharding_rule<...>`, gs_op_rule_build). The propagation passes
- * are recognised and fail with "pass not implemented yet" until Shardy's propagation exists.
+ * -sdy-populate-op-sharding-rules: every op with a factor rule in Shardy's registry carries
+ * `sdy.sharding_rule = #sdy.op_sharding_rule<...>` (gs_op_rule_build).
+ * -sdy-basic-propagate, -sdy-aggressive-propagate, -sdy-op-priority-propagate,
+ * -sdy-user-priority-propagate: Shardy's propagation (gs_sdy_propagate) with the strategy and
+ * priorities each pass nests. -sdy-propagation-pipeline: user-priority propagation, then every
+ * dim closed as Shardy's export closes them. -sdy-add-data-flow-edges and
+ * -sdy-sink-data-flow-edges change nothing: gspmd's propagation crosses loops, conditionals
+ * and barriers by data-flow edges of its own.
  */
 #ifndef GSPMD_SDY_H
 #define GSPMD_SDY_H
@@ -36,7 +41,11 @@ typedef struct gs_sdy_pass {
     const char *flag;              /* the argument as given (for messages; not owned) */
     const char *options;           /* what follows `=` (`key=value key2=value2`, MLIR's quotes
                                       removed), or NULL; not owned */
-    bool conservative_propagation; /* populate-op-sharding-rules: conservative-propagation */
+    bool conservative_propagation; /* conservative-propagation=true */
+    bool keep_sharding_rules;      /* the propagation passes' keep-sharding-rules=true */
+    int strategy;                  /* propagation-strategy: a gs_sdy_strategy, or -1 unset */
+    bool no_op_priority;           /* run-op-priority-propagation=false */
+    bool dedup_functions_fully;    /* the pipeline's dedup-functions-fully=true */
 } gs_sdy_pass;
 
 /* The pass an sdy_opt argument names (`-sdy-basic-propagate`, `--sdy-basic-propagate`,

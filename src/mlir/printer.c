@@ -774,7 +774,8 @@ static void print_attr_dict(printer *p, gs_sb *sb, const gs_instr *in, const cha
     const gs_sharding *sh = gs_instr_get_sharding(in);
     /* A function's one result carries its root's sharding (print_func), which the reader puts
      * back on the root: printed once, there, so that printing is a fixed point. */
-    if (in->is_root && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1)) sh = NULL;
+    if (in->is_root && !p->o->sdy_opt && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1))
+        sh = NULL; /* (sdy_opt prints both: the value and the result each have one) */
     /* the reader marks every op of a fully manual body {manual} */
     if (sh && p->manual_depth && gs_sharding_is_manual(sh)) sh = NULL;
     gs_sb rule = {0};

@@ -316,7 +316,7 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
      * XLA's import of mhlo.sharding makes them one. */
     bool sdy = r->mesh_names.n > 0;
     if (n == 1 && own && gs_sharding_equal(own, sh[0]) && !sdy) return true;
-    if (n == 1 && root->op != GS_OP_PARAMETER && !own)
+    if (n == 1 && root->op != GS_OP_PARAMETER && !own && !sdy)
         return gs_instr_set_sharding(r->m, root, sh[0]) == GS_OK || mlir_oom(r);
     r->b.span = root->span;
     gs_builder_init(&r->b, r->m, c, &r->names);

@@ -379,6 +379,12 @@ static void add_barrier(builder *b, gs_instr *in, int parent) {
     for (int i = 0; res && src && i < n && !b->oom; i++) add_edge(b, parent, &src[i], 1, res[i]);
 }
 
+/* A root copy of an array (the function's result apart from the value it returns). */
+static bool root_copy(const gs_instr *in) {
+    return in->is_root && in->op == GS_OP_COPY && in->n_operands == 1 &&
+           !gs_shape_is_tuple(in->shape) && in->parent && in->parent->is_entry;
+}
+
 static void build(builder *b, gs_computation *c, int parent, const int *const *params) {
     for (int k = 0; k < c->n_instrs && !b->oom; k++) {
         gs_instr *in = c->instrs[k];
@@ -412,6 +418,8 @@ static void build(builder *b, gs_computation *c, int parent, const int *const *p
             add_conditional(b, in, parent);
         } else if (in->op == GS_OP_OPTIMIZATION_BARRIER) {
             add_barrier(b, in, parent);
+        } else if (root_copy(in)) {
+            new_leaves(b, in); /* no value of its own: set_results reads it */
         } else {
             add_op(b, in, parent);
         }
@@ -451,10 +459,22 @@ static bool link_users(sdy_graph *g) {
     return true;
 }
 
-/* The main function's results: a tuple root's operands, each with its own sharding. */
+/* The main function's results: a tuple root's operands, each with its own sharding; or a root
+ * copy's operand (the StableHLO reader's way of keeping the returned op's sharding and the
+ * function's result sharding apart). */
 static bool set_results(builder *b, gs_computation *c) {
     sdy_graph *g = b->g;
     gs_instr *root = c->root;
+    if (root && root_copy(root)) {
+        const int *xl = leaves_of(b, root->operands[0]);
+        g->n_results = 1;
+        g->result_values = GS_NEW_ARRAY(b->a, int, 1);
+        g->result_sh = GS_NEW_ARRAY(b->a, sdy_sharding *, 1);
+        if (!g->result_values || !g->result_sh) return false;
+        g->result_values[0] = xl ? xl[0] : -1;
+        g->result_sh[0] = from_named(b, gs_instr_get_sharding(root), root->shape->rank);
+        return !b->oom;
+    }
     if (!root || root->op != GS_OP_TUPLE) return true;
     g->n_results = root->n_operands;
     g->result_values = GS_NEW_ARRAY(b->a, int, root->n_operands + 1);
@@ -510,6 +530,10 @@ static bool write_back(builder *b, gs_module *m, gs_computation *c) {
         if (oom || (ns && gs_instr_set_sharding(m, in, ns) != GS_OK)) return false;
     }
     gs_instr *root = c->root;
+    if (c == m->entry && root && root_copy(root) && g->n_results == 1 && g->result_sh[0]) {
+        gs_sharding *ns = to_ir(b, g->result_sh[0]);
+        return ns && gs_instr_set_sharding(m, root, ns) == GS_OK;
+    }
     if (c == m->entry && root && root->op == GS_OP_TUPLE && g->n_results) {
         bool any = false;
         for (int i = 0; i < g->n_results; i++) any |= g->result_sh[i] != NULL;
