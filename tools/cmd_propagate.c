@@ -37,9 +37,10 @@ static const char *HELP =
     "                                 module: each hop back to an annotation, with its rule,\n"
     "                                 direction and aggressiveness level\n"
     "  --emit hlo|mlir                print HLO text (the default) or StableHLO (MLIR)\n"
-    "  --algorithm gspmd|shardy       XLA's GSPMD propagation (the default) or Shardy's: axes\n"
-    "                                 move along each op's factors between Shardy shardings\n"
-    "                                 (`#sdy.sharding`; dims marked `?` open to more axes)\n"
+    "  --algorithm gspmd|shardy       XLA's GSPMD propagation or Shardy's: axes move along\n"
+    "                                 each op's factors between Shardy shardings (`#sdy.sharding`;\n"
+    "                                 dims marked `?` open to more axes). Default: Shardy's for a\n"
+    "                                 module that declares sdy.mesh, GSPMD's otherwise\n"
     "%s";
 
 /* Parses `true,false,...` into a malloc'd vector; -1 on bad text. */

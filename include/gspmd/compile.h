@@ -22,8 +22,8 @@ extern "C" {
 /* What to compile for. Fill with gs_compile_options_init, then set what differs. */
 /* Which sharding propagation a compile runs. */
 typedef enum gs_propagation_algorithm {
-    GS_PROPAGATE_AUTO,   /* the default: GSPMD's (Shardy's to be, where the module carries
-                            Shardy shardings, once it covers control flow; issue 26) */
+    GS_PROPAGATE_AUTO,   /* the default: Shardy's when the module carries Shardy's shardings
+                            (it declares sdy.mesh, as JAX writes it), GSPMD's otherwise */
     GS_PROPAGATE_GSPMD,  /* XLA's ShardingPropagation (gs_propagate) */
     GS_PROPAGATE_SHARDY  /* Shardy's propagation (gs_sdy_propagate) */
 } gs_propagation_algorithm;

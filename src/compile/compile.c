@@ -70,10 +70,9 @@ static gs_status check_spmd_input(const gs_module *m, const gs_compile_options *
 
 bool gs_compile_uses_shardy(const gs_module *m, gs_propagation_algorithm a) {
     if (a != GS_PROPAGATE_AUTO) return a == GS_PROPAGATE_SHARDY;
-    /* GSPMD's for now, whatever the module carries: Shardy's does not yet cross calls, loops,
-     * conditionals or manual computations (issue 26). */
-    (void)m;
-    return false;
+    /* Shardy's for a module that carries Shardy's shardings (it declares sdy.mesh), as JAX
+     * would propagate it; GSPMD's otherwise. */
+    return m->meshes && m->meshes->n > 0;
 }
 
 gs_status gs_compile(gs_module *m, const gs_compile_options *o, gs_compiled *out, gs_diags *d) {
