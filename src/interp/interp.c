@@ -535,6 +535,8 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
     if (!target) target = "";
     if (strcmp(target, "Sharding") == 0 || strcmp(target, "SPMDFullToShardShape") == 0 ||
         strcmp(target, "SPMDShardToFullShape") == 0 || strncmp(target, "xla.sdy.", 8) == 0 ||
+        strcmp(target, "sdy.data_flow_edge") == 0 || strcmp(target, "sdy.func_data_flow_edge") == 0 ||
+        strcmp(target, "sdy.propagation_barrier") == 0 || strcmp(target, "sdy.reshard") == 0 ||
         strcmp(target, "ShardBarrierFrom") == 0 || strcmp(target, "ShardBarrierTo") == 0 ||
         strcmp(target, "LayoutConstraint") == 0 ||
         strcmp(target, "MoveToHost") == 0 || strcmp(target, "MoveToDevice") == 0 ||

@@ -113,7 +113,12 @@ static bool identity_target(const char *t) {
                                         "annotate_device_placement", "PinToDevice",
                                         "xla.sdy.FuncResultSharding", "xla.sdy.Sharding",
                                         "xla.sdy.PropagationBarrier", "xla.sdy.ShardingGroup",
-                                        "ShardBarrierFrom", "ShardBarrierTo"};
+                                        "ShardBarrierFrom", "ShardBarrierTo",
+                                        /* Shardy's marker ops as the StableHLO reader keeps
+                                         * them (a reshard: resharded to its sharding by the
+                                         * driver, like a constraint) */
+                                        "sdy.data_flow_edge", "sdy.func_data_flow_edge",
+                                        "sdy.propagation_barrier", "sdy.reshard"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0) return true;
     return false;

@@ -37,11 +37,17 @@ const gs_op_rule *sdy_identity_rule(gs_arena *a, int rank, const int64_t *dims, 
     return r;
 }
 
-/* The mesh all present shardings use, or -1 (none, or several). */
-static int common_mesh(const sdy_sharding *const *sh, int n) {
+/* A mesh without axes or devices (`<[]>`): its shardings fit any mesh. */
+static bool empty_mesh(const sdy_graph *g, int mesh) {
+    return g->meshes[mesh]->n_axes == 0 && !g->meshes[mesh]->device_order;
+}
+
+/* The mesh all present shardings use (those on the empty mesh aside), or -1 (none, or
+ * several). */
+static int common_mesh(const sdy_graph *g, const sdy_sharding *const *sh, int n) {
     int mesh = -1;
     for (int i = 0; i < n; i++) {
-        if (!sh[i]) continue;
+        if (!sh[i] || empty_mesh(g, sh[i]->mesh)) continue;
         if (mesh >= 0 && sh[i]->mesh != mesh) return -1;
         mesh = sh[i]->mesh;
     }
@@ -151,6 +157,7 @@ static sdy_direction schedule(const sdy_graph *g, const sdy_op *x, const gs_op_r
 
 static sdy_direction direction(const run *ru, const sdy_op *x, const gs_op_rule *r, int f) {
     if (r->factors[f].blocked) return SDY_DIR_NONE;
+    if (x && x->fixed_dir >= 0) return (sdy_direction)x->fixed_dir;
     if (!x || ru->op_round < 0) return SDY_DIR_BOTH;
     unsigned d = SDY_DIR_NONE;
     for (int k = 0; k <= ru->op_round; k++) d |= schedule(ru->g, x, r, f, k);
@@ -165,7 +172,7 @@ static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots
                               const int *values, const sdy_op *x, worklist *w, int current) {
     sdy_graph *g = ru->g;
     int n_t = r->n_operands + r->n_results;
-    int mesh = common_mesh((const sdy_sharding *const *)slots, n_t);
+    int mesh = common_mesh(g, (const sdy_sharding *const *)slots, n_t);
     if (mesh < 0) return true;
     const gs_mesh *m = g->meshes[mesh];
     if (m->n_axes == 0) return true; /* a maximal mesh: Shardy does not propagate it */

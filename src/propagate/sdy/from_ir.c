@@ -197,15 +197,35 @@ static int leaf_offset(const gs_shape *s, int64_t i) {
     return n;
 }
 
+/* An identity of Shardy's: a sharding constraint (HLO's `Sharding` custom-call), or one of the
+ * marker ops the StableHLO reader keeps as custom-calls of their name. */
 static bool is_sharding_call(const gs_instr *in) {
     const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
-    return t && strcmp(t, "Sharding") == 0;
+    return t && (strcmp(t, "Sharding") == 0 || strcmp(t, "sdy.data_flow_edge") == 0 ||
+                 strcmp(t, "sdy.func_data_flow_edge") == 0 || strcmp(t, "sdy.reshard") == 0 ||
+                 strcmp(t, "sdy.propagation_barrier") == 0);
+}
+
+/* sdy.propagation_barrier's allowed direction (its backend_config), or -1 for other ops. */
+static int barrier_direction(const gs_instr *in) {
+    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    if (!t || strcmp(t, "sdy.propagation_barrier") != 0) return -1;
+    const char *d = gs_instr_str(in, GS_ATTR_BACKEND_CONFIG);
+    if (!d) return SDY_DIR_NONE;
+    if (strcmp(d, "FORWARD") == 0) return SDY_DIR_FORWARD;
+    if (strcmp(d, "BACKWARD") == 0) return SDY_DIR_BACKWARD;
+    if (strcmp(d, "BOTH") == 0) return SDY_DIR_BOTH;
+    return SDY_DIR_NONE;
 }
 
 /* What op-priority propagation asks of it (SDY_OP_*). */
 static unsigned op_kind(const gs_instr *in) {
     const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
-    if (t && strcmp(t, "Sharding") == 0) return SDY_OP_ELEMENTWISE;
+    if (t && (strcmp(t, "Sharding") == 0 || strcmp(t, "sdy.reshard") == 0 ||
+              strcmp(t, "sdy.propagation_barrier") == 0))
+        return SDY_OP_ELEMENTWISE;
+    if (t && (strcmp(t, "sdy.data_flow_edge") == 0 || strcmp(t, "sdy.func_data_flow_edge") == 0))
+        return SDY_OP_SHAPE;
     if (t && (strcmp(t, "MoveToDevice") == 0 || strcmp(t, "MoveToHost") == 0)) return SDY_OP_SHAPE;
     switch (gs_op_info_of(in->op)->family) {
     case GS_FAM_UNARY:
@@ -229,6 +249,7 @@ static unsigned op_kind(const gs_instr *in) {
 static int push_op(builder *b, int parent, int n_operands, int n_results) {
     sdy_op op = {0};
     op.parent = parent;
+    op.fixed_dir = -1;
     op.n_operands = n_operands;
     op.n_results = n_results;
     op.operands = n_operands ? GS_NEW_ARRAY(b->a, int, n_operands) : NULL;
@@ -257,6 +278,7 @@ static void add_op(builder *b, gs_instr *in, int parent) {
     }
     for (int i = 0; i < n_res; i++) op->results[i] = res[i];
     op->kind = op_kind(in);
+    op->fixed_dir = barrier_direction(in);
     if (is_sharding_call(in) && in->n_operands == 1 && !gs_shape_is_tuple(in->shape)) {
         op->rule = sdy_identity_rule(b->a, in->shape->rank, in->shape->dims, 1);
         if (!op->rule) b->oom = true;

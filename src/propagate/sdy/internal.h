@@ -171,6 +171,8 @@ typedef struct sdy_op {
     int *operands, *results;
     int parent;             /* enclosing op, or -1 */
     unsigned kind;          /* SDY_OP_* */
+    int fixed_dir;          /* a propagation barrier's allowed direction (an sdy_direction),
+                               whatever the op priorities say; -1 for other ops */
 } sdy_op;
 
 /* The program Shardy's propagation sees. */
