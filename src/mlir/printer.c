@@ -1040,10 +1040,10 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
         if (i) gs_sb_puts(p->sb, ", ");
         print_type(p->sb, spread_type(init->shape, i));
     }
-    if (gs_instr_get_sharding(in)) { /* MLIR's while writes its attributes after the types */
-        gs_sb_puts(p->sb, " attributes");
-        print_attr_dict(p, p->sb, in, NULL);
-    }
+    gs_sb dict = {0}; /* MLIR's while writes its attributes after the types */
+    print_attr_dict(p, &dict, in, NULL);
+    if (gs_sb_str(&dict)[0]) gs_sb_printf(p->sb, " attributes%s", gs_sb_str(&dict));
+    gs_sb_free(&dict);
     const gs_computation *regions[2] = {cond, body};
     for (int k = 0; k < 2; k++) {
         p->indent++;
