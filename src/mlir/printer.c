@@ -768,13 +768,28 @@ static bool print_rule(printer *p, gs_sb *sb, const gs_instr *in) {
     return true;
 }
 
+/* The instruction a function returns, looking through an unsharded root copy (or domain) of
+ * a value of the same type when the module carries no Shardy shardings: the text has no copy
+ * (the printer aliases it), so what reads back returns its operand, whose sharding is then the
+ * result's. With Shardy's shardings a root copy keeps the result apart from the op. */
+static bool same_type(const gs_shape *a, const gs_shape *b);
+
+static const gs_instr *returned(const printer *p, const gs_computation *c) {
+    const gs_instr *r = c->root;
+    while (!p->sdy && r && (r->op == GS_OP_COPY || r->op == GS_OP_DOMAIN) && r->n_operands == 1 &&
+           !gs_instr_get_sharding(r) && same_type(r->shape, r->operands[0]->shape))
+        r = r->operands[0];
+    return r;
+}
+
 /* ` {extra, mhlo.sharding = "...", sdy.sharding_rule = ...}` (nothing when all are empty):
  * MLIR's attribute dictionary order (by name) for the entries gspmd writes after `extra`. */
 static void print_attr_dict(printer *p, gs_sb *sb, const gs_instr *in, const char *extra) {
     const gs_sharding *sh = gs_instr_get_sharding(in);
     /* A function's one result carries its root's sharding (print_func), which the reader puts
      * back on the root: printed once, there, so that printing is a fixed point. */
-    if (in->is_root && !p->o->sdy_opt && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1))
+    if (in->parent && in == returned(p, in->parent) && !p->o->sdy_opt &&
+        !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1))
         sh = NULL; /* (sdy_opt prints both: the value and the result each have one) */
     /* the reader marks every op of a fully manual body {manual} */
     if (sh && p->manual_depth && gs_sharding_is_manual(sh)) sh = NULL;
@@ -1981,7 +1996,7 @@ static bool print_func_once(printer *p, const gs_computation *c, const char *sym
     const gs_shape *rs = c->root->shape;
     int n = gs_shape_is_tuple(rs) && rs->n_tuple != 1 ? rs->n_tuple : 1;
     if (gs_shape_is_tuple(rs) && rs->n_tuple == 0) n = 0;
-    const gs_sharding *rsh = gs_instr_get_sharding(c->root);
+    const gs_sharding *rsh = gs_instr_get_sharding(returned(p, c));
     gs_sb res = {0};
     bool attrs = false;
     for (int i = 0; i < n; i++) {
