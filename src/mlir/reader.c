@@ -249,6 +249,8 @@ gs_computation *mlir_func_comp(reader *r, const char *name) {
     if (c) return c;
     char stem[128];
     size_t j = 0;
+    /* an HLO name starts with a letter or '_' (MLIR allows `@.main`, `@0f`) */
+    if (name[0] && !isalpha((unsigned char)name[0]) && name[0] != '_') stem[j++] = '_';
     for (size_t i = 0; name[i] && j + 1 < sizeof stem; i++)
         stem[j++] =
             (isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '.' || name[i] == '-')
