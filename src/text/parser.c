@@ -302,10 +302,11 @@ static bool parse_raw(parser *p, const char **out) {
         }
         if (space && sb.len > 0) gs_sb_putc(&sb, ' ');
         space = false;
-        if (c == '"') {
+        if (c == '"' || c == '\'') { /* strings, and the quoted axis names of named shardings
+                                          (`mesh['x(1'=2]`), verbatim */
             gs_sb_putc(&sb, c);
             adv(p);
-            while (p->pos < p->len && cur(p) != '"') {
+            while (p->pos < p->len && cur(p) != c) {
                 if (cur(p) == '\\' && p->pos + 1 < p->len) {
                     gs_sb_putc(&sb, cur(p));
                     adv(p);
@@ -317,7 +318,7 @@ static bool parse_raw(parser *p, const char **out) {
                 gs_sb_free(&sb);
                 return fail_at(p, sp, "unterminated string");
             }
-            gs_sb_putc(&sb, '"');
+            gs_sb_putc(&sb, c);
             adv(p);
             continue;
         }
