@@ -522,8 +522,14 @@ static bool keep_meshes(reader *r) {
     return true;
 }
 
-/* Every called function has a body; the entry (@main, else the last public function defined)
- * goes last. */
+/* Every called function has a body; the entry (@main, else the last public function defined,
+ * else the first, none of them called by another function) goes last. */
+static bool is_called(const gs_vec *called, const gs_computation *c) {
+    for (size_t i = 0; i < called->n; i++)
+        if (GS_VEC_AT(called, gs_computation *, i) == c) return true;
+    return false;
+}
+
 static bool finish(reader *r) {
     if (!keep_meshes(r)) return false;
     gs_computation *entry = gs_strmap_get(&r->funcs, "main");
@@ -532,12 +538,29 @@ static bool finish(reader *r) {
         if (!c->root && c->n_instrs == 0)
             return mlir_fail_at(r, 0, "function '%s' is called but never defined", c->name);
     }
+    /* the entry is called by no function (HLO's entry cannot be) */
+    gs_vec called;
+    gs_vec_init(&called, sizeof(gs_computation *));
+    for (int i = 0; i < r->m->n_comps; i++)
+        for (int k = 0; k < r->m->comps[i]->n_instrs; k++) {
+            const gs_instr *in = r->m->comps[i]->instrs[k];
+            gs_computation *f = in->op == GS_OP_CALL ? gs_instr_comp(in, GS_ATTR_TO_APPLY) : NULL;
+            if (f && gs_vec_push(&called, &f) != GS_OK) return gs_vec_free(&called), mlir_oom(r);
+        }
+    if (entry && is_called(&called, entry)) entry = NULL;
     for (size_t i = r->funcs_list.n; !entry && i-- > 0;) {
         gs_computation *c = GS_VEC_AT(&r->funcs_list, gs_computation *, i);
-        if (!c->is_private) entry = c;
+        if (!c->is_private && !is_called(&called, c)) entry = c;
     }
-    if (!entry && r->funcs_list.n) entry = GS_VEC_AT(&r->funcs_list, gs_computation *, 0);
-    if (!entry) return mlir_fail_at(r, 0, "the module has no function");
+    for (size_t i = 0; !entry && i < r->funcs_list.n; i++) {
+        gs_computation *c = GS_VEC_AT(&r->funcs_list, gs_computation *, i);
+        if (!is_called(&called, c)) entry = c;
+    }
+    gs_vec_free(&called);
+    if (!entry)
+        return mlir_fail_at(r, 0, r->funcs_list.n ? "every function is called by another: no "
+                                                    "entry function"
+                                                  : "the module has no function");
     entry->is_entry = true;
     r->m->entry = entry;
     int k = 0;
