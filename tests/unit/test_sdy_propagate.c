@@ -66,6 +66,13 @@ static gs_module *parse(const char *text) {
     return m;
 }
 
+/* Frees m and the source it was read from. */
+static void release(gs_module *m) {
+    gs_source *src = (gs_source *)m->source;
+    gs_module_free(m);
+    gs_source_free(src);
+}
+
 static void propagate(gs_module *m, gs_sdy_options o) {
     gs_diags d = {0};
     assert_int_equal(gs_sdy_propagate(m, &o, &d), GS_OK);
@@ -106,7 +113,7 @@ static void test_simple(void **state) {
     expect(m, "arg2", "[{\"b\", ?}, {?}]");
     expect(m, "add", "[{\"a\", ?}, {\"b\", ?}]");
     expect(m, "dot", "[{\"a\", ?}, {?}]");
-    gs_module_free(m);
+    release(m);
 }
 
 /* ["a", "b"] against [?, "b"]: "a" reaches the add's dim 0, "b" conflicts with the other dim's
@@ -124,7 +131,7 @@ static void test_some_axes_incompatible(void **state) {
     propagate(m, BASIC);
     expect(m, "arg1", "[{\"a\", ?}, {?}]");
     expect(m, "add", "[{\"a\", ?}, {\"b\", ?}]");
-    gs_module_free(m);
+    release(m);
 }
 
 /* A reshape splitting a dim: "a" (size 4) splits into sub-axes over the factors 2 and 4; with
@@ -144,7 +151,7 @@ static void test_reshape_sub_axes(void **state) {
     propagate(m, BASIC);
     expect(m, "reshape", "[{\"a\":(1)2, ?}, {\"a\":(2)2, ?}]");
     expect(m, "reshape.1", "[{\"a\":(1)2, ?}, {\"a\":(2)2, \"b\", ?}]");
-    gs_module_free(m);
+    release(m);
 }
 
 /* Aggressive propagation resolves the conflict on dim 1 ("a" on one operand, nothing on the
@@ -163,7 +170,7 @@ static void test_aggressive_conflicts(void **state) {
     expect(m, "arg0", "[{\"a\", ?}, {?}]");
     expect(m, "arg1", "[{\"b\", ?}, {\"a\", ?}]");
     expect(m, "add", "[{?}, {\"a\", ?}]");
-    gs_module_free(m);
+    release(m);
 }
 
 /* Operands split along different dims (docs/shardy.md): basic propagation leaves the conflict
@@ -183,12 +190,12 @@ static void test_conflict_basic_and_aggressive(void **state) {
     propagate(m, BASIC);
     expect(m, "add", "(none)");
     expect(m, "tanh", "(none)");
-    gs_module_free(m);
+    release(m);
     m = parse(text);
     propagate(m, AGGRESSIVE);
     expect(m, "add", "[{\"a\", ?}, {?}]");
     expect(m, "tanh", "[{\"a\", ?}, {?}]");
-    gs_module_free(m);
+    release(m);
 }
 
 /* A sharding group (sdy.sharding_group, HLO's shard_as): add0 takes "a" from the constraint on
@@ -210,7 +217,7 @@ static void test_sharding_group(void **state) {
     expect(m, "add0", "[{?}, {\"a\", ?}]");
     expect(m, "add2", "[{?}, {\"a\", ?}]");
     expect(m, "a1", "[{?}, {\"a\", ?}]");
-    gs_module_free(m);
+    release(m);
 }
 
 /* User priorities: the divide's p0 sharding ("c" on dim 0, "b" replicated) goes first and wins
@@ -235,7 +242,7 @@ static void test_user_priority(void **state) {
     expect(m, "arg3", "[{\"c\", ?}, {?}]");
     expect(m, "add", "[{\"c\", ?}, {\"b\", ?}]");
     expect(m, "divide", "[{\"c\"}, {?}], replicated={\"b\"}");
-    gs_module_free(m);
+    release(m);
 }
 
 int main(void) {
