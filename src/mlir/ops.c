@@ -408,6 +408,11 @@ static bool apply_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_po
         if (in->op == GS_OP_DYNAMIC_SLICE && strcmp(key, "slice_sizes") == 0)
             key = "dynamic_slice_sizes";
         if (strcmp(key, "direction") == 0 && k->ident) {
+            static const char *const DIRS[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
+            bool known = false;
+            for (int d = 0; d < 6; d++) known |= strcmp(k->ident, DIRS[d]) == 0;
+            if (!known)
+                return mlir_fail_at(r, op_pos, "unknown comparison direction '%s'", k->ident);
             gs_build_set_ident(&r->b, in, GS_ATTR_DIRECTION, k->ident);
             continue;
         }
