@@ -31,6 +31,10 @@ gs_status gs_names_reserve(gs_names *n, gs_arena *a, const char *name);
 /* A fresh name built from stem ("stem", else "stem.N"), reserved, in arena a; NULL on failure. */
 const char *gs_names_fresh(gs_names *n, gs_arena *a, const char *stem);
 void gs_names_free(gs_names *n);
+/* name as an HLO name (XLA's lexer: [A-Za-z_][A-Za-z0-9_.-]*): a '_' in front of a name that
+ * does not start with a letter or '_', every other character '_'; "_" for an empty name; at most
+ * max - 1 bytes, written to out. */
+void gs_names_hlo(const char *name, char *out, size_t max);
 
 /* Appends instructions to one computation. */
 typedef struct gs_builder {

@@ -4,9 +4,11 @@
  * Allocation failure sets the builder's sticky flag and returns NULL; shape errors are internal
  * invariants (asserted).
  */
+#include <ctype.h>
 #include "gspmd/builder.h"
 #include "base/internal.h"
 #include "gspmd/numeric.h"
+#include <ctype.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -58,6 +60,17 @@ const char *gs_names_fresh(gs_names *n, gs_arena *a, const char *stem) {
     const char *k = gs_arena_strdup(a, buf);
     if (!k || gs_strmap_put(used, k, (void *)1) != GS_OK) return NULL;
     return k;
+}
+
+void gs_names_hlo(const char *name, char *out, size_t max) {
+    if (max == 0) return;
+    size_t j = 0;
+    if (j + 1 < max && !isalpha((unsigned char)name[0]) && name[0] != '_') out[j++] = '_';
+    for (size_t i = 0; name[i] && j + 1 < max; i++) {
+        char c = name[i];
+        out[j++] = isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-' ? c : '_';
+    }
+    out[j] = 0;
 }
 
 void gs_names_free(gs_names *n) {

@@ -248,16 +248,8 @@ gs_computation *mlir_func_comp(reader *r, const char *name) {
     gs_computation *c = gs_strmap_get(&r->funcs, name);
     if (c) return c;
     char stem[128];
-    size_t j = 0;
-    /* an HLO name starts with a letter or '_' (MLIR allows `@.main`, `@0f`) */
-    if (name[0] && !isalpha((unsigned char)name[0]) && name[0] != '_') stem[j++] = '_';
-    for (size_t i = 0; name[i] && j + 1 < sizeof stem; i++)
-        stem[j++] =
-            (isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '.' || name[i] == '-')
-                ? name[i]
-                : '_';
-    stem[j] = 0;
-    const char *cn = gs_names_fresh(&r->names, r->a, j ? stem : "f");
+    gs_names_hlo(name, stem, sizeof stem); /* MLIR allows `@.main`, `@0f` */
+    const char *cn = gs_names_fresh(&r->names, r->a, stem);
     c = cn ? gs_computation_new(r->m, cn) : NULL;
     if (!c || gs_strmap_put(&r->funcs, name, c) != GS_OK ||
         gs_vec_push(&r->funcs_list, &c) != GS_OK)
@@ -474,11 +466,11 @@ static bool parse_module(reader *r) {
             const char *name;
             if (!mlir_parse_symbol(r, &name)) return false;
             r->m->mlir_symbol = name;
-            /* an HLO module name: what MLIR allows beyond [A-Za-z0-9_.-] becomes '_' */
-            char *hlo = gs_arena_strdup(r->a, name);
+            /* an HLO module name: MLIR allows more (`@0$f`) */
+            size_t cap = strlen(name) + 2;
+            char *hlo = gs_arena_alloc(r->a, cap);
             if (!hlo) return mlir_oom(r);
-            for (char *q = hlo; *q; q++)
-                if (!isalnum((unsigned char)*q) && *q != '_' && *q != '.' && *q != '-') *q = '_';
+            gs_names_hlo(name, hlo, cap);
             r->m->name = hlo;
         }
         if (mlir_accept_word(r, "attributes") && !module_attrs(r)) return false;
