@@ -83,9 +83,10 @@ bool mlir_skip_balanced(reader *r) {
     size_t start = r->pos;
     while (r->pos < r->len) {
         char c = r->s[r->pos];
-        if (c == '"') {
+        if (c == '"') { /* to its closing quote; a '\\' at the very end escapes nothing */
             for (r->pos++; r->pos < r->len && r->s[r->pos] != '"'; r->pos++)
-                if (r->s[r->pos] == '\\') r->pos++;
+                if (r->s[r->pos] == '\\' && r->pos + 1 < r->len) r->pos++;
+            if (r->pos >= r->len) break;
         } else if (c == '(' || c == '[' || c == '{' || c == '<') {
             depth++;
         } else if (c == ')' || c == ']' || c == '}' || (c == '>' && r->s[r->pos - 1] != '-')) {
