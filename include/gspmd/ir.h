@@ -323,6 +323,9 @@ struct gs_computation {
     const char *symbol;     /* StableHLO input: the function's name as written (`main` for
                                `@main`); NULL for regions and HLO computations */
     bool is_private;        /* StableHLO input: the function was declared `private` */
+    int symbol_order;       /* StableHLO input: its place among the functions as MLIR prints
+                               them (the order written; Shardy's export puts the functions it
+                               makes after) */
 };
 
 /* A module header attribute kept as text (`num_partitions=8`). */

@@ -69,14 +69,23 @@ typedef enum gs_sdy_strategy {
 } gs_sdy_strategy;
 
 /* Options, as Shardy's propagation passes name them. Zero-initialise for basic propagation;
- * Shardy's full propagation (its -sdy-user-priority-propagate, which JAX runs) is
- * {GS_SDY_AGGRESSIVE, .op_priority = true, .user_priority = true}. */
+ * Shardy's full propagation as JAX runs it (-sdy-propagation-pipeline) is
+ * {GS_SDY_AGGRESSIVE, .op_priority = true, .user_priority = true, .pipeline = true}. */
 typedef struct gs_sdy_options {
     gs_sdy_strategy strategy; /* propagation-strategy */
     bool conservative;        /* conservative-propagation: never split an axis into sub-axes */
     bool op_priority;         /* op-priority propagation: elementwise and shape ops first, then
                                  the rest, in five rounds */
     bool user_priority;       /* user-priority propagation: dims marked p0 first, then p1, ... */
+    bool pipeline;            /* the import and export passes of -sdy-propagation-pipeline around
+                                 it: every call site gets its own copy of its function, whose
+                                 arguments and results are data-flow edges with the call's
+                                 operands and results; after, copies with the same shardings are
+                                 one function again, named as Shardy's export names them, and a
+                                 function's result shardings are its returned values'. Without
+                                 it, as in Shardy's single passes, nothing crosses a call but a
+                                 sdy.func_data_flow_edge, and only the main function's results
+                                 are propagated to. */
 } gs_sdy_options;
 
 /* Shardy's propagation over m in place: shardings move along each op's factors (gs_op_rule)

@@ -19,6 +19,7 @@ void gs_compile_options_init(gs_compile_options *o, int64_t num_partitions) {
     o->sdy.strategy = GS_SDY_AGGRESSIVE;
     o->sdy.op_priority = true;
     o->sdy.user_priority = true;
+    o->sdy.pipeline = true;
 }
 
 void gs_compiled_free(gs_compiled *c) {

@@ -71,6 +71,9 @@ static gs_computation *clone(flat *f, const gs_computation *c) {
     }
     d->execution_thread = c->execution_thread;
     d->span = c->span;
+    d->symbol = c->symbol; /* the same function, called from one more place */
+    d->is_private = c->is_private;
+    d->symbol_order = c->symbol_order;
     /* Instructions in an order with operands first (text order is one for parsed modules, but
      * do not rely on it). */
     int done = 0;

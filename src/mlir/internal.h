@@ -57,6 +57,7 @@ typedef struct reader {
     size_t scope;      /* values[scope..] are the current region's */
     gs_strmap funcs;   /* function name → gs_computation (declared or defined) */
     gs_strmap defined; /* function name → (void *)1 once its body is read */
+    int n_defined;     /* functions read so far */
     gs_vec funcs_list; /* gs_computation *, every function in order of first mention */
     gs_builder b;      /* appends to the computation being read */
     gs_vec mesh_names; /* const char *: the `sdy.mesh @NAME`s, in order */

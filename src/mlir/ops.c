@@ -799,7 +799,7 @@ static bool composite(reader *r, size_t op_pos, const gs_vec *kvs, int n_ops, gs
  * (type) -> results, after the operands: HLO's conditional, each branch a computation of the
  * tuple of outer values it uses (its operand). */
 static bool conditional(reader *r, const char *opname, size_t op_pos, gs_instr *sel,
-                        gs_instr **result, gs_shape **outs, int *n_out) {
+                        gs_vec *kvs, gs_instr **result, gs_shape **outs, int *n_out) {
     gs_computation *branches[MAX_OPS];
     gs_instr *ops[MAX_OPS + 1];
     int n = 0;
@@ -810,16 +810,13 @@ static bool conditional(reader *r, const char *opname, size_t op_pos, gs_instr *
         if (!mlir_parse_capturing_region(r, "branch", &branches[n], &ops[1 + n])) return false;
         n++;
     } while (mlir_accept(r, ','));
-    gs_vec kvs;
-    gs_vec_init(&kvs, sizeof(kv));
     gs_shape *ins[MAX_OPS];
     int n_in;
     bool ok = mlir_expect(r, ')', "closing the branches") &&
-              (mlir_peek(r) != '{' || (r->pos++, mlir_parse_kv_list(r, &kvs, '}'))) &&
+              (mlir_peek(r) != '{' || (r->pos++, mlir_parse_kv_list(r, kvs, '}'))) &&
               mlir_expect(r, ':', "before the op's type") &&
               mlir_parse_type_spec(r, ins, &n_in, outs, n_out, MAX_OPS) &&
               result_types(r, ins, n_in, outs, n_out);
-    gs_vec_free(&kvs);
     if (!ok) return false;
     bool is_if = strcmp(opname, "stablehlo.if") == 0;
     if (is_if && n != 2) return mlir_fail_at(r, op_pos, "'stablehlo.if' needs two branches");
@@ -927,7 +924,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
                 goto done;
         }
         if ((strcmp(hlo, "case") == 0 || strcmp(hlo, "if") == 0) && n_ops == 1) {
-            ok = conditional(r, opname, op_pos, ops[0], &result, outs, &n_out);
+            ok = conditional(r, opname, op_pos, ops[0], &kvs, &result, outs, &n_out);
             goto define;
         }
         if (mlir_peek(r) == '(') {

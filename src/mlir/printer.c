@@ -1256,30 +1256,41 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
 }
 
 /* `%N:K = stablehlo.optimization_barrier {dict} %a, %b : T, U` (its pretty form: a result per
- * operand); the generic form when the operands are not the results' values (one tuple). */
+ * operand, as the reader's one tuple operand of several values is printed too); the generic
+ * form when the operands are not the results' values (a tuple value). */
 static bool print_barrier(printer *p, scope *s, const gs_instr *in) {
     const gs_shape *t = in->shape;
-    bool pretty = in->n_operands > 0;
+    /* the values: the operands, or the elements of a tuple op that is not printed */
+    const gs_instr *const *vals = (const gs_instr *const *)in->operands;
+    int n_vals = in->n_operands;
+    if (n_vals == 1 && gs_shape_is_tuple(t) && t->n_tuple > 1 &&
+        ref_of(s, in->operands[0])->kind == REF_TUPLE) {
+        const gs_instr *tup = ref_of(s, in->operands[0])->tuple;
+        vals = (const gs_instr *const *)tup->operands;
+        n_vals = tup->n_operands;
+    }
+    bool pretty = n_vals > 0;
     if (gs_shape_is_tuple(t)) {
-        pretty &= t->n_tuple == in->n_operands && t->n_tuple != 1;
-        for (int i = 0; pretty && i < in->n_operands; i++)
-            pretty = !gs_shape_is_tuple(t->tuple[i]) &&
-                     gs_shape_equal(t->tuple[i], in->operands[i]->shape);
+        pretty &= t->n_tuple == n_vals && t->n_tuple != 1;
+        for (int i = 0; pretty && i < n_vals; i++)
+            pretty = !gs_shape_is_tuple(t->tuple[i]) && gs_shape_equal(t->tuple[i], vals[i]->shape);
     } else {
-        pretty &= in->n_operands == 1 && gs_shape_equal(t, in->operands[0]->shape);
+        pretty &= n_vals == 1 && gs_shape_equal(t, vals[0]->shape);
     }
     if (!pretty) return print_generic(p, s, in, "optimization_barrier", NULL, 0, NULL);
     const char *ops[MAX_VALUES];
-    int n = operands_and_result(p, s, in, ops);
-    if (n < 0) return false;
+    if (n_vals > MAX_VALUES) return fail(p, in, "too many operands to print");
+    for (int i = 0; i < n_vals; i++) ops[i] = whole_of(p, s, vals[i]);
+    if (p->failed) return false;
+    result_prefix(p, s, in);
     gs_sb_puts(p->sb, "stablehlo.optimization_barrier");
     print_attr_dict(p, p->sb, in, NULL);
     gs_sb_putc(p->sb, ' ');
-    print_names(p->sb, ops, n);
+    print_names(p->sb, ops, n_vals);
     gs_sb_puts(p->sb, " : ");
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n_vals; i++) {
         if (i) gs_sb_puts(p->sb, ", ");
-        print_type(p->sb, in->operands[i]->shape);
+        print_type(p->sb, vals[i]->shape);
     }
     return !p->failed;
 }
@@ -2071,8 +2082,11 @@ static const char *func_symbol(printer *p, const char *name, const char **names,
     }
 }
 
-/* Does computation a come before b in the text (functions in the order written)? */
+/* Does function a come before b in the text (functions in the order written, or as Shardy's
+ * export placed those it made)? */
 static bool written_before(const gs_computation *a, const gs_computation *b) {
+    if (a->symbol && b->symbol && a->symbol_order != b->symbol_order)
+        return a->symbol_order < b->symbol_order;
     return a->span.line < b->span.line ||
            (a->span.line == b->span.line && a->span.col < b->span.col);
 }

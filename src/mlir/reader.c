@@ -324,13 +324,12 @@ static bool set_result_shardings(reader *r, gs_computation *c, int n, gs_shardin
     return true;
 }
 
-/* A function whose results carry no sharding while the op it returns has one: with Shardy's
- * shardings, a copy without one is the root, so that the op keeps its own (Shardy's two). */
+/* A function whose one result carries no sharding: with Shardy's shardings, a copy without
+ * one is the root, so that the value returned and the function's result keep shardings of
+ * their own (Shardy's two, which propagation sets apart). */
 static bool unsharded_result(reader *r, gs_computation *c, size_t at) {
     gs_instr *root = c->root;
-    if (!r->mesh_names.n || !root || gs_shape_is_tuple(root->shape) ||
-        !gs_instr_get_sharding(root))
-        return true;
+    if (!r->mesh_names.n || !root || gs_shape_is_tuple(root->shape)) return true;
     r->b.span = root->span;
     gs_builder_init(&r->b, r->m, c, &r->names);
     gs_instr *copy = gs_build(&r->b, GS_OP_COPY, root->shape, 1, &root);
@@ -352,6 +351,7 @@ static bool parse_func(reader *r) {
     c->span = mlir_span_at(r, start);
     c->symbol = name;
     c->is_private = is_private;
+    c->symbol_order = r->n_defined++;
     gs_builder_init(&r->b, r->m, c, &r->names);
     r->scope = r->values.n;
     if (!mlir_expect(r, '(', "opening the function's arguments")) return false;

@@ -15,6 +15,7 @@
 #include "gspmd/text.h"
 #include "base/internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* sdy_opt's flags, by gs_sdy_pass_kind. */
@@ -107,7 +108,8 @@ gs_status gs_sdy_pass_parse(const char *arg, gs_sdy_pass *out, const char **why)
     return GS_OK;
 }
 
-/* Every dim of every named sharding closed (Shardy's export closes them). */
+/* Every dim of every named sharding closed, and its replicated axes dropped (Shardy's export
+ * closes them so, TensorShardingAttr::getClosedLike). */
 static gs_status close_shardings(gs_module *m, gs_diags *d) {
     for (int i = 0; i < m->n_comps; i++)
         for (int k = 0; k < m->comps[i]->n_instrs; k++) {
@@ -125,7 +127,7 @@ static gs_status close_shardings(gs_module *m, gs_diags *d) {
                 bool open = false;
                 for (int dd = 0; nm && nm->form == GS_NAMED_DIMS && dd < nm->n_dims; dd++)
                     open |= nm->dims[dd].open;
-                if (!open) continue;
+                if (!open && !(nm && nm->form == GS_NAMED_DIMS && nm->replicated.n)) continue;
                 gs_named *c = GS_NEW(&m->arena, gs_named);
                 gs_axis_list *dims = GS_NEW_ARRAY(&m->arena, gs_axis_list, nm->n_dims);
                 gs_sharding *cl = GS_NEW(&m->arena, gs_sharding);
@@ -136,6 +138,7 @@ static gs_status close_shardings(gs_module *m, gs_diags *d) {
                     dims[dd].open = false;
                 }
                 c->dims = dims;
+                c->replicated = (gs_axis_list){0};
                 *cl = *l;
                 cl->named = c;
                 leaves[j] = cl;
@@ -150,11 +153,54 @@ static gs_status close_shardings(gs_module *m, gs_diags *d) {
     return GS_OK;
 }
 
+static bool is_constraint(const gs_instr *in) {
+    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    return t && strcmp(t, "Sharding") == 0 && in->n_operands == 1;
+}
+
+/* The export's sharding constraints: one nothing uses is gone (MLIR's rewrite driver erases
+ * trivially dead ops), the others become sdy.reshard (ShardingConstraintToReshard). */
+static gs_status constraints_to_reshards(gs_module *m, gs_diags *d) {
+    for (int i = 0; i < m->n_comps; i++) {
+        gs_computation *c = m->comps[i];
+        int *uses = calloc((size_t)c->n_instrs + 1, sizeof *uses);
+        if (!uses) return gs_error(d, gs_span_none(), "out of memory");
+        for (int k = 0; k < c->n_instrs; k++)
+            for (int j = 0; j < c->instrs[k]->n_operands; j++) uses[c->instrs[k]->operands[j]->id]++;
+        int kept = 0;
+        for (int k = c->n_instrs - 1; k >= 0; k--) {
+            gs_instr *in = c->instrs[k];
+            if (is_constraint(in) && !uses[in->id] && !in->is_root && in != c->root) {
+                uses[in->operands[0]->id]--;
+                uses[in->id] = -1; /* dead */
+            }
+        }
+        for (int k = 0; k < c->n_instrs; k++) {
+            gs_instr *in = c->instrs[k];
+            if (uses[k] < 0) continue;
+            in->id = kept;
+            c->instrs[kept++] = in;
+        }
+        c->n_instrs = kept;
+        free(uses);
+        for (int k = 0; k < c->n_instrs; k++) {
+            gs_instr *in = c->instrs[k];
+            const gs_sharding *s = gs_instr_get_sharding(in);
+            if (!is_constraint(in) || !s || !s->named) continue;
+            gs_attr t = {.key = GS_ATTR_CUSTOM_CALL_TARGET, .name = "custom_call_target"};
+            t.u.s = "sdy.reshard";
+            if (gs_instr_set_attr(m, in, &t) != GS_OK)
+                return gs_error(d, gs_span_none(), "out of memory");
+        }
+    }
+    return GS_OK;
+}
+
 char *gs_sdy_opt(gs_module *m, int n, const gs_sdy_pass *passes, gs_diags *d) {
     gs_mlir_print_options o = {.sdy_opt = true};
     for (int i = 0; i < n; i++) {
         const gs_sdy_pass *p = &passes[i];
-        gs_sdy_options so = {GS_SDY_AGGRESSIVE, p->conservative_propagation, false, false};
+        gs_sdy_options so = {GS_SDY_AGGRESSIVE, p->conservative_propagation, false, false, false};
         switch (p->kind) {
         case GS_SDY_POPULATE_OP_SHARDING_RULES:
             o.sharding_rules = true;
@@ -169,12 +215,15 @@ char *gs_sdy_opt(gs_module *m, int n, const gs_sdy_pass *passes, gs_diags *d) {
         case GS_SDY_PROPAGATION_PIPELINE:
             so.op_priority = !p->no_op_priority;
             so.user_priority = true;
+            so.pipeline = p->kind == GS_SDY_PROPAGATION_PIPELINE;
             break;
         default: break;
         }
         if (p->strategy >= 0) so.strategy = (gs_sdy_strategy)p->strategy;
         if (gs_sdy_propagate(m, &so, d) != GS_OK) return NULL;
-        if (p->kind == GS_SDY_PROPAGATION_PIPELINE && close_shardings(m, d) != GS_OK) return NULL;
+        if (p->kind == GS_SDY_PROPAGATION_PIPELINE &&
+            (constraints_to_reshards(m, d) != GS_OK || close_shardings(m, d) != GS_OK))
+            return NULL;
         /* the rules a propagation built stay on the ops only when asked to */
         o.sharding_rules = p->keep_sharding_rules;
         o.conservative_propagation = p->conservative_propagation;

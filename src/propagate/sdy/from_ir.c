@@ -35,8 +35,18 @@ typedef struct builder {
     gs_strmap comp_index;  /* computation name -> its index + 1 */
     gs_vec group_pairs;    /* int64_t[2]: (shard_as group id, value) */
     bool conservative;     /* rules built for conservative propagation */
+    bool pipeline;         /* calls crossed as named computations (gs_sdy_options.pipeline) */
+    gs_vec func_edges;     /* func_edge: each sdy.func_data_flow_edge, its sources set last */
     bool oom;
 } builder;
+
+/* An sdy.func_data_flow_edge marker and its op, whose sources (a function argument's: the
+ * operand of every call of the function; a call result's: the value the callee returns) are
+ * known once every function is built. */
+typedef struct func_edge {
+    int op;
+    const gs_instr *in;
+} func_edge;
 
 static bool mesh_eq(const gs_mesh *x, const gs_mesh *y) {
     if (x == y) return true;
@@ -282,6 +292,10 @@ static void add_op(builder *b, gs_instr *in, int parent) {
     if (is_sharding_call(in) && in->n_operands == 1 && !gs_shape_is_tuple(in->shape)) {
         op->rule = sdy_identity_rule(b->a, in->shape->rank, in->shape->dims, 1);
         if (!op->rule) b->oom = true;
+        const char *t = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
+        func_edge fe = {id, in};
+        if (strcmp(t, "sdy.func_data_flow_edge") == 0 && gs_vec_push(&b->func_edges, &fe) != GS_OK)
+            b->oom = true;
     } else {
         gs_op_rule *r;
         gs_op_rule_options ro = {b->conservative};
@@ -318,6 +332,20 @@ static void add_edge(builder *b, int parent, const int *sources, int n, int owne
 }
 
 static void build(builder *b, gs_computation *c, int parent, const int *const *params);
+
+/* A root copy of an array in a function (the function's result apart from the value it
+ * returns, as the StableHLO reader keeps Shardy's two). */
+static bool root_copy(const gs_instr *in) {
+    return in->is_root && in->op == GS_OP_COPY && in->n_operands == 1 &&
+           !gs_shape_is_tuple(in->shape) && in->parent &&
+           (in->parent->is_entry || in->parent->symbol);
+}
+
+/* The leaves function c returns: its root's, or its root copy's operand's. */
+static const int *returned_leaves(const builder *b, const gs_computation *c) {
+    if (!c->root) return NULL;
+    return leaves_of(b, root_copy(c->root) ? c->root->operands[0] : c->root);
+}
 
 /* Builds region c (parent op `parent`) with its parameter p's leaves being params[p]. */
 static void build_region(builder *b, gs_computation *c, int parent, const int *const *params) {
@@ -392,6 +420,76 @@ static void add_conditional(builder *b, gs_instr *in, int parent) {
     }
 }
 
+/* A call as -sdy-propagation-pipeline imports it, a named computation: its results; the
+ * callee (its one call site's, the call graph flattened) built here with arguments of its own;
+ * an edge per leaf from each operand to the argument and from the returned value to the
+ * result. A callee already built (a call the flattening left shared) stays opaque. */
+static void add_call(builder *b, gs_instr *in, int parent) {
+    gs_computation *f = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    int ci = comp_index(b, f);
+    if (ci < 0 || !f->symbol || b->leaves[ci] || f->n_params != in->n_operands) {
+        add_op(b, in, parent);
+        return;
+    }
+    int id = push_op(b, parent, 0, 0);
+    int *res = id >= 0 ? fresh_leaves(b, in, id) : NULL;
+    if (!res) return;
+    build_region(b, f, id, NULL);
+    for (int p = 0; p < f->n_params && !b->oom; p++) {
+        const int *pv = f->params[p] ? leaves_of(b, f->params[p]) : NULL;
+        const int *ov = leaves_of(b, in->operands[p]);
+        int n = gs_shape_n_leaves(in->operands[p]->shape);
+        for (int i = 0; pv && ov && i < n; i++) add_edge(b, parent, &ov[i], 1, pv[i]);
+    }
+    const int *ret = returned_leaves(b, f);
+    int n = gs_shape_n_leaves(in->shape);
+    for (int i = 0; ret && i < n && !b->oom; i++) add_edge(b, parent, &ret[i], 1, res[i]);
+}
+
+/* The sources of each sdy.func_data_flow_edge (Shardy's PropagateFuncDataFlowEdgeOp): on a
+ * function's argument, that operand of every call of the function; on a call's result, the
+ * value the callee returns. None (a function nobody calls): the edge moves nothing. */
+static void set_func_edges(builder *b, const gs_module *m) {
+    const func_edge *fe = b->func_edges.data;
+    for (size_t e = 0; e < b->func_edges.n && !b->oom; e++) {
+        const gs_instr *x = fe[e].in->operands[0];
+        sdy_op *op = op_at(b, fe[e].op);
+        gs_vec src;
+        gs_vec_init(&src, sizeof(int));
+        int leaf = 0;
+        if (x->op == GS_OP_GET_TUPLE_ELEMENT && x->n_operands == 1) {
+            leaf = leaf_offset(x->operands[0]->shape, gs_instr_int(x, GS_ATTR_INDEX, 0));
+            x = x->operands[0];
+        }
+        if (x->op == GS_OP_PARAMETER && x->parent) {
+            for (int i = 0; i < m->n_comps; i++)
+                for (int k = 0; k < m->comps[i]->n_instrs; k++) {
+                    const gs_instr *c = m->comps[i]->instrs[k];
+                    if (c->op != GS_OP_CALL || gs_instr_comp(c, GS_ATTR_TO_APPLY) != x->parent ||
+                        x->parameter_number >= c->n_operands)
+                        continue;
+                    const int *v = leaves_of(b, c->operands[x->parameter_number]);
+                    if (v && v[0] >= 0 && gs_vec_push(&src, &v[0]) != GS_OK) b->oom = true;
+                }
+        } else if (x->op == GS_OP_CALL) {
+            gs_computation *f = gs_instr_comp(x, GS_ATTR_TO_APPLY);
+            const int *v = f ? returned_leaves(b, f) : NULL;
+            if (v && v[leaf] >= 0 && gs_vec_push(&src, &v[leaf]) != GS_OK) b->oom = true;
+        }
+        int rank = fe[e].in->shape->rank;
+        const int *vs = src.data;
+        int k = 0;
+        int *ops = src.n ? GS_NEW_ARRAY(b->a, int, src.n) : NULL;
+        for (size_t i = 0; ops && i < src.n; i++)
+            if (((sdy_value *)b->values.data)[vs[i]].rank == rank) ops[k++] = vs[i];
+        op->operands = ops;
+        op->n_operands = k;
+        op->rule = sdy_identity_rule(b->a, rank, fe[e].in->shape->dims, k);
+        if (!op->rule || (src.n && !ops)) b->oom = true;
+        gs_vec_free(&src);
+    }
+}
+
 /* An optimization barrier: an edge per leaf from its operand's (Shardy's data-flow edges). */
 static void add_barrier(builder *b, gs_instr *in, int parent) {
     int n = gs_shape_n_leaves(in->shape);
@@ -401,11 +499,6 @@ static void add_barrier(builder *b, gs_instr *in, int parent) {
     for (int i = 0; res && src && i < n && !b->oom; i++) add_edge(b, parent, &src[i], 1, res[i]);
 }
 
-/* A root copy of an array (the function's result apart from the value it returns). */
-static bool root_copy(const gs_instr *in) {
-    return in->is_root && in->op == GS_OP_COPY && in->n_operands == 1 &&
-           !gs_shape_is_tuple(in->shape) && in->parent && in->parent->is_entry;
-}
 
 static void build(builder *b, gs_computation *c, int parent, const int *const *params) {
     for (int k = 0; k < c->n_instrs && !b->oom; k++) {
@@ -440,6 +533,8 @@ static void build(builder *b, gs_computation *c, int parent, const int *const *p
             add_conditional(b, in, parent);
         } else if (in->op == GS_OP_OPTIMIZATION_BARRIER) {
             add_barrier(b, in, parent);
+        } else if (in->op == GS_OP_CALL && b->pipeline) {
+            add_call(b, in, parent);
         } else if (root_copy(in)) {
             new_leaves(b, in); /* no value of its own: set_results reads it */
         } else {
@@ -608,14 +703,17 @@ static bool set_groups(builder *b) {
 }
 
 /* Marks in is_fn[i] whether m->comps[i] is a function (the entry, or what a call calls), not
- * a region. */
-static void mark_functions(const builder *b, const gs_module *m, bool *is_fn) {
-    for (int i = 0; i < m->n_comps; i++) is_fn[i] = m->comps[i] == m->entry;
+ * a region, and in called[i] whether a call calls it. */
+static void mark_functions(const builder *b, const gs_module *m, bool *is_fn, bool *called) {
+    for (int i = 0; i < m->n_comps; i++) {
+        is_fn[i] = m->comps[i] == m->entry;
+        called[i] = false;
+    }
     for (int i = 0; i < m->n_comps; i++)
         for (int k = 0; k < m->comps[i]->n_instrs; k++) {
             const gs_instr *in = m->comps[i]->instrs[k];
             int at = in->op == GS_OP_CALL ? comp_index(b, gs_instr_comp(in, GS_ATTR_TO_APPLY)) : -1;
-            if (at >= 0) is_fn[at] = true;
+            if (at >= 0) is_fn[at] = called[at] = true;
         }
 }
 
@@ -624,10 +722,14 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     if (!opts) opts = &defaults;
     if (!m->entry) return GS_OK;
     sdy_graph g = {0};
+    /* the import: every call site its own callee (Shardy's FlattenCallGraph) */
+    if (opts->pipeline && gs_module_flatten_calls(m, d) != GS_OK) return GS_ERR;
     builder b = {0};
     b.a = &m->arena;
     b.g = &g;
     b.conservative = opts->conservative;
+    b.pipeline = opts->pipeline;
+    gs_vec_init(&b.func_edges, sizeof(func_edge));
     g.a = &m->arena;
     gs_vec_init(&b.values, sizeof(sdy_value));
     gs_vec_init(&b.ops, sizeof(sdy_op));
@@ -638,19 +740,23 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     gs_arena_init(&scratch);
     b.leaves = GS_NEW_ARRAY(&scratch, int **, m->n_comps + 1);
     bool *is_fn = GS_NEW_ARRAY(&scratch, bool, m->n_comps + 1);
-    bool ok = b.leaves && is_fn;
+    bool *called = GS_NEW_ARRAY(&scratch, bool, m->n_comps + 1);
+    bool ok = b.leaves && is_fn && called;
     for (int i = 0; ok && i < m->n_comps; i++) {
         b.leaves[i] = NULL;
         ok = gs_strmap_put(&b.comp_index, m->comps[i]->name, (void *)(intptr_t)(i + 1)) == GS_OK;
     }
-    if (ok) mark_functions(&b, m, is_fn);
-    /* functions in module order (regions are built where their op is) */
-    for (int i = 0; ok && i < m->n_comps; i++) {
-        if (!is_fn[i]) continue;
-        build_region(&b, m->comps[i], -1, NULL);
-        ok = !b.oom;
-    }
-    ok = ok && set_results(&b, m->entry);
+    if (ok) mark_functions(&b, m, is_fn, called);
+    /* functions in module order (regions are built where their op is), those no call calls
+     * first: with the pipeline, a callee is built at its call */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; ok && i < m->n_comps; i++) {
+            if (!is_fn[i] || called[i] != (pass == 1)) continue;
+            build_region(&b, m->comps[i], -1, NULL);
+            ok = !b.oom;
+        }
+    if (ok) set_func_edges(&b, m);
+    ok = ok && !b.oom && set_results(&b, m->entry);
     if (ok) {
         g.values = b.values.data;
         g.n_values = (int)b.values.n;
@@ -665,6 +771,7 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
         for (int i = 0; ok && i < m->n_comps; i++)
             if (b.leaves[i]) ok = write_back(&b, m, m->comps[i]);
     }
+    gs_vec_free(&b.func_edges);
     gs_arena_free(&scratch);
     gs_strmap_free(&b.comp_index);
     gs_vec_free(&b.values);
@@ -672,6 +779,7 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     gs_vec_free(&b.meshes);
     gs_vec_free(&b.templates);
     gs_vec_free(&b.group_pairs);
-    if (!ok) gs_error(d, gs_span_none(), "out of memory");
-    return ok ? GS_OK : GS_ERR;
+    if (!ok) return gs_error(d, gs_span_none(), "out of memory");
+    /* the export: functions again, deduplicated */
+    return opts->pipeline ? sdy_export_calls(m, d) : GS_OK;
 }
