@@ -60,6 +60,7 @@ typedef struct scope {
     ref *refs;              /* one per instruction, by id */
     bool *skip;             /* by id: printed as part of another op (NULL: none) */
     manual_group **manuals; /* by id: the manual computation a call prints as (NULL: none) */
+    int n_ret;              /* values its return prints: the first n_ret (-1: all) */
 } scope;
 
 /* sdy_opt: what a dry run of a function learnt of one computation's region (MLIR numbers a
@@ -542,6 +543,7 @@ static scope *new_scope(printer *p, const gs_computation *c) {
     }
     memset(s->refs, 0, sizeof(ref) * (size_t)(c->n_instrs ? c->n_instrs : 1));
     s->c = c;
+    s->n_ret = -1;
     return s;
 }
 
@@ -1029,6 +1031,65 @@ static bool print_convolution(printer *p, scope *s, const gs_instr *in) {
 }
 
 /* `%N:K = stablehlo.while(%iterArgA = %x, ...) : T, ... cond { ... } do { ... }` */
+/* Is x get-tuple-element i of t? */
+static bool is_gte(const gs_instr *x, const gs_instr *t, int i) {
+    return x->op == GS_OP_GET_TUPLE_ELEMENT && x->n_operands == 1 && x->operands[0] == t &&
+           gs_instr_int(x, GS_ATTR_INDEX, -1) == i;
+}
+
+/* How many of a while's n state values are its own, the rest being values from around the loop
+ * that its regions use (StableHLO's regions may; HLO's loop carries them, as the reader makes
+ * it): the body returns each of the rest unchanged, and the loop's value is used only as the
+ * reader leaves it, get-tuple-elements of the own values gathered by one tuple. n when none. */
+static int while_own_values(const gs_instr *in, const gs_computation *body, int n) {
+    const gs_instr *root = body->root, *param = body->params[0];
+    if (!gs_shape_is_tuple(in->shape) || n < 2 || !root || root->op != GS_OP_TUPLE ||
+        root->n_operands != n)
+        return n;
+    int own = n;
+    while (own > 0 && is_gte(root->operands[own - 1], param, own - 1)) own--;
+    if (own == n || own == 0) return n;
+    /* the users: a get-tuple-element per own value, gathered in order by one tuple */
+    const gs_computation *c = in->parent;
+    const gs_instr *gathered = NULL;
+    int seen = 0;
+    for (int k = in->id + 1; k < c->n_instrs; k++) {
+        const gs_instr *u = c->instrs[k];
+        for (int j = 0; j < u->n_operands; j++) {
+            if (u->operands[j] != in) continue;
+            if (!is_gte(u, in, seen) || seen >= own) return n;
+            seen++;
+        }
+        if (u->op == GS_OP_TUPLE && u->n_operands == own && is_gte(u->operands[0], in, 0))
+            gathered = u;
+    }
+    if (seen != own || !gathered || in->is_root) return n;
+    for (int i = 0; i < own; i++)
+        if (!is_gte(gathered->operands[i], in, i)) return n;
+    return own;
+}
+
+/* A copy of in whose shape and sharding keep its first k tuple elements (printing only). */
+static const gs_instr *first_elements(printer *p, const gs_instr *in, int k) {
+    gs_instr *c = GS_NEW(&p->a, gs_instr);
+    gs_attr *attrs = GS_NEW_ARRAY(&p->a, gs_attr, in->n_attrs + 1);
+    gs_shape *t = gs_shape_tuple(&p->a, k, in->shape->tuple);
+    if (!c || !attrs || !t) return p->failed = true, in;
+    *c = *in;
+    c->shape = t;
+    if (in->n_attrs) memcpy(attrs, in->attrs, sizeof *attrs * (size_t)in->n_attrs);
+    c->attrs = attrs;
+    const gs_sharding *sh = gs_instr_get_sharding(in);
+    for (int i = 0; i < c->n_attrs; i++) {
+        if (attrs[i].key != GS_ATTR_SHARDING || !sh) continue;
+        if (sh->kind != GS_SHARDING_TUPLE || sh->n_tuple < k) continue;
+        gs_sharding *ts = gs_sharding_tuple(&p->a, k, sh->tuple);
+        if (!ts) return p->failed = true, in;
+        attrs[i].u.sharding = ts;
+    }
+    return c;
+}
+
 static bool print_while(printer *p, scope *s, const gs_instr *in) {
     gs_computation *cond = gs_instr_comp(in, GS_ATTR_CONDITION);
     gs_computation *body = gs_instr_comp(in, GS_ATTR_BODY);
@@ -1038,25 +1099,42 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
     const char *vals[MAX_VALUES];
     int n = spread(p, s, init, vals, MAX_VALUES);
     if (p->failed) return false;
+    /* values from around the loop print as themselves, not as iteration arguments */
+    int own = while_own_values(in, body, n);
     const char **iter = GS_NEW_ARRAY(&p->a, const char *, n ? n : 1);
     if (!iter) return p->failed = true, false;
     if (p->o->sdy_opt) { /* the regions' block arguments, named in a region's context */
         naming sv = enter_region(p, cond);
-        for (int i = 0; i < n; i++) iter[i] = unique_name(p, "iterArg", NAME_ITER);
+        for (int i = 0; i < own; i++) iter[i] = unique_name(p, "iterArg", NAME_ITER);
         leave_region(p, sv, false);
     } else {
-        for (int i = 0; i < n; i++) iter[i] = fresh(p, "%%iterArg_%d", p->next_arg++);
+        for (int i = 0; i < own; i++) iter[i] = fresh(p, "%%iterArg_%d", p->next_arg++);
     }
-    result_prefix(p, s, in);
+    for (int i = own; i < n; i++) iter[i] = vals[i];
+    if (own < n) {
+        ref *r = ref_of(s, in);
+        const char *name = fresh(p, "%%%d", p->next_value++);
+        newline(p);
+        gs_sb_printf(p->sb, own == 1 ? "%s = " : "%s:%d = ", name, own);
+        r->kind = REF_ITER; /* element i: the result (#i), unused beyond own */
+        r->n = n;
+        r->elems = GS_NEW_ARRAY(&p->a, const char *, n);
+        if (!r->elems) return p->failed = true, false;
+        for (int i = 0; i < n; i++)
+            r->elems[i] = own == 1 ? name : gs_arena_printf(&p->a, "%s#%d", name, i < own ? i : 0);
+    } else {
+        result_prefix(p, s, in);
+    }
     gs_sb_puts(p->sb, "stablehlo.while(");
-    for (int i = 0; i < n; i++) gs_sb_printf(p->sb, "%s%s = %s", i ? ", " : "", iter[i], vals[i]);
+    for (int i = 0; i < own; i++)
+        gs_sb_printf(p->sb, "%s%s = %s", i ? ", " : "", iter[i], vals[i]);
     gs_sb_puts(p->sb, ") : ");
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < own; i++) {
         if (i) gs_sb_puts(p->sb, ", ");
         print_type(p->sb, spread_type(init->shape, i));
     }
     gs_sb dict = {0}; /* MLIR's while writes its attributes after the types */
-    print_attr_dict(p, &dict, in, NULL);
+    print_attr_dict(p, &dict, own < n ? first_elements(p, in, own) : in, NULL);
     if (gs_sb_str(&dict)[0]) gs_sb_printf(p->sb, " attributes%s", gs_sb_str(&dict));
     gs_sb_free(&dict);
     const gs_computation *regions[2] = {cond, body};
@@ -1067,7 +1145,7 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
         scope *rs = new_scope(p, regions[k]);
         if (!rs) return false;
         naming sv = enter_region(p, regions[k]);
-        for (int i = 0; p->o->sdy_opt && i < n; i++) unique_name(p, "iterArg", NAME_ITER);
+        for (int i = 0; p->o->sdy_opt && i < own; i++) unique_name(p, "iterArg", NAME_ITER);
         p->arg_end = p->next_arg;
         ref *pr = ref_of(rs, regions[k]->params[0]);
         if (n == 1 && n_results(regions[k]->params[0]->shape) == 1 &&
@@ -1080,6 +1158,7 @@ static bool print_while(printer *p, scope *s, const gs_instr *in) {
             pr->elems = iter;
         }
         p->indent++;
+        rs->n_ret = k ? own : -1; /* the body returns its own values */
         if (!print_body(p, rs, "stablehlo.return")) return false;
         p->indent -= 2;
         leave_region(p, sv, true);
@@ -1868,6 +1947,7 @@ static bool print_body(printer *p, scope *s, const char *ret) {
     const char *vals[MAX_VALUES];
     int n = spread(p, s, c->root, vals, MAX_VALUES);
     if (p->failed) return false;
+    if (s->n_ret >= 0 && s->n_ret < n) n = s->n_ret;
     newline(p);
     gs_sb_puts(p->sb, ret);
     if (n) {

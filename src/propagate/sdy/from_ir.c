@@ -634,18 +634,50 @@ static const gs_sharding *leaf_shardings(builder *b, const gs_shape *s, const in
 }
 
 /* Writes the values' shardings back onto the instructions of c. */
+/* Marks in owned[id] the ops of c whose results have explicit sdy.data_flow_edge markers: the
+ * edges hold the shardings then, and the op has none of its own (as after Shardy's
+ * -sdy-add-data-flow-edges). */
+static void mark_edge_owned(const gs_computation *c, bool *owned) {
+    for (int k = 0; k < c->n_instrs; k++) {
+        const gs_instr *in = c->instrs[k];
+        const char *t = in->op == GS_OP_CUSTOM_CALL && in->n_operands == 1
+                            ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET)
+                            : NULL;
+        if (!t || strcmp(t, "sdy.data_flow_edge") != 0) continue;
+        const gs_instr *x = in->operands[0];
+        /* through get-tuple-elements and tuples of them (a loop carrying outer values) */
+        for (int step = 0; step < 4; step++) {
+            if (x->op == GS_OP_GET_TUPLE_ELEMENT && x->n_operands == 1)
+                x = x->operands[0];
+            else if (x->op == GS_OP_TUPLE && x->n_operands > 0 &&
+                     x->operands[0]->op == GS_OP_GET_TUPLE_ELEMENT)
+                x = x->operands[0]->operands[0];
+        }
+        if (x->op == GS_OP_WHILE || x->op == GS_OP_CONDITIONAL ||
+            x->op == GS_OP_OPTIMIZATION_BARRIER)
+            owned[x->id] = true;
+    }
+}
+
 static bool write_back(builder *b, gs_module *m, gs_computation *c) {
     sdy_graph *g = b->g;
     bool oom = false;
+    bool *owned = calloc((size_t)c->n_instrs + 1, sizeof *owned);
+    if (!owned) return false;
+    mark_edge_owned(c, owned);
     for (int k = 0; k < c->n_instrs; k++) {
         gs_instr *in = c->instrs[k];
         const int *v = leaves_of(b, in);
-        if (!v || in->op == GS_OP_GET_TUPLE_ELEMENT) continue;
+        if (!v || in->op == GS_OP_GET_TUPLE_ELEMENT || owned[k]) continue;
         if (in->op == GS_OP_TUPLE && in != c->root) continue;
         if (c == m->entry && in == c->root && in->op == GS_OP_TUPLE) continue; /* below */
         const gs_sharding *ns = leaf_shardings(b, in->shape, v, gs_instr_get_sharding(in), &oom);
-        if (oom || (ns && gs_instr_set_sharding(m, in, ns) != GS_OK)) return false;
+        if (oom || (ns && gs_instr_set_sharding(m, in, ns) != GS_OK)) {
+            free(owned);
+            return false;
+        }
     }
+    free(owned);
     gs_instr *root = c->root;
     if (c == m->entry && root && root_copy(root) && g->n_results == 1 && g->result_sh[0]) {
         gs_sharding *ns = to_ir(b, g->result_sh[0]);
