@@ -231,6 +231,89 @@ static bool propagate_results(run *ru) {
     return true;
 }
 
+static bool is_manual_axis(const sdy_axes *manual, const gs_axis_ref *a) {
+    for (int i = 0; i < manual->n; i++)
+        if (manual->v[i].axis == a->axis) return true;
+    return false;
+}
+
+/* Only the axes of l that are manual (keep) or free (!keep). */
+static void filter_axes(sdy_axes *l, const sdy_axes *manual, bool keep) {
+    int k = 0;
+    for (int i = 0; i < l->n; i++)
+        if (is_manual_axis(manual, &l->v[i]) == keep) l->v[k++] = l->v[i];
+    l->n = k;
+}
+
+/* s seen from inside a manual computation: its free axes (eraseManualAxes), marked with the
+ * region's manual axes. */
+static sdy_sharding *inner_view(gs_arena *a, const sdy_sharding *s, const sdy_axes *manual) {
+    sdy_sharding *o = GS_NEW(a, sdy_sharding);
+    sdy_dim *dims = s->rank ? GS_NEW_ARRAY(a, sdy_dim, s->rank) : NULL;
+    if (!o || (s->rank && !dims)) return NULL;
+    *o = *s;
+    for (int d = 0; d < s->rank; d++) {
+        dims[d] = s->dims[d];
+        filter_axes(&dims[d].axes, manual, false);
+    }
+    o->dims = dims;
+    filter_axes(&o->replicated, manual, false);
+    filter_axes(&o->unreduced, manual, false);
+    o->manual = *manual;
+    return o;
+}
+
+/* outer with its free axes replaced by inner's (addFreeAxesToManualComputationSharding): each
+ * dim keeps its manual axes in front, then inner's; open or closed and priority as inner's. */
+static sdy_sharding *outer_view(gs_arena *a, const sdy_sharding *outer, const sdy_sharding *inner,
+                                const sdy_axes *manual) {
+    sdy_sharding *o = GS_NEW(a, sdy_sharding);
+    sdy_dim *dims = inner->rank ? GS_NEW_ARRAY(a, sdy_dim, inner->rank) : NULL;
+    if (!o || (inner->rank && !dims)) return NULL;
+    *o = *inner;
+    for (int d = 0; d < inner->rank; d++) {
+        dims[d] = inner->dims[d];
+        sdy_axes front = {0};
+        if (outer && d < outer->rank) {
+            front = outer->dims[d].axes;
+            filter_axes(&front, manual, true);
+        }
+        for (int i = 0; i < inner->dims[d].axes.n; i++) sdy_push(&front, &inner->dims[d].axes.v[i]);
+        dims[d].axes = front;
+    }
+    o->dims = dims;
+    o->replicated = outer ? outer->replicated : (sdy_axes){0};
+    o->unreduced = outer ? outer->unreduced : (sdy_axes){0};
+    o->manual = outer ? outer->manual : (sdy_axes){0};
+    return o;
+}
+
+/* An edge into or out of a manual computation (sdy_op.manual_view). */
+static bool visit_manual_edge(run *ru, int op, worklist *w, const gs_op_rule *r,
+                              sdy_sharding **slots, int *values, int n_t) {
+    sdy_graph *g = ru->g;
+    const sdy_op *x = &g->ops[op];
+    sdy_sharding *outer[64], *seen[64];
+    int outer_values[64];
+    for (int t = 0; t < n_t; t++) {
+        outer[t] = slots[t];
+        outer_values[t] = -1;
+        if (!(x->outer_slots & (1u << t))) continue;
+        outer_values[t] = values[t];
+        values[t] = -1; /* set below, in the outer view */
+        if (slots[t] && !(slots[t] = inner_view(g->a, slots[t], x->manual_view))) return false;
+    }
+    for (int t = 0; t < n_t; t++) seen[t] = slots[t];
+    if (!propagate_tensors(ru, r, slots, values, x, w, op)) return false;
+    for (int t = 0; t < n_t; t++) {
+        if (outer_values[t] < 0 || slots[t] == seen[t]) continue;
+        sdy_sharding *ns = outer_view(g->a, outer[t], slots[t], x->manual_view);
+        if (!ns) return false;
+        set_value(g, w, outer_values[t], ns, op);
+    }
+    return true;
+}
+
 static bool visit(run *ru, int op, worklist *w) {
     sdy_graph *g = ru->g;
     const sdy_op *x = &g->ops[op];
@@ -238,7 +321,7 @@ static bool visit(run *ru, int op, worklist *w) {
     if (!r || r->n_operands != x->n_operands || r->n_results != x->n_results) return true;
     int n_t = x->n_operands + x->n_results;
     sdy_sharding *slots[64];
-    int values[64];
+    int values[64] = {0};
     if (n_t > 64) return true;
     for (int t = 0; t < n_t; t++) {
         int v = t < x->n_operands ? x->operands[t] : x->results[t - x->n_operands];
@@ -248,6 +331,7 @@ static bool visit(run *ru, int op, worklist *w) {
             t < r->n_operands ? &r->operands[t] : &r->results[t - r->n_operands];
         if (v < 0 || g->values[v].rank != tf->rank) return true; /* not a tensor it describes */
     }
+    if (x->manual_view) return visit_manual_edge(ru, op, w, r, slots, values, n_t);
     return propagate_tensors(ru, r, slots, values, x, w, op);
 }
 

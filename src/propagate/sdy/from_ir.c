@@ -255,6 +255,26 @@ static unsigned op_kind(const gs_instr *in) {
     }
 }
 
+static bool is_call_to(const gs_instr *in, const char *target) {
+    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    return t && strcmp(t, target) == 0;
+}
+
+/* An edge into (SPMDFullToShardShape) or out of (SPMDShardToFullShape) a manual computation:
+ * the slot outside the region (0: the operand, 1: the result) and the manual axes the side
+ * inside names; false for other ops. */
+static bool manual_edge(const gs_instr *in, int *outer_slot, const gs_axis_list **manual) {
+    bool into = is_call_to(in, "SPMDFullToShardShape");
+    if ((!into && !is_call_to(in, "SPMDShardToFullShape")) || in->n_operands != 1 ||
+        gs_shape_is_tuple(in->shape) || in->operands[0]->shape->rank != in->shape->rank)
+        return false;
+    const gs_sharding *inner = gs_instr_get_sharding(into ? in : in->operands[0]);
+    if (!inner || !inner->named || inner->named->manual.n == 0) return false;
+    *outer_slot = into ? 0 : 1;
+    *manual = &inner->named->manual;
+    return true;
+}
+
 /* A new op (no rule yet); its index, or -1 on OOM. */
 static int push_op(builder *b, int parent, int n_operands, int n_results) {
     sdy_op op = {0};
@@ -289,7 +309,19 @@ static void add_op(builder *b, gs_instr *in, int parent) {
     for (int i = 0; i < n_res; i++) op->results[i] = res[i];
     op->kind = op_kind(in);
     op->fixed_dir = barrier_direction(in);
-    if (is_sharding_call(in) && in->n_operands == 1 && !gs_shape_is_tuple(in->shape)) {
+    int outer_slot;
+    const gs_axis_list *manual;
+    if (manual_edge(in, &outer_slot, &manual)) {
+        /* propagates between the free axes, over the shape inside the region */
+        const gs_shape *inner = outer_slot == 0 ? in->shape : in->operands[0]->shape;
+        sdy_axes *mv = GS_NEW(b->a, sdy_axes);
+        if (mv) sdy_axes_from_list(mv, manual);
+        op->rule = sdy_identity_rule(b->a, inner->rank, inner->dims, 1);
+        op->manual_view = mv;
+        op->outer_slots = 1u << outer_slot;
+        op->kind = SDY_OP_SHAPE;
+        if (!op->rule || !mv) b->oom = true;
+    } else if (is_sharding_call(in) && in->n_operands == 1 && !gs_shape_is_tuple(in->shape)) {
         op->rule = sdy_identity_rule(b->a, in->shape->rank, in->shape->dims, 1);
         if (!op->rule) b->oom = true;
         const char *t = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
@@ -326,6 +358,8 @@ static void add_edge(builder *b, int parent, const int *sources, int n, int owne
         op->operands[k++] = sources[i];
     }
     op->results[0] = owner;
+    /* the owner is defined by its edge, which a change of its sharding revisits */
+    ((sdy_value *)b->values.data)[owner].def = id;
     op->kind = SDY_OP_SHAPE; /* Shardy's op priorities treat edges as pass-through ops */
     op->rule = sdy_identity_rule(b->a, rank, dims, k);
     if (!op->rule) b->oom = true;
@@ -427,7 +461,7 @@ static void add_conditional(builder *b, gs_instr *in, int parent) {
 static void add_call(builder *b, gs_instr *in, int parent) {
     gs_computation *f = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     int ci = comp_index(b, f);
-    if (ci < 0 || !f->symbol || b->leaves[ci] || f->n_params != in->n_operands) {
+    if (ci < 0 || b->leaves[ci] || f->n_params != in->n_operands) {
         add_op(b, in, parent);
         return;
     }
@@ -444,6 +478,21 @@ static void add_call(builder *b, gs_instr *in, int parent) {
     const int *ret = returned_leaves(b, f);
     int n = gs_shape_n_leaves(in->shape);
     for (int i = 0; ret && i < n && !b->oom; i++) add_edge(b, parent, &ret[i], 1, res[i]);
+}
+
+static bool callee_is_function(const gs_instr *in) {
+    const gs_computation *f = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    return f && f->symbol;
+}
+
+/* A manual computation's body (the StableHLO reader's call of a region, every operand an
+ * SPMDFullToShardShape): crossed by its data-flow edges whatever the options. */
+static bool manual_body(const gs_instr *in) {
+    const gs_computation *f = gs_instr_comp(in, GS_ATTR_TO_APPLY);
+    if (!f || f->symbol || in->n_operands == 0) return false;
+    for (int i = 0; i < in->n_operands; i++)
+        if (!is_call_to(in->operands[i], "SPMDFullToShardShape")) return false;
+    return true;
 }
 
 /* The sources of each sdy.func_data_flow_edge (Shardy's PropagateFuncDataFlowEdgeOp): on a
@@ -533,7 +582,8 @@ static void build(builder *b, gs_computation *c, int parent, const int *const *p
             add_conditional(b, in, parent);
         } else if (in->op == GS_OP_OPTIMIZATION_BARRIER) {
             add_barrier(b, in, parent);
-        } else if (in->op == GS_OP_CALL && b->pipeline) {
+        } else if (in->op == GS_OP_CALL &&
+                   ((b->pipeline && callee_is_function(in)) || manual_body(in))) {
             add_call(b, in, parent);
         } else if (root_copy(in)) {
             new_leaves(b, in); /* no value of its own: set_results reads it */

@@ -173,6 +173,12 @@ typedef struct sdy_op {
     unsigned kind;          /* SDY_OP_* */
     int fixed_dir;          /* a propagation barrier's allowed direction (an sdy_direction),
                                whatever the op priorities say; -1 for other ops */
+    const sdy_axes *manual_view; /* the edge into or out of a manual computation (XLA's
+                               SPMDFullToShardShape, SPMDShardToFullShape): the manual axes it
+                               crosses, or NULL. It propagates between the free axes only: the
+                               outer slot's manual axes are dropped before and put back in
+                               front after (Shardy's transformTargetSharding) */
+    unsigned outer_slots;   /* with manual_view: bit t for each slot t outside the region */
 } sdy_op;
 
 /* The program Shardy's propagation sees. */
