@@ -1205,7 +1205,10 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
     }
     if (lit->elided)
         return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
-    if (p->o->sdy_opt) {
+    /* `sdy.constant` as the reader read it (an attribute marks it): numbered, as MLIR names
+     * an op that gives its result no name */
+    bool sdy = gs_instr_attr_named(in, "sdy.constant") != NULL;
+    if (p->o->sdy_opt && !sdy) {
         ref *r = ref_of(s, in);
         r->kind = REF_VALUE;
         r->name = constant_name(p, in->shape);
@@ -1214,8 +1217,6 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
     } else {
         result_prefix(p, s, in);
     }
-    /* `sdy.constant` as the reader read it (an attribute marks it) */
-    bool sdy = gs_instr_attr_named(in, "sdy.constant") != NULL;
     gs_sb_puts(p->sb, sdy ? "sdy.constant" : "stablehlo.constant");
     print_attr_dict(p, p->sb, in, NULL);
     gs_sb_putc(p->sb, ' ');
