@@ -371,6 +371,10 @@ const char *gs_instr_str(const gs_instr *in, gs_attr_key k);
 /* The integer `key` of a backend_config written as XLA's partitioner writes its internal ops'
  * ("dimension=0,amount=2"); false when absent or not an integer. */
 bool gs_instr_config_int(const gs_instr *in, const char *key, int64_t *v);
+/* Is in Shardy's sharding group marker as XLA keeps it (a custom-call
+ * `xla.sdy.ShardingGroup` of one operand, frontend_attributes={xla.sdy.sharding_group_id="N"})?
+ * Sets *id to N. */
+bool gs_instr_sharding_group(const gs_instr *in, int64_t *id);
 /* COMP attribute k (or the first of COMPS), or NULL. */
 gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k);
 /* The instruction's sharding, or NULL when it has none. */

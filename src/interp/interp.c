@@ -533,6 +533,11 @@ static gs_status eval_x64(gs_eval *ev, const gs_instr *in, const char *target,
 static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) target = "";
+    if (strcmp(target, "xla.sdy.ShardingGroup") == 0 && gs_shape_is_tuple(in->shape) &&
+        in->shape->n_tuple == 0) { /* a propagation hint with no result */
+        *out = gs_value_new_tuple(0, NULL);
+        return *out ? GS_OK : gs_eval_oom(ev, in);
+    }
     if (strcmp(target, "Sharding") == 0 || strcmp(target, "SPMDFullToShardShape") == 0 ||
         strcmp(target, "SPMDShardToFullShape") == 0 || strncmp(target, "xla.sdy.", 8) == 0 ||
         strcmp(target, "sdy.data_flow_edge") == 0 || strcmp(target, "sdy.func_data_flow_edge") == 0 ||

@@ -115,6 +115,19 @@ bool gs_instr_config_int(const gs_instr *in, const char *key, int64_t *v) {
     return false;
 }
 
+bool gs_instr_sharding_group(const gs_instr *in, int64_t *id) {
+    static const char KEY[] = "xla.sdy.sharding_group_id=\"";
+    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
+    const char *at = fa ? strstr(fa, KEY) : NULL;
+    if (!t || strcmp(t, "xla.sdy.ShardingGroup") != 0 || in->n_operands != 1 || !at) return false;
+    char *end;
+    long long x = strtoll(at + sizeof KEY - 1, &end, 10);
+    if (end == at + sizeof KEY - 1 || *end != '"' || x < 0) return false;
+    *id = (int64_t)x;
+    return true;
+}
+
 gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k) {
     const gs_attr *a = gs_instr_attr(in, k);
     if (!a) return NULL;

@@ -1301,6 +1301,15 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) return fail(p, in, "a custom-call without a target cannot be printed");
     if (print_constraint(p, s, in, target) || print_sdy_marker(p, s, in, target)) return !p->failed;
+    int64_t group;
+    if (gs_instr_sharding_group(in, &group) && gs_shape_is_tuple(in->shape) &&
+        in->shape->n_tuple == 0) { /* `sdy.sharding_group %x group_id=N : T` (no result) */
+        const char *x = whole_of(p, s, in->operands[0]);
+        newline(p);
+        gs_sb_printf(p->sb, "sdy.sharding_group %s group_id=%lld : ", x, (long long)group);
+        print_type(p->sb, in->operands[0]->shape);
+        return !p->failed;
+    }
     const char *ops[MAX_VALUES];
     int n = operands_and_result(p, s, in, ops);
     if (n < 0) return false;

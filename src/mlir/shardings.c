@@ -12,7 +12,8 @@
  *     writes it: per operand `Sharding` then `SPMDFullToShardShape` (manual on the manual
  *     axes, the rest still tiled), a call of the region, per result `Sharding` then
  *     `SPMDShardToFullShape`;
- *   - `sdy.constant`: a constant; `sdy.sharding_group`: read and dropped (propagation hint);
+ *   - `sdy.constant`: a constant; `sdy.sharding_group`: XLA's `xla.sdy.ShardingGroup`
+ *     custom-call with no result (the group id in its frontend attributes);
  *   - `sdy.data_flow_edge`, `sdy.reshard`, `sdy.func_data_flow_edge`,
  *     `sdy.propagation_barrier`: custom-calls of their own name (printed back as written).
  * A sharding that does not fit its value (rank, tuple size, undefined mesh or axis) is one
@@ -485,6 +486,14 @@ bool mlir_parse_sdy_op(reader *r, const char *opname, size_t op_pos, gs_instr **
             !mlir_expect(r, '=', "after group_id") || !mlir_parse_int(r, &id, "a group id") ||
             !mlir_expect(r, ':', "before the group's type") || !mlir_parse_type(r, &t))
             return r->failed ? false : FAIL(r, "expected group_id=N, found %s", mlir_found(r));
+        if (id < 0) return mlir_fail_at(r, op_pos, "a sharding group id must not be negative");
+        /* as XLA keeps it in HLO: a custom-call with no result, the id a frontend attribute */
+        r->b.span = mlir_span_at(r, op_pos);
+        gs_shape *none = gs_shape_tuple(r->a, 0, NULL);
+        gs_instr *g = none ? mlir_custom_call(r, "xla.sdy.ShardingGroup", none, 1, &x, NULL) : NULL;
+        gs_attr fa = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
+        fa.u.s = gs_arena_printf(r->a, "{xla.sdy.sharding_group_id=\"%lld\"}", (long long)id);
+        if (!g || !fa.u.s || gs_instr_set_attr(r->m, g, &fa) != GS_OK) return mlir_oom(r);
         *n_results = 0;
         return true;
     }

@@ -131,6 +131,17 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
         return gs_part_handle_dot(c, in, t, out);
     if (!target) return false;
     if (in->n_operands != 1) return gs_part_single_device(c, in, t, out);
+    int64_t group;
+    if (gs_instr_sharding_group(in, &group) && gs_shape_is_tuple(in->shape) &&
+        in->shape->n_tuple == 0) {
+        /* Shardy's sharding group: a propagation hint with no result, dropped (XLA's
+         * ShardingRemover); an empty tuple stands for it */
+        out->hlo = gs_build_tuple(gs_part_builder(c), 0, NULL);
+        out->base = in->shape;
+        out->sharding = t;
+        out->combiner = GS_OP_ADD;
+        return out->hlo != NULL;
+    }
     if (strcmp(target, "TopK") == 0) return gs_part_handle_topk(c, in, t, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0)
         return gs_part_handle_rotate_right(c, in, t, out);

@@ -311,7 +311,12 @@ static void add_op(builder *b, gs_instr *in, int parent) {
     op->fixed_dir = barrier_direction(in);
     int outer_slot;
     const gs_axis_list *manual;
-    if (manual_edge(in, &outer_slot, &manual)) {
+    int64_t group;
+    const int *gv = gs_instr_sharding_group(in, &group) ? leaves_of(b, in->operands[0]) : NULL;
+    if (gv) { /* sdy.sharding_group: its operand joins the group, nothing propagates here */
+        int64_t pair[2] = {group, gv[0]};
+        if (gv[0] >= 0 && gs_vec_push(&b->group_pairs, pair) != GS_OK) b->oom = true;
+    } else if (manual_edge(in, &outer_slot, &manual)) {
         /* propagates between the free axes, over the shape inside the region */
         const gs_shape *inner = outer_slot == 0 ? in->shape : in->operands[0]->shape;
         sdy_axes *mv = GS_NEW(b->a, sdy_axes);
@@ -784,11 +789,11 @@ static bool set_groups(builder *b) {
     return true;
 }
 
-/* Marks in is_fn[i] whether m->comps[i] is a function (the entry, or what a call calls), not
- * a region, and in called[i] whether a call calls it. */
+/* Marks in is_fn[i] whether m->comps[i] is a function (the entry, a function of the input, or
+ * what a call calls), not a region, and in called[i] whether a call calls it. */
 static void mark_functions(const builder *b, const gs_module *m, bool *is_fn, bool *called) {
     for (int i = 0; i < m->n_comps; i++) {
-        is_fn[i] = m->comps[i] == m->entry;
+        is_fn[i] = m->comps[i] == m->entry || m->comps[i]->symbol;
         called[i] = false;
     }
     for (int i = 0; i < m->n_comps; i++)
