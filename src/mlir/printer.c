@@ -1797,7 +1797,7 @@ static const gs_instr *only_user(const gs_instr *x) {
 /* The named form of x's sharding when it has manual axes, else NULL. */
 static const gs_named *manual_named(const gs_instr *x) {
     const gs_sharding *sh = gs_instr_get_sharding(x);
-    return sh && sh->named && sh->named->manual.n ? sh->named : NULL;
+    return sh && sh->named ? sh->named : NULL; /* manual_axes={} has none */
 }
 
 /* Fills g when call is the lowered form of a manual computation whose global shardings have

@@ -269,7 +269,7 @@ static bool manual_edge(const gs_instr *in, int *outer_slot, const gs_axis_list 
         gs_shape_is_tuple(in->shape) || in->operands[0]->shape->rank != in->shape->rank)
         return false;
     const gs_sharding *inner = gs_instr_get_sharding(into ? in : in->operands[0]);
-    if (!inner || !inner->named || inner->named->manual.n == 0) return false;
+    if (!inner || !inner->named) return false; /* (manual_axes={} names none) */
     *outer_slot = into ? 0 : 1;
     *manual = &inner->named->manual;
     return true;
