@@ -1290,6 +1290,8 @@ static bool print_sdy_marker(printer *p, scope *s, const gs_instr *in, const cha
         if (k == 2 && sh)
             gs_sb_printf(p->sb, " {sdy.sharding = #sdy.sharding_per_value<[%s]>}", gs_sb_str(&tmp));
         if (k == 3) gs_sb_printf(p->sb, " allowed_direction=%s", dir);
+        if (k == 3 && sh)
+            gs_sb_printf(p->sb, " {sdy.sharding = #sdy.sharding_per_value<[%s]>}", gs_sb_str(&tmp));
         gs_sb_puts(p->sb, " : ");
         print_type(p->sb, in->shape);
     }
