@@ -2048,7 +2048,11 @@ static bool print_conditional(printer *p, scope *s, const gs_instr *in) {
             return fail(p, in, "a conditional needs true and false computations");
     }
     const char *sel = whole_of(p, s, in->operands[0]);
-    for (int i = 1; i < in->n_operands; i++) whole_of(p, s, in->operands[i]);
+    for (int i = 1; i < in->n_operands; i++) { /* a tuple of captured values: its elements */
+        ref *r = ref_of(s, in->operands[i]);
+        if (r->kind != REF_TUPLE) whole_of(p, s, in->operands[i]);
+        for (int k = 0; r->kind == REF_TUPLE && k < r->n; k++) elem_of(p, s, in->operands[i], k);
+    }
     if (p->failed) return false;
     result_prefix(p, s, in);
     gs_sb_printf(p->sb, "\"stablehlo.%s\"(%s) (", pred ? "if" : "case", sel);
