@@ -403,6 +403,20 @@ static bool apply_attrs(reader *r, gs_instr *in, const gs_vec *kvs, size_t op_po
             gs_build_set_int(&r->b, in, GS_ATTR_MANTISSA_BITS, m);
             continue;
         }
+        if (in->op == GS_OP_RNG_BIT_GENERATOR &&
+            (strcmp(key, "rng_algorithm") == 0 || strcmp(key, "algorithm") == 0)) {
+            /* DEFAULT, THREE_FRY or PHILOX: HLO's algorithm=rng_default|rng_three_fry|... */
+            static const char *const ALGS[][2] = {
+                {"DEFAULT", "rng_default"}, {"THREE_FRY", "rng_three_fry"}, {"PHILOX", "rng_philox"}};
+            int a = -1;
+            for (int j = 0; j < 3 && k->ident; j++)
+                if (strcmp(k->ident, ALGS[j][0]) == 0) a = j;
+            if (a < 0)
+                return mlir_fail_at(r, op_pos, "unknown rng algorithm '%s'",
+                                    k->ident ? k->ident : "?");
+            if (a > 0) gs_build_set_ident(&r->b, in, GS_ATTR_ALGORITHM, ALGS[a][1]);
+            continue;
+        }
         if (in->op == GS_OP_FFT && strcmp(key, "type") == 0) key = "fft_type";
         if (in->op == GS_OP_FFT && strcmp(key, "length") == 0) key = "fft_length";
         if (in->op == GS_OP_DYNAMIC_SLICE && strcmp(key, "slice_sizes") == 0)

@@ -73,7 +73,7 @@ typedef struct region_info {
 } region_info;
 
 /* Names MLIR gives results and block arguments instead of numbers (sdy_opt). */
-enum { NAME_C = 1, NAME_CST = 2, NAME_ITER = 4 };
+enum { NAME_C = 1, NAME_CST = 2, NAME_ITER = 4, NAME_OUTPUT_STATE = 8, NAME_OUTPUT = 16 };
 
 typedef struct printer {
     gs_sb *sb;      /* output */
@@ -1386,6 +1386,30 @@ static bool print_barrier(printer *p, scope *s, const gs_instr *in) {
     return !p->failed;
 }
 
+/* `%output_state, %output = stablehlo.rng_bit_generator %s, algorithm = M {dict} : (S) -> (S, T)`
+ * (its pretty form; sdy_opt names the results as MLIR does, else `%N:2`). */
+static bool print_rng(printer *p, scope *s, const gs_instr *in, const char *alg) {
+    const char *x = whole_of(p, s, in->operands[0]);
+    if (p->failed) return false;
+    if (p->o->sdy_opt) {
+        ref *r = ref_of(s, in);
+        r->kind = REF_ITER;
+        r->n = 2;
+        r->elems = GS_NEW_ARRAY(&p->a, const char *, 2);
+        if (!r->elems) return p->failed = true, false;
+        r->elems[0] = unique_name(p, "output_state", NAME_OUTPUT_STATE);
+        r->elems[1] = unique_name(p, "output", NAME_OUTPUT);
+        newline(p);
+        gs_sb_printf(p->sb, "%s, %s = ", r->elems[0], r->elems[1]);
+    } else {
+        result_prefix(p, s, in);
+    }
+    gs_sb_printf(p->sb, "stablehlo.rng_bit_generator %s, algorithm =  %s", x, alg);
+    print_attr_dict(p, p->sb, in, NULL);
+    print_fn_type(p->sb, in);
+    return !p->failed;
+}
+
 /* Do a and b print as one StableHLO type (layouts aside)? */
 static bool same_type(const gs_shape *a, const gs_shape *b) {
     if (a->type != b->type) return false;
@@ -1725,6 +1749,8 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         const char *m = "DEFAULT";
         if (alg && strcmp(alg, "rng_three_fry") == 0) m = "THREE_FRY";
         if (alg && strcmp(alg, "rng_philox") == 0) m = "PHILOX";
+        if (in->n_operands == 1 && gs_shape_is_tuple(in->shape) && in->shape->n_tuple == 2)
+            return print_rng(p, s, in, m);
         gs_sb_printf(&at, "rng_algorithm = #stablehlo<rng_algorithm %s>", m);
         ok = print_generic(p, s, in, name, gs_sb_str(&at), 0, NULL);
         gs_sb_free(&at);

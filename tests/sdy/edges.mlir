@@ -3,7 +3,9 @@
 //   region's edge ("b" manual, "a" added after it), and the function result's "c" reaches the
 //   body through the result's edge;
 // - @group: sdy.sharding_group makes %arg1 take %arg0's sharding, and is printed back;
-// - @loop: a while whose regions use %c1 and %c32 from around it prints them as themselves.
+// - @loop: a while whose regions use %c1 and %c32 from around it prints them as themselves;
+// - @rng: rng_bit_generator keeps its algorithm and prints in its pretty form, its results named
+//   as MLIR names them.
 sdy.mesh @mesh = <["a"=2, "b"=2, "c"=2]>
 
 func.func @main(%arg0: tensor<16x8x8xf32>)
@@ -37,4 +39,9 @@ func.func @loop(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
     stablehlo.return %2, %1 : tensor<8x8xf32>, tensor<i32>
   }
   return %0#0 : tensor<8x8xf32>
+}
+
+func.func @rng(%arg0: tensor<2xui64>) -> (tensor<2xui64>, tensor<4x8xui32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {}]>}) {
+  %output_state, %output = stablehlo.rng_bit_generator %arg0, algorithm = PHILOX : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4x8xui32>)
+  return %output_state, %output : tensor<2xui64>, tensor<4x8xui32>
 }

@@ -676,7 +676,8 @@ static const gs_sharding *leaf_shardings(builder *b, const gs_shape *s, const in
     if (!any) return NULL;
     gs_sharding **leaves = GS_NEW_ARRAY(b->a, gs_sharding *, n);
     if (!leaves) return *oom = true, NULL;
-    int mesh = -1; /* a leaf with none gets a fully closed one on the others' mesh, as Shardy's */
+    int mesh = -1; /* a leaf with none gets a fully open one on the others' mesh, as Shardy's
+                      setSharding fills a sharding per value */
     for (int i = 0; i < n && mesh < 0; i++)
         if (v[i] >= 0 && g->values[v[i]].sh) mesh = g->values[v[i]].sh->mesh;
     for (int i = 0; i < n; i++) {
@@ -686,15 +687,14 @@ static const gs_sharding *leaf_shardings(builder *b, const gs_shape *s, const in
         if (x && !leaves[i]) return *oom = true, NULL;
         const gs_shape *ls = leaf_shape(s, i);
         if (!leaves[i] && v[i] >= 0 && ls && gs_shape_is_array(ls)) {
-            sdy_sharding closed = {.mesh = mesh, .rank = ls->rank};
-            closed.dims = ls->rank ? GS_NEW_ARRAY(b->a, sdy_dim, ls->rank) : NULL;
-            if (ls->rank && !closed.dims) return *oom = true, NULL;
+            sdy_sharding open = {.mesh = mesh, .rank = ls->rank};
+            open.dims = ls->rank ? GS_NEW_ARRAY(b->a, sdy_dim, ls->rank) : NULL;
+            if (ls->rank && !open.dims) return *oom = true, NULL;
             for (int d = 0; d < ls->rank; d++) {
-                memset(&closed.dims[d], 0, sizeof closed.dims[d]);
-                closed.dims[d].closed = true;
-                closed.dims[d].priority = -1;
+                memset(&open.dims[d], 0, sizeof open.dims[d]);
+                open.dims[d].priority = -1;
             }
-            if (!(leaves[i] = to_ir(b, &closed))) return *oom = true, NULL;
+            if (!(leaves[i] = to_ir(b, &open))) return *oom = true, NULL;
         }
         if (!leaves[i] && !(leaves[i] = gs_sharding_replicated(b->a))) return *oom = true, NULL;
     }
