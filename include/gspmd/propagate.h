@@ -86,6 +86,10 @@ typedef struct gs_sdy_options {
                                  it, as in Shardy's single passes, nothing crosses a call but a
                                  sdy.func_data_flow_edge, and only the main function's results
                                  are propagated to. */
+    bool dedup_functions_fully; /* with pipeline: its dedup-functions-fully=true. Functions stay
+                                 shared: an argument is an edge from that operand of every call,
+                                 a call's result one from the callee's returned value
+                                 (AddFuncDataFlowEdges); names are kept. */
 } gs_sdy_options;
 
 /* Shardy's propagation over m in place: shardings move along each op's factors (gs_op_rule)

@@ -200,7 +200,7 @@ char *gs_sdy_opt(gs_module *m, int n, const gs_sdy_pass *passes, gs_diags *d) {
     gs_mlir_print_options o = {.sdy_opt = true};
     for (int i = 0; i < n; i++) {
         const gs_sdy_pass *p = &passes[i];
-        gs_sdy_options so = {GS_SDY_AGGRESSIVE, p->conservative_propagation, false, false, false};
+        gs_sdy_options so = {GS_SDY_AGGRESSIVE, p->conservative_propagation, false, false, false, false};
         switch (p->kind) {
         case GS_SDY_POPULATE_OP_SHARDING_RULES:
             o.sharding_rules = true;
@@ -216,6 +216,7 @@ char *gs_sdy_opt(gs_module *m, int n, const gs_sdy_pass *passes, gs_diags *d) {
             so.op_priority = !p->no_op_priority;
             so.user_priority = true;
             so.pipeline = p->kind == GS_SDY_PROPAGATION_PIPELINE;
+            so.dedup_functions_fully = p->dedup_functions_fully;
             break;
         default: break;
         }

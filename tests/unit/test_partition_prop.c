@@ -1031,7 +1031,8 @@ static const char *check_case(one_case *c, double *worst_error) {
         return "the generated module does not parse or verify (a generator bug)";
     if (shardy_case(c->it)) { /* strategy, op and user priorities vary with the case */
         gs_sdy_options so = {(gs_sdy_strategy)(c->it / 4 % 3), c->it / 12 % 2 == 1,
-                             c->it / 24 % 2 == 1, c->it / 48 % 2 == 1, c->it / 96 % 2 == 1};
+                             c->it / 24 % 2 == 1, c->it / 48 % 2 == 1, c->it / 96 % 2 == 1,
+                             c->it / 192 % 2 == 1};
         if (gs_sdy_propagate(c->mod, &so, &c->d) != GS_OK) return "Shardy's propagation failed";
         if (gs_module_verify(c->mod, &c->d) != GS_OK)
             return "the module Shardy's propagation left does not verify";

@@ -90,9 +90,9 @@ static void expect(gs_module *m, const char *name, const char *want) {
     free(got);
 }
 
-static const gs_sdy_options BASIC = {GS_SDY_BASIC, false, false, false, false};
-static const gs_sdy_options AGGRESSIVE = {GS_SDY_AGGRESSIVE, false, false, false, false};
-static const gs_sdy_options USER_PRIORITY = {GS_SDY_AGGRESSIVE, false, true, true, false};
+static const gs_sdy_options BASIC = {GS_SDY_BASIC, false, false, false, false, false};
+static const gs_sdy_options AGGRESSIVE = {GS_SDY_AGGRESSIVE, false, false, false, false, false};
+static const gs_sdy_options USER_PRIORITY = {GS_SDY_AGGRESSIVE, false, true, true, false, false};
 
 /* An add then a dot: the add's operands agree on both dims; the dot passes "a" on its free
  * dim, "b" (the contracting dim) back to the other operand, and the result takes only "a". */

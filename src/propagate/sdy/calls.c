@@ -166,7 +166,7 @@ static void reach(const exporter *e, const gs_computation *c, bool *live) {
     }
 }
 
-gs_status sdy_export_calls(gs_module *m, gs_diags *d) {
+gs_status sdy_export_calls(gs_module *m, bool shared, gs_diags *d) {
     exporter e = {.m = m};
     int n = m->n_comps;
     e.origin = calloc((size_t)n + 1, sizeof *e.origin);
@@ -199,7 +199,7 @@ gs_status sdy_export_calls(gs_module *m, gs_diags *d) {
         if (gs_strmap_put(&e.taken, c->symbol, (void *)1) != GS_OK) e.oom = true;
     }
     qsort(fns, (size_t)n_fns, sizeof *fns, by_symbol_order);
-    for (int i = 0; !e.oom && i < n_fns; i++) name_calls(&e, fns[i], 0);
+    for (int i = 0; !e.oom && !shared && i < n_fns; i++) name_calls(&e, fns[i], 0);
     /* every call to the first function met with its key, walking the functions in order */
     int n_all = 0;
     for (int i = 0; !e.oom && i < n; i++)
@@ -209,7 +209,7 @@ gs_status sdy_export_calls(gs_module *m, gs_diags *d) {
     qsort(fns, (size_t)n_all, sizeof *fns, by_symbol_order);
     for (int i = 0; !e.oom && i < n_all; i++) collect_calls(&e, fns[i], &calls, 0);
     gs_instr **cv = calls.data;
-    for (size_t i = 0; !e.oom && i < calls.n; i++) {
+    for (size_t i = 0; !e.oom && !shared && i < calls.n; i++) {
         gs_computation *f = callee(cv[i]);
         for (size_t j = 0; j < i; j++) {
             gs_computation *g = callee(cv[j]);

@@ -36,6 +36,8 @@ typedef struct builder {
     gs_vec group_pairs;    /* int64_t[2]: (shard_as group id, value) */
     bool conservative;     /* rules built for conservative propagation */
     bool pipeline;         /* calls crossed as named computations (gs_sdy_options.pipeline) */
+    bool shared_calls;     /* ... or, the functions left shared, by edges from every call
+                              (gs_sdy_options.dedup_functions_fully) */
     gs_vec func_edges;     /* func_edge: each sdy.func_data_flow_edge, its sources set last */
     bool oom;
 } builder;
@@ -485,6 +487,17 @@ static void add_call(builder *b, gs_instr *in, int parent) {
     for (int i = 0; ret && i < n && !b->oom; i++) add_edge(b, parent, &ret[i], 1, res[i]);
 }
 
+/* Is f a function of the input some call calls (not a manual computation's body)? */
+static bool callee_is_shared(const gs_computation *f, const gs_module *m) {
+    if (!f->symbol || f == m->entry) return false;
+    for (int i = 0; i < m->n_comps; i++)
+        for (int k = 0; k < m->comps[i]->n_instrs; k++) {
+            const gs_instr *c = m->comps[i]->instrs[k];
+            if (c->op == GS_OP_CALL && gs_instr_comp(c, GS_ATTR_TO_APPLY) == f) return true;
+        }
+    return false;
+}
+
 static bool callee_is_function(const gs_instr *in) {
     const gs_computation *f = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     return f && f->symbol;
@@ -542,6 +555,47 @@ static void set_func_edges(builder *b, const gs_module *m) {
         if (!op->rule || (src.n && !ops)) b->oom = true;
         gs_vec_free(&src);
     }
+}
+
+/* Shardy's AddFuncDataFlowEdges for functions left shared: each argument of a called function
+ * is an edge from that operand of every call of it, each call result one from the value the
+ * callee returns. */
+static void add_shared_call_edges(builder *b, const gs_module *m) {
+    gs_vec src;
+    gs_vec_init(&src, sizeof(int));
+    for (int fi = 0; fi < m->n_comps && !b->oom; fi++) {
+        const gs_computation *f = m->comps[fi];
+        if (!callee_is_shared(f, m)) continue;
+        for (int p = 0; p < f->n_params && !b->oom; p++) {
+            const int *pv = f->params[p] ? leaves_of(b, f->params[p]) : NULL;
+            int n = f->params[p] ? gs_shape_n_leaves(f->params[p]->shape) : 0;
+            for (int leaf = 0; pv && leaf < n && !b->oom; leaf++) {
+                src.n = 0;
+                for (int i = 0; i < m->n_comps; i++)
+                    for (int k = 0; k < m->comps[i]->n_instrs; k++) {
+                        const gs_instr *c = m->comps[i]->instrs[k];
+                        if (c->op != GS_OP_CALL || gs_instr_comp(c, GS_ATTR_TO_APPLY) != f ||
+                            p >= c->n_operands)
+                            continue;
+                        const int *v = leaves_of(b, c->operands[p]);
+                        if (v && v[leaf] >= 0 && gs_vec_push(&src, &v[leaf]) != GS_OK)
+                            b->oom = true;
+                    }
+                if (src.n) add_edge(b, -1, src.data, (int)src.n, pv[leaf]);
+            }
+        }
+    }
+    gs_vec_free(&src);
+    for (int i = 0; i < m->n_comps && !b->oom; i++)
+        for (int k = 0; k < m->comps[i]->n_instrs && !b->oom; k++) {
+            const gs_instr *c = m->comps[i]->instrs[k];
+            gs_computation *f = c->op == GS_OP_CALL ? gs_instr_comp(c, GS_ATTR_TO_APPLY) : NULL;
+            if (!f || !callee_is_shared(f, m)) continue;
+            const int *ret = returned_leaves(b, f), *res = leaves_of(b, c);
+            int n = gs_shape_n_leaves(c->shape);
+            for (int leaf = 0; ret && res && leaf < n; leaf++)
+                add_edge(b, -1, &ret[leaf], 1, res[leaf]);
+        }
 }
 
 /* An optimization barrier: an edge per leaf from its operand's (Shardy's data-flow edges). */
@@ -825,12 +879,14 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     if (!m->entry) return GS_OK;
     sdy_graph g = {0};
     /* the import: every call site its own callee (Shardy's FlattenCallGraph) */
-    if (opts->pipeline && gs_module_flatten_calls(m, d) != GS_OK) return GS_ERR;
+    bool shared = opts->pipeline && opts->dedup_functions_fully;
+    if (opts->pipeline && !shared && gs_module_flatten_calls(m, d) != GS_OK) return GS_ERR;
     builder b = {0};
     b.a = &m->arena;
     b.g = &g;
     b.conservative = opts->conservative;
-    b.pipeline = opts->pipeline;
+    b.pipeline = opts->pipeline && !shared;
+    b.shared_calls = shared;
     gs_vec_init(&b.func_edges, sizeof(func_edge));
     g.a = &m->arena;
     gs_vec_init(&b.values, sizeof(sdy_value));
@@ -858,6 +914,7 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
             ok = !b.oom;
         }
     if (ok) set_func_edges(&b, m);
+    if (ok && b.shared_calls) add_shared_call_edges(&b, m);
     ok = ok && !b.oom && set_results(&b, m->entry);
     if (ok) {
         g.values = b.values.data;
@@ -883,5 +940,5 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
     gs_vec_free(&b.group_pairs);
     if (!ok) return gs_error(d, gs_span_none(), "out of memory");
     /* the export: functions again, deduplicated */
-    return opts->pipeline ? sdy_export_calls(m, d) : GS_OK;
+    return opts->pipeline ? sdy_export_calls(m, shared, d) : GS_OK;
 }

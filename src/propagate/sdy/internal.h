@@ -206,8 +206,9 @@ const gs_op_rule *sdy_identity_rule(gs_arena *a, int rank, const int64_t *dims, 
 void sdy_sync_groups(sdy_graph *g);
 /* The export half of -sdy-propagation-pipeline for the functions the import flattened
  * (calls.c): result shardings from returned values, names as Shardy's export gives them,
- * copies with the same shardings one function again, unreachable ones dropped. */
-gs_status sdy_export_calls(gs_module *m, gs_diags *d);
+ * copies with the same shardings one function again, unreachable ones dropped. shared (the
+ * functions were not flattened, dedup-functions-fully): names and calls are kept. */
+gs_status sdy_export_calls(gs_module *m, bool shared, gs_diags *d);
 /* Runs the propagation to a fixed point; false on allocation failure. */
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o);
 
