@@ -498,9 +498,11 @@ static bool callee_is_shared(const gs_computation *f, const gs_module *m) {
     return false;
 }
 
+/* Does in call a function: one of the StableHLO input's, or any computation a call of HLO
+ * text calls (which has no function names)? */
 static bool callee_is_function(const gs_instr *in) {
     const gs_computation *f = gs_instr_comp(in, GS_ATTR_TO_APPLY);
-    return f && f->symbol;
+    return f && (f->symbol || !in->parent->symbol);
 }
 
 /* A manual computation's body (the StableHLO reader's call of a region, every operand an
