@@ -97,6 +97,11 @@ typedef struct gs_sdy_options {
  * ones (`?`) are. Values without a sharding that propagation reaches get one; nothing else
  * changes. GS_ERR only on allocation failure. */
 gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d);
+/* Like gs_sdy_propagate; when info is non-NULL, records where each sharding came from (the op
+ * it went through, the value it came from, the strategy and round) for gs_propagate_explain,
+ * and hands it to the caller in *info (free with gs_propagate_info_free). */
+gs_status gs_sdy_propagate_ex(gs_module *m, const gs_sdy_options *opts, gs_propagate_info **info,
+                              gs_diags *d);
 
 #ifdef __cplusplus
 }

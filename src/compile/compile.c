@@ -94,7 +94,7 @@ gs_status gs_compile(gs_module *m, const gs_compile_options *o, gs_compiled *out
     if (st == GS_OK && o->fill_elided)
         st = gs_module_fill_elided(m, o->seed, &out->n_filled, d);
     if (st == GS_OK && !o->no_propagate && gs_compile_uses_shardy(m, o->algorithm)) {
-        st = gs_sdy_propagate(m, &o->sdy, d);
+        st = gs_sdy_propagate_ex(m, &o->sdy, o->keep_provenance ? &out->info : NULL, d);
     } else if (st == GS_OK && !o->no_propagate) {
         gs_propagate_options po = o->propagate;
         po.n_pinned_params = np;

@@ -553,7 +553,18 @@ static int header_bools(const gs_module *m, const char *name, bool **v) {
 struct gs_propagate_info {
     gs_prop_ctx ctx;     /* the pass's context (nodes, provenance), kept for explain */
     gs_strmap by_name;   /* instruction name -> node */
+    gs_sdy_explain *sdy; /* a Shardy propagation's record instead (ctx unused), or NULL */
 };
+
+gs_propagate_info *gs_prop_info_from_sdy(gs_sdy_explain *x) {
+    gs_propagate_info *pi = calloc(1, sizeof *pi);
+    if (!pi) {
+        sdy_explain_free(x);
+        return NULL;
+    }
+    pi->sdy = x;
+    return pi;
+}
 
 /* Runs the pass with context c already zeroed but for the options. */
 static gs_status run_pass(gs_prop_ctx *c) {
@@ -709,6 +720,7 @@ gs_status gs_propagate(gs_module *m, const gs_propagate_options *opts, gs_diags 
 
 void gs_propagate_info_free(gs_propagate_info *info) {
     if (!info) return;
+    sdy_explain_free(info->sdy);
     gs_strmap_free(&info->by_name);
     gs_arena_free(&info->ctx.scratch);
     gs_arena_free(&info->ctx.tmp);
@@ -717,6 +729,8 @@ void gs_propagate_info_free(gs_propagate_info *info) {
 
 gs_status gs_propagate_explain(const gs_propagate_info *info, const char *name, gs_sb *sb,
                                gs_diags *d) {
+    if (!info) return gs_error(d, gs_span_none(), "no provenance was recorded");
+    if (info->sdy) return sdy_explain_query(info->sdy, name, sb, d);
     const gs_prop_node *n =
         name ? gs_strmap_get(&info->by_name, name[0] == '%' ? name + 1 : name) : NULL;
     if (!n) return gs_error(d, gs_span_none(), "no instruction named '%s'", name ? name : "");

@@ -323,4 +323,13 @@ int gs_prop_related(gs_prop_ctx *c, gs_instr *in, gs_instr **out, int max);
 /* Appends the provenance chain of `in` (see gs_propagate_explain). */
 void gs_prop_explain(const gs_prop_ctx *c, const gs_instr *in, gs_sb *sb);
 
+/* ------------------------------------------------------------------ Shardy's provenance */
+
+/* What a Shardy propagation recorded (src/propagate/sdy/explain.c). */
+typedef struct gs_sdy_explain gs_sdy_explain;
+gs_status sdy_explain_query(const gs_sdy_explain *x, const char *name, gs_sb *sb, gs_diags *d);
+void sdy_explain_free(gs_sdy_explain *x);
+/* A provenance holding x (owned), for gs_propagate_explain; NULL (x freed) on OOM. */
+gs_propagate_info *gs_prop_info_from_sdy(gs_sdy_explain *x);
+
 #endif /* GSPMD_PROPAGATE_INTERNAL_H */

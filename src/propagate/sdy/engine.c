@@ -82,8 +82,21 @@ static void notify_one(const sdy_graph *g, worklist *w, int v, int current) {
 }
 
 /* Value v gets sharding s; so does every member of its sharding group. */
+/* Records that value v got sharding s (explain), from g->source through op. */
+static void record(sdy_graph *g, int v, const sdy_sharding *s, int op, int source, int group) {
+    if (!g->events) return;
+    sdy_event e = g->now;
+    e.value = v;
+    e.op = op;
+    e.source = source;
+    e.group = group;
+    e.sh = s;
+    if (gs_vec_push(g->events, &e) != GS_OK) g->oom = true;
+}
+
 static void set_value(sdy_graph *g, worklist *w, int v, sdy_sharding *s, int current) {
     g->values[v].sh = s;
+    record(g, v, s, current, g->source, -1);
     notify_one(g, w, v, current);
     int k = g->values[v].group;
     if (k < 0) return;
@@ -91,8 +104,23 @@ static void set_value(sdy_graph *g, worklist *w, int v, sdy_sharding *s, int cur
         int u = g->group_members[i];
         if (u == v || g->values[u].rank != s->rank) continue;
         g->values[u].sh = s;
+        record(g, u, s, -1, v, k);
         notify_one(g, w, u, current);
     }
+}
+
+/* The tensor (of n_t slots) a change to slot t most likely came from, for explain: the first
+ * other slot with axes, results first for an operand and operands first for a result. */
+static int source_of(const sdy_graph *g, sdy_sharding *const *slots, const int *values, int n_t,
+                     int n_operands, int t) {
+    if (!g->events) return -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int u = 0; u < n_t; u++) {
+            bool other_side = (u < n_operands) != (t < n_operands);
+            if (u == t || other_side != (pass == 0) || !slots[u] || values[u] < 0) continue;
+            if (!sdy_sharding_empty_axes(slots[u])) return values[u];
+        }
+    return -1;
 }
 
 /* Fully replicated and open: no axes, every dim open (isFullyReplicatedAndOpen). */
@@ -115,7 +143,9 @@ void sdy_sync_groups(sdy_graph *g) {
         if (!common || conflict) continue;
         for (int i = g->group_first[k]; i < g->group_first[k + 1]; i++) {
             sdy_value *v = &g->values[g->group_members[i]];
-            if (v->rank == common->rank) v->sh = common;
+            if (v->rank != common->rank || v->sh == common) continue;
+            v->sh = common;
+            record(g, g->group_members[i], common, -1, -1, k);
         }
     }
 }
@@ -206,6 +236,7 @@ static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots
         sdy_sharding *old = slots[t];
         if ((!old && sdy_sharding_empty_axes(ns)) || (old && sdy_sharding_eq(ns, old))) continue;
         slots[t] = ns;
+        g->source = source_of(g, slots, values, n_t, r->n_operands, t);
         if (values[t] >= 0) set_value(g, w, values[t], ns, current);
     }
     ok = true;
@@ -309,6 +340,7 @@ static bool visit_manual_edge(run *ru, int op, worklist *w, const gs_op_rule *r,
         if (outer_values[t] < 0 || slots[t] == seen[t]) continue;
         sdy_sharding *ns = outer_view(g->a, outer[t], slots[t], x->manual_view);
         if (!ns) return false;
+        g->source = g->events ? values[1 - t] : -1; /* the edge's other side */
         set_value(g, w, outer_values[t], ns, op);
     }
     return true;
@@ -338,6 +370,8 @@ static bool visit(run *ru, int op, worklist *w) {
 /* BasicPropagationPassImpl::propagate with one factor propagation and op-priority round. */
 static bool run_once(run *ru) {
     sdy_graph *g = ru->g;
+    g->now.aggressive = ru->aggressive;
+    g->now.op_round = ru->op_round;
     if (!propagate_results(ru)) return false;
     worklist w = {0};
     gs_arena scratch;
@@ -493,9 +527,11 @@ static bool run_user_priority(run *ru) {
             v[k] = p;
         }
     }
+    g->now.user_round = 0;
     ok = ok && run_op_priority(ru);
     for (size_t k = 0; ok && k < later.n; k++) {
         int64_t p = ((int64_t *)later.data)[k];
+        g->now.user_round = p;
         for (int i = 0; ok && i < n; i++) {
             sdy_sharding **s = slot(g, i);
             if (!orig[i] || !*s) continue;
@@ -512,6 +548,8 @@ static bool run_user_priority(run *ru) {
 
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o) {
     run ru = {g, o, false, -1};
+    g->source = -1;
+    g->now.user_round = -1;
     sdy_sync_groups(g);
     return run_user_priority(&ru);
 }

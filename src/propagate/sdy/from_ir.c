@@ -309,6 +309,7 @@ static void add_op(builder *b, gs_instr *in, int parent) {
         op->operands[i] = gs_shape_is_tuple(x->shape) || !xl ? -1 : xl[0];
     }
     for (int i = 0; i < n_res; i++) op->results[i] = res[i];
+    op->origin = in;
     op->kind = op_kind(in);
     op->fixed_dir = barrier_direction(in);
     int outer_slot;
@@ -367,6 +368,8 @@ static void add_edge(builder *b, int parent, const int *sources, int n, int owne
     op->results[0] = owner;
     /* the owner is defined by its edge, which a change of its sharding revisits */
     ((sdy_value *)b->values.data)[owner].def = id;
+    op->origin = ((sdy_value *)b->values.data)[owner].origin;
+    op->edge = true;
     op->kind = SDY_OP_SHAPE; /* Shardy's op priorities treat edges as pass-through ops */
     op->rule = sdy_identity_rule(b->a, rank, dims, k);
     if (!op->rule) b->oom = true;
@@ -875,7 +878,90 @@ static void mark_functions(const builder *b, const gs_module *m, bool *is_fn, bo
         }
 }
 
+/* A value's name for explain: its instruction's, `name#k` for leaf k of several. */
+static const char *value_name(gs_sb *sb, const sdy_value *v) {
+    const gs_instr *in = v->origin;
+    sb->len = 0;
+    if (!in) return "?";
+    gs_sb_puts(sb, in->name);
+    if (gs_shape_n_leaves(in->shape) > 1) gs_sb_printf(sb, "#%d", v->leaf);
+    return gs_sb_str(sb);
+}
+
+/* Shardy's text for s (`<@mesh, [...]>`). */
+static const char *sharding_text(builder *b, gs_sb *sb, const sdy_sharding *s) {
+    sb->len = 0;
+    const gs_sharding *ir = to_ir(b, s);
+    if (!ir || !ir->named) return "?";
+    gs_named_print_sdy(sb, ir->named);
+    return gs_sb_str(sb);
+}
+
+/* The records of explain: the shardings the values started with (from[v]: each one's record),
+ * then the events. NULL on OOM. */
+static gs_sdy_explain *explain_of(builder *b, const sdy_sharding *const *initial,
+                                  const gs_vec *events) {
+    sdy_graph *g = b->g;
+    gs_sdy_explain *x = sdy_explain_new();
+    int *last = calloc((size_t)g->n_values + 1, sizeof *last);
+    gs_sb name = {0}, sh = {0}, how = {0}, other = {0};
+    bool ok = x && last;
+    for (int v = 0; ok && v < g->n_values; v++) {
+        last[v] = -1;
+        if (!initial[v]) continue;
+        ok = sdy_explain_add(x, value_name(&name, &g->values[v]),
+                             sharding_text(b, &sh, initial[v]), "annotation", -1);
+        last[v] = (int)x->records.n - 1;
+    }
+    const sdy_event *ev = events->data;
+    for (size_t i = 0; ok && i < events->n; i++) {
+        const sdy_event *e = &ev[i];
+        how.len = 0;
+        if (e->source >= 0) gs_sb_printf(&how, "from '%s' ", value_name(&other, &g->values[e->source]));
+        const sdy_op *op = e->op >= 0 ? &g->ops[e->op] : NULL;
+        const gs_instr *oi = op ? op->origin : NULL;
+        if (e->group >= 0)
+            gs_sb_printf(&how, "as a member of its sharding group");
+        else if (!op)
+            gs_sb_puts(&how, "from the main function's result");
+        else if (op->edge && oi)
+            gs_sb_printf(&how, "through the data-flow edge of '%s'", oi->name);
+        else if (oi && strncmp(oi->name, gs_op_name(oi->op), strlen(gs_op_name(oi->op))) == 0)
+            gs_sb_printf(&how, "through '%s'", oi->name);
+        else if (oi)
+            gs_sb_printf(&how, "through '%s' (%s)", oi->name, gs_op_name(oi->op));
+        else
+            gs_sb_puts(&how, "through an op");
+        if (e->group < 0 && op) {
+            gs_sb_printf(&how, " (%s", e->aggressive ? "aggressive" : "basic");
+            if (e->op_round >= 0) gs_sb_printf(&how, ", op-priority round %d", e->op_round);
+            if (e->user_round >= 0) gs_sb_printf(&how, ", user priority p%lld", (long long)e->user_round);
+            gs_sb_putc(&how, ')');
+        }
+        int from = e->source >= 0 ? last[e->source] : -1;
+        ok = !how.failed && sdy_explain_add(x, value_name(&name, &g->values[e->value]),
+                                            sharding_text(b, &sh, e->sh), gs_sb_str(&how), from);
+        last[e->value] = (int)x->records.n - 1;
+    }
+    free(last);
+    gs_sb_free(&name);
+    gs_sb_free(&sh);
+    gs_sb_free(&how);
+    gs_sb_free(&other);
+    if (!ok) {
+        sdy_explain_free(x);
+        return NULL;
+    }
+    return x;
+}
+
 gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d) {
+    return gs_sdy_propagate_ex(m, opts, NULL, d);
+}
+
+gs_status gs_sdy_propagate_ex(gs_module *m, const gs_sdy_options *opts, gs_propagate_info **info,
+                              gs_diags *d) {
+    if (info) *info = NULL;
     gs_sdy_options defaults = {0};
     if (!opts) opts = &defaults;
     if (!m->entry) return GS_OK;
@@ -928,7 +1014,20 @@ gs_status gs_sdy_propagate(gs_module *m, const gs_sdy_options *opts, gs_diags *d
         ok = link_users(&g) && set_groups(&b);
         for (int i = 0; ok && i < m->n_comps; i++)
             if (is_fn[i] && b.leaves[i]) count_returns(&b, m->comps[i], m->comps[i] == m->entry);
-        ok = ok && sdy_run(&g, opts);
+        /* explain: what the values started with, then every change */
+        gs_vec events;
+        gs_vec_init(&events, sizeof(sdy_event));
+        const sdy_sharding **initial =
+            info ? GS_NEW_ARRAY(&scratch, const sdy_sharding *, g.n_values + 1) : NULL;
+        if (info && !initial) ok = false;
+        for (int v = 0; initial && v < g.n_values; v++) initial[v] = g.values[v].sh;
+        if (info) g.events = &events;
+        ok = ok && sdy_run(&g, opts) && !g.oom;
+        if (ok && info) {
+            gs_sdy_explain *x = explain_of(&b, initial, &events);
+            ok = x && (*info = gs_prop_info_from_sdy(x)) != NULL;
+        }
+        gs_vec_free(&events);
         for (int i = 0; ok && i < m->n_comps; i++)
             if (b.leaves[i]) ok = write_back(&b, m, m->comps[i]);
     }

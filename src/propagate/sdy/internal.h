@@ -179,7 +179,21 @@ typedef struct sdy_op {
                                outer slot's manual axes are dropped before and put back in
                                front after (Shardy's transformTargetSharding) */
     unsigned outer_slots;   /* with manual_view: bit t for each slot t outside the region */
+    const void *origin;     /* the instruction it stands for (explain), or NULL */
+    bool edge;              /* a data-flow edge (of origin) */
 } sdy_op;
+
+/* One change of a value's sharding, recorded for gs_propagate_explain. */
+typedef struct sdy_event {
+    int value;           /* the value whose sharding changed */
+    int op;              /* the op that changed it, or -1 */
+    int source;          /* the value it came from, or -1 */
+    int group;           /* >= 0: it followed source as a member of this sharding group */
+    const sdy_sharding *sh; /* the new sharding */
+    bool aggressive;     /* the factor propagation */
+    int op_round;        /* the op-priority round, or -1 */
+    int64_t user_round;  /* the user-priority round (0, then each priority written), or -1 */
+} sdy_event;
 
 /* The program Shardy's propagation sees. */
 typedef struct sdy_graph {
@@ -196,6 +210,10 @@ typedef struct sdy_graph {
     int n_results;          /* the main function's results kept apart from the values returned */
     int *result_values;     /* the value each returns */
     sdy_sharding **result_sh; /* its sharding, or NULL */
+    gs_vec *events;         /* sdy_event: every change, when recorded (else NULL) */
+    int source;             /* the value the change being made comes from (engine scratch) */
+    sdy_event now;          /* the run's strategy and rounds (engine scratch) */
+    bool oom;               /* recording ran out of memory */
 } sdy_graph;
 
 /* The identity rule over a tensor of rank dims (n_operands operands, one result). */
@@ -209,6 +227,30 @@ void sdy_sync_groups(sdy_graph *g);
  * copies with the same shardings one function again, unreachable ones dropped. shared (the
  * functions were not flattened, dedup-functions-fully): names and calls are kept. */
 gs_status sdy_export_calls(gs_module *m, bool shared, gs_diags *d);
+/* What gs_propagate_explain reads of a Shardy propagation (explain.c): one record per
+ * sharding a value had, annotations first, then every change in order. */
+typedef struct sdy_record {
+    const char *value; /* its instruction's name (`name#k` for leaf k of several) */
+    const char *sh;    /* the sharding, as Shardy writes it */
+    const char *how;   /* where it came from, in words */
+    int from;          /* the source's record at the time, or -1 */
+} sdy_record;
+
+typedef struct gs_sdy_explain {
+    gs_arena a;
+    gs_vec records;    /* sdy_record */
+    gs_strmap last;    /* value name -> 1 + index of its last record */
+} gs_sdy_explain;
+
+gs_sdy_explain *sdy_explain_new(void);
+/* Appends a record (its strings copied); false on allocation failure. */
+bool sdy_explain_add(gs_sdy_explain *x, const char *value, const char *sh, const char *how,
+                     int from);
+gs_status sdy_explain_query(const gs_sdy_explain *x, const char *name, gs_sb *sb, gs_diags *d);
+void sdy_explain_free(gs_sdy_explain *x);
+/* A provenance holding x (owned, src/propagate/driver.c); NULL (x freed) on OOM. */
+gs_propagate_info *gs_prop_info_from_sdy(gs_sdy_explain *x);
+
 /* Runs the propagation to a fixed point; false on allocation failure. */
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o);
 
