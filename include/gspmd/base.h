@@ -48,6 +48,9 @@ typedef struct gs_arena {
 void gs_arena_init(gs_arena *a);
 /* Frees every chunk; the arena can be reused afterwards. */
 void gs_arena_free(gs_arena *a);
+/* Forgets everything allocated but keeps the newest chunk for what comes next: scratch space
+ * reused many times costs no malloc (nor fresh pages) while it fits. */
+void gs_arena_reset(gs_arena *a);
 /* size bytes, 16-byte aligned, zeroed. NULL (and a->failed set) on failure. */
 void *gs_arena_alloc(gs_arena *a, size_t size);
 /* A hint that about size more bytes will be allocated: they come from one chunk (at most the

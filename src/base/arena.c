@@ -87,6 +87,17 @@ static void *take(gs_arena *a, size_t size, bool zero) {
 
 void *gs_arena_alloc(gs_arena *a, size_t size) { return take(a, size, true); }
 
+void gs_arena_reset(gs_arena *a) {
+    gs_arena_chunk *c = a->head ? a->head->next : NULL;
+    while (c) {
+        gs_arena_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    if (a->head) a->head->next = NULL;
+    a->used = 0;
+}
+
 void gs_arena_reserve(gs_arena *a, size_t size) {
     if (size > GS_ARENA_MAX_CHUNK) size = GS_ARENA_MAX_CHUNK;
     size = (size + 15) & ~(size_t)15;

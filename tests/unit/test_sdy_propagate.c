@@ -116,6 +116,29 @@ static void test_simple(void **state) {
     release(m);
 }
 
+/* A dim sharded over more axes than the engine holds (9 axes of size 2 over one dim of 512):
+ * the value is left as written and no op propagates through it; the rest still propagates. */
+static void test_too_many_axes(void **state) {
+    (void)state;
+    gs_module *m = parse(
+        "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2, \"c\"=2, \"d\"=2, \"e\"=2, \"f\"=2, "
+        "\"g\"=2, \"h\"=2, \"i\"=2, \"j\"=2]>\n"
+        "func.func @f(%arg0: tensor<512x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\", "
+        "\"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"}, {}]>}, "
+        "%arg1: tensor<512x4xf32>, %arg2: tensor<512x4xf32> {sdy.sharding = "
+        "#sdy.sharding<@mesh, [{}, {\"j\"}]>}) -> tensor<512x4xf32> {\n"
+        "  %0 = stablehlo.add %arg0, %arg1 : tensor<512x4xf32>\n"
+        "  %1 = stablehlo.multiply %0, %arg2 : tensor<512x4xf32>\n"
+        "  return %1 : tensor<512x4xf32>\n"
+        "}\n");
+    propagate(m, BASIC);
+    expect(m, "arg0", "[{\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", "
+                      "\"i\"}, {}]");
+    expect(m, "multiply", "[{?}, {\"j\", ?}]");
+    expect(m, "add", "[{?}, {\"j\", ?}]");
+    release(m);
+}
+
 /* ["a", "b"] against [?, "b"]: "a" reaches the add's dim 0, "b" conflicts with the other dim's
  * "b" so the first dim keeps only "a". */
 static void test_some_axes_incompatible(void **state) {
@@ -248,6 +271,7 @@ static void test_user_priority(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple),
+        cmocka_unit_test(test_too_many_axes),
         cmocka_unit_test(test_some_axes_incompatible),
         cmocka_unit_test(test_reshape_sub_axes),
         cmocka_unit_test(test_aggressive_conflicts),

@@ -102,7 +102,7 @@ static void set_value(sdy_graph *g, worklist *w, int v, sdy_sharding *s, int cur
     if (k < 0) return;
     for (int i = g->group_first[k]; i < g->group_first[k + 1]; i++) {
         int u = g->group_members[i];
-        if (u == v || g->values[u].rank != s->rank) continue;
+        if (u == v || g->values[u].rank != s->rank || g->values[u].opaque) continue;
         g->values[u].sh = s;
         record(g, u, s, -1, v, k);
         notify_one(g, w, u, current);
@@ -143,7 +143,7 @@ void sdy_sync_groups(sdy_graph *g) {
         if (!common || conflict) continue;
         for (int i = g->group_first[k]; i < g->group_first[k + 1]; i++) {
             sdy_value *v = &g->values[g->group_members[i]];
-            if (v->rank != common->rank || v->sh == common) continue;
+            if (v->rank != common->rank || v->sh == common || v->opaque) continue;
             v->sh = common;
             record(g, g->group_members[i], common, -1, -1, k);
         }
@@ -156,6 +156,7 @@ typedef struct run {
     const gs_sdy_options *o;
     bool aggressive;
     int op_round;
+    gs_arena *scratch; /* one op's projections, reset for the next */
 } run;
 
 /* getDirectionBasedOnUses: none when an operand (not a scalar) has other uses. */
@@ -206,13 +207,13 @@ static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots
     if (mesh < 0) return true;
     const gs_mesh *m = g->meshes[mesh];
     if (m->n_axes == 0) return true; /* a maximal mesh: Shardy does not propagate it */
-    gs_arena scratch;
-    gs_arena_init(&scratch);
+    gs_arena *scratch = ru->scratch;
+    gs_arena_reset(scratch);
     bool ok = false;
-    sdy_projection *p = sdy_project(&scratch, r, m, (const sdy_sharding *const *)slots,
+    sdy_projection *p = sdy_project(scratch, r, m, (const sdy_sharding *const *)slots,
                                     (const sdy_sharding *const *)slots + r->n_operands);
-    sdy_direction *dirs = GS_NEW_ARRAY(&scratch, sdy_direction, r->n_factors + 1);
-    bool *updated = GS_NEW_ARRAY(&scratch, bool, n_t + 1);
+    sdy_direction *dirs = GS_NEW_ARRAY(scratch, sdy_direction, r->n_factors + 1);
+    bool *updated = GS_NEW_ARRAY(scratch, bool, n_t + 1);
     if (!p || !dirs || !updated) goto done;
     /* a tensor that had no sharding takes the region's manual axes from one that has */
     const sdy_axes *manual = NULL;
@@ -224,25 +225,29 @@ static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots
     memset(updated, 0, sizeof(bool) * (size_t)(n_t + 1));
     if (!ru->aggressive)
         sdy_propagate_factors(p, r, dirs, m, ru->o->conservative, updated);
-    else if (!sdy_propagate_factors_aggressive(&scratch, p, r, dirs, ru->o->conservative,
+    else if (!sdy_propagate_factors_aggressive(scratch, p, r, dirs, ru->o->conservative,
                                                x && (x->kind & SDY_OP_ELEMENTWISE), updated))
         goto done;
     for (int t = 0; t < n_t; t++) {
         if (!updated[t]) continue;
         const gs_tensor_factors *tf =
             t < r->n_operands ? &r->operands[t] : &r->results[t - r->n_operands];
-        sdy_sharding *ns = GS_NEW(g->a, sdy_sharding);
-        if (!ns || !sdy_unproject(g->a, r, tf, &p->t[t], mesh, m, ns)) goto done;
+        sdy_sharding tmp; /* in scratch; kept (copied) only when it is a change */
+        if (!sdy_unproject(scratch, r, tf, &p->t[t], mesh, m, &tmp)) goto done;
         sdy_sharding *old = slots[t];
-        if ((!old && sdy_sharding_empty_axes(ns)) || (old && sdy_sharding_eq(ns, old))) continue;
+        if ((!old && sdy_sharding_empty_axes(&tmp)) || (old && sdy_sharding_eq(&tmp, old)))
+            continue;
+        sdy_sharding *ns = gs_arena_memdup(g->a, &tmp, sizeof tmp);
+        if (!ns || (tmp.rank && !(ns->dims = gs_arena_memdup(g->a, tmp.dims,
+                                                             sizeof *tmp.dims * (size_t)tmp.rank))))
+            goto done;
         slots[t] = ns;
         g->source = source_of(g, slots, values, n_t, r->n_operands, t);
         if (values[t] >= 0) set_value(g, w, values[t], ns, current);
     }
     ok = true;
 done:
-    gs_arena_free(&scratch);
-    return ok;
+    return ok && !scratch->failed;
 }
 
 /* The main function's results and the values returned, both ways. */
@@ -250,7 +255,7 @@ static bool propagate_results(run *ru) {
     sdy_graph *g = ru->g;
     for (int i = 0; i < g->n_results; i++) {
         int v = g->result_values[i];
-        if (v < 0) continue;
+        if (v < 0 || g->values[v].opaque) continue;
         sdy_value *val = &g->values[v];
         const gs_op_rule *r = sdy_identity_rule(g->a, val->rank, val->dims, 1);
         if (!r) return false;
@@ -362,6 +367,7 @@ static bool visit(run *ru, int op, worklist *w) {
         const gs_tensor_factors *tf =
             t < r->n_operands ? &r->operands[t] : &r->results[t - r->n_operands];
         if (v < 0 || g->values[v].rank != tf->rank) return true; /* not a tensor it describes */
+        if (g->values[v].opaque) return true; /* a sharding too long to hold: left alone */
     }
     if (x->manual_view) return visit_manual_edge(ru, op, w, r, slots, values, n_t);
     return propagate_tensors(ru, r, slots, values, x, w, op);
@@ -547,9 +553,13 @@ static bool run_user_priority(run *ru) {
 }
 
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o) {
-    run ru = {g, o, false, -1};
+    gs_arena scratch;
+    gs_arena_init(&scratch);
+    run ru = {g, o, false, -1, &scratch};
     g->source = -1;
     g->now.user_round = -1;
     sdy_sync_groups(g);
-    return run_user_priority(&ru);
+    bool ok = run_user_priority(&ru);
+    gs_arena_free(&scratch);
+    return ok;
 }

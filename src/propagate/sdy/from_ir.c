@@ -133,6 +133,16 @@ static gs_sharding *to_ir(builder *b, const sdy_sharding *s) {
     return out;
 }
 
+/* Does every axis list of named sharding s fit an sdy_axes? */
+static bool fits(const gs_sharding *s) {
+    const gs_named *nm = s ? s->named : NULL;
+    if (!nm) return true;
+    for (int d = 0; nm->form == GS_NAMED_DIMS && d < nm->n_dims; d++)
+        if (nm->dims[d].n > SDY_MAX_AXES) return false;
+    return nm->replicated.n <= SDY_MAX_AXES && nm->unreduced.n <= SDY_MAX_AXES &&
+           nm->manual.n <= SDY_MAX_AXES;
+}
+
 static int new_value(builder *b, const gs_shape *s, int def, gs_instr *origin, int leaf,
                      const gs_sharding *sh) {
     sdy_value v = {0};
@@ -141,7 +151,8 @@ static int new_value(builder *b, const gs_shape *s, int def, gs_instr *origin, i
     v.def = def;
     v.origin = origin;
     v.leaf = leaf;
-    v.sh = from_named(b, sh, s->rank);
+    v.opaque = !fits(sh);
+    v.sh = v.opaque ? NULL : from_named(b, sh, s->rank);
     v.group = -1;
     if (sh && sh->group == GS_SHARD_GROUP_AS) {
         int64_t pair[2] = {sh->group_id, (int64_t)b->values.n};
@@ -703,7 +714,8 @@ static bool set_results(builder *b, gs_computation *c) {
         g->result_sh = GS_NEW_ARRAY(b->a, sdy_sharding *, 1);
         if (!g->result_values || !g->result_sh) return false;
         g->result_values[0] = xl ? xl[0] : -1;
-        g->result_sh[0] = from_named(b, gs_instr_get_sharding(root), root->shape->rank);
+        const gs_sharding *rs = gs_instr_get_sharding(root);
+        g->result_sh[0] = fits(rs) ? from_named(b, rs, root->shape->rank) : NULL;
         return !b->oom;
     }
     if (!root || root->op != GS_OP_TUPLE) return true;
@@ -719,7 +731,7 @@ static bool set_results(builder *b, gs_computation *c) {
         g->result_values[i] = array && xl ? xl[0] : -1;
         const gs_sharding *ls =
             sh && array ? gs_sharding_leaf(sh, root->shape, leaf_offset(root->shape, i)) : NULL;
-        g->result_sh[i] = array ? from_named(b, ls, x->shape->rank) : NULL;
+        g->result_sh[i] = array && fits(ls) ? from_named(b, ls, x->shape->rank) : NULL;
     }
     return !b->oom;
 }

@@ -13,7 +13,9 @@
  *
  * An axis ref is gs_axis_ref: {axis, pre_size, size}; pre_size 0 means the whole axis (Shardy's
  * AxisRefAttr without sub-axis info), size is always its size. Axis lists are bounded
- * (SDY_MAX_AXES): a list that would grow past it stops growing, which only propagates less.
+ * (SDY_MAX_AXES, kept small: shardings are copied on every change, and their size is most of
+ * the propagation's time): a list that would grow past it stops growing, which only propagates
+ * less, and a value whose own sharding lists more is opaque (read and written by no op).
  */
 #ifndef GSPMD_PROPAGATE_SDY_INTERNAL_H
 #define GSPMD_PROPAGATE_SDY_INTERNAL_H
@@ -22,7 +24,7 @@
 #include "gspmd/propagate.h"
 #include "gspmd/sharding.h"
 
-#define SDY_MAX_AXES 24
+#define SDY_MAX_AXES 8
 
 /* An ordered list of axis refs, major first. */
 typedef struct sdy_axes {
@@ -149,6 +151,7 @@ typedef struct sdy_value {
     int rank;
     const int64_t *dims;
     sdy_sharding *sh; /* current sharding, or NULL */
+    bool opaque;      /* its sharding lists more than SDY_MAX_AXES axes: kept as it is */
     int def;          /* defining op, or -1 (a function argument) */
     int n_users;
     int *users;       /* ops using it, in program order (an op may appear twice) */
