@@ -251,6 +251,47 @@ static bool local_sharding(reader *r, const gs_sharding *global, const int *manu
     return true;
 }
 
+/* Shardy's verifier on one edge of a manual computation: in each dim of sharding s (of the
+ * global shape g) the manual axes come before the free ones, and the local shape l is g with
+ * each dim divided by its manual axes. what/i name the edge in the error ("operand", 0). */
+static bool check_local_type(reader *r, const gs_sharding *s, const gs_shape *g, const gs_shape *l,
+                             const int *manual, int n_manual, const char *what, int i, size_t at) {
+    const gs_named *nm = s->named;
+    if (!nm || nm->form != GS_NAMED_DIMS || !gs_shape_is_array(g)) return true;
+    int64_t want[GS_MAX_RANK];
+    for (int d = 0; d < g->rank && d < nm->n_dims; d++) {
+        int64_t div = 1;
+        bool free_seen = false;
+        for (int j = 0; j < nm->dims[d].n; j++) {
+            const gs_axis_ref *ax = &nm->dims[d].v[j];
+            bool is_manual = false;
+            for (int a = 0; a < n_manual; a++) is_manual |= ax->axis == manual[a];
+            if (is_manual && free_seen)
+                return mlir_fail_at(r, at,
+                                    "the manual computation's %s %d: in dim %d a manual axis comes "
+                                    "after a free one (manual axes must be major-most)",
+                                    what, i, d);
+            free_seen |= !is_manual;
+            if (is_manual) div *= ax->size;
+        }
+        if (div <= 0 || g->dims[d] % div != 0)
+            return mlir_fail_at(r, at,
+                                "the manual computation's %s %d: dim %d of size %lld does not "
+                                "split over its manual axes (%lld ways)",
+                                what, i, d, (long long)g->dims[d], (long long)div);
+        want[d] = g->dims[d] / div;
+    }
+    bool same = gs_shape_is_array(l) && l->rank == g->rank && l->type == g->type;
+    for (int d = 0; same && d < g->rank; d++) same = l->dims[d] == want[d];
+    if (same) return true;
+    gs_shape w = *g;
+    w.dims = want;
+    return mlir_fail_at(r, at, "the manual computation's %s %d is %s in its body, not %s (%s "
+                               "split over its manual axes)",
+                        what, i, gs_shape_to_string(r->a, l), gs_shape_to_string(r->a, &w),
+                        gs_shape_to_string(r->a, g));
+}
+
 /* In a partly manual region the shardings written on its ops name only the free axes: each
  * becomes its local form, the region's manual axes marked manual (as on its arguments), so that
  * propagation and partitioning see the manual subgroup. */
@@ -365,6 +406,8 @@ static bool manual_computation(reader *r, size_t op_pos, gs_instr **result, int 
     for (int i = 0; i < n_ops; i++) {
         gs_sharding *ls;
         if (!check_fits(r, ins[i], ops[i]->shape, in_at) ||
+            !check_local_type(r, ins[i], ops[i]->shape, local[i], manual, n_manual, "operand", i,
+                              op_pos) ||
             !local_sharding(r, ins[i], manual, n_manual, in_at, &ls))
             return false;
         gs_instr *cs = mlir_custom_call(r, "Sharding", ops[i]->shape, 1, &ops[i], ins[i]);
@@ -385,7 +428,9 @@ static bool manual_computation(reader *r, size_t op_pos, gs_instr **result, int 
     for (int i = 0; i < n_ops; i++)
         all_manual &= gs_sharding_is_manual(gs_instr_get_sharding(args[i]));
     for (int j = 0; j < n_out; j++) {
+        const gs_shape *ret = n_out == 1 ? root : root->tuple[j];
         if (!check_fits(r, outs[j], ts_out[j], out_at) ||
+            !check_local_type(r, outs[j], ts_out[j], ret, manual, n_manual, "result", j, op_pos) ||
             !local_sharding(r, outs[j], manual, n_manual, out_at, &louts[j]))
             return false;
         all_manual &= gs_sharding_is_manual(louts[j]);
