@@ -22,11 +22,11 @@
 
 typedef struct exporter {
     gs_module *m;
-    gs_strmap taken;       /* function names in use */
-    unsigned counter;      /* the symbol table's uniquing counter */
-    int next_order;        /* symbol_order of the next function made */
-    const char **origin;   /* by computation index: the function's name before export */
-    gs_strmap index;       /* computation name -> index + 1 */
+    gs_strmap taken;     /* function names in use */
+    unsigned counter;    /* the symbol table's uniquing counter */
+    int next_order;      /* symbol_order of the next function made */
+    const char **origin; /* by computation index: the function's name before export */
+    gs_strmap index;     /* computation name -> index + 1 */
     bool oom;
 } exporter;
 
@@ -203,8 +203,8 @@ gs_status sdy_export_calls(gs_module *m, bool shared, gs_diags *d) {
     /* every call to the first function met with its key, walking the functions in order */
     int n_all = 0;
     for (int i = 0; !e.oom && i < n; i++)
-        if (is_function(m->comps[i]) && (called[i] || !m->comps[i]->is_private ||
-                                         m->comps[i] == m->entry))
+        if (is_function(m->comps[i]) &&
+            (called[i] || !m->comps[i]->is_private || m->comps[i] == m->entry))
             fns[n_all++] = m->comps[i];
     qsort(fns, (size_t)n_all, sizeof *fns, by_symbol_order);
     for (int i = 0; !e.oom && i < n_all; i++) collect_calls(&e, fns[i], &calls, 0);

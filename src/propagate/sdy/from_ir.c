@@ -220,10 +220,15 @@ static int leaf_offset(const gs_shape *s, int64_t i) {
     return n;
 }
 
+/* A custom-call's target, or NULL for other ops. */
+static const char *target_of(const gs_instr *in) {
+    return in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+}
+
 /* An identity of Shardy's: a sharding constraint (HLO's `Sharding` custom-call), or one of the
  * marker ops the StableHLO reader keeps as custom-calls of their name. */
 static bool is_sharding_call(const gs_instr *in) {
-    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    const char *t = target_of(in);
     return t && (strcmp(t, "Sharding") == 0 || strcmp(t, "sdy.data_flow_edge") == 0 ||
                  strcmp(t, "sdy.func_data_flow_edge") == 0 || strcmp(t, "sdy.reshard") == 0 ||
                  strcmp(t, "sdy.propagation_barrier") == 0);
@@ -231,7 +236,7 @@ static bool is_sharding_call(const gs_instr *in) {
 
 /* sdy.propagation_barrier's allowed direction (its backend_config), or -1 for other ops. */
 static int barrier_direction(const gs_instr *in) {
-    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    const char *t = target_of(in);
     if (!t || strcmp(t, "sdy.propagation_barrier") != 0) return -1;
     const char *d = gs_instr_str(in, GS_ATTR_BACKEND_CONFIG);
     if (!d) return SDY_DIR_NONE;
@@ -243,7 +248,7 @@ static int barrier_direction(const gs_instr *in) {
 
 /* What op-priority propagation asks of it (SDY_OP_*). */
 static unsigned op_kind(const gs_instr *in) {
-    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    const char *t = target_of(in);
     if (t && (strcmp(t, "Sharding") == 0 || strcmp(t, "sdy.reshard") == 0 ||
               strcmp(t, "sdy.propagation_barrier") == 0))
         return SDY_OP_ELEMENTWISE;
@@ -269,7 +274,7 @@ static unsigned op_kind(const gs_instr *in) {
 }
 
 static bool is_call_to(const gs_instr *in, const char *target) {
-    const char *t = in->op == GS_OP_CUSTOM_CALL ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET) : NULL;
+    const char *t = target_of(in);
     return t && strcmp(t, target) == 0;
 }
 
@@ -501,17 +506,6 @@ static void add_call(builder *b, gs_instr *in, int parent) {
     for (int i = 0; ret && i < n && !b->oom; i++) add_edge(b, parent, &ret[i], 1, res[i]);
 }
 
-/* Is f a function of the input some call calls (not a manual computation's body)? */
-static bool callee_is_shared(const gs_computation *f, const gs_module *m) {
-    if (!f->symbol || f == m->entry) return false;
-    for (int i = 0; i < m->n_comps; i++)
-        for (int k = 0; k < m->comps[i]->n_instrs; k++) {
-            const gs_instr *c = m->comps[i]->instrs[k];
-            if (c->op == GS_OP_CALL && gs_instr_comp(c, GS_ATTR_TO_APPLY) == f) return true;
-        }
-    return false;
-}
-
 /* Does in call a function: one of the StableHLO input's, or any computation a call of HLO
  * text calls (which has no function names)? */
 static bool callee_is_function(const gs_instr *in) {
@@ -577,41 +571,44 @@ static void set_func_edges(builder *b, const gs_module *m) {
  * is an edge from that operand of every call of it, each call result one from the value the
  * callee returns. */
 static void add_shared_call_edges(builder *b, const gs_module *m) {
-    gs_vec src;
+    /* the calls of functions of the input, in module order */
+    gs_vec calls, src;
+    gs_vec_init(&calls, sizeof(const gs_instr *));
     gs_vec_init(&src, sizeof(int));
+    for (int i = 0; i < m->n_comps && !b->oom; i++)
+        for (int k = 0; k < m->comps[i]->n_instrs; k++) {
+            const gs_instr *c = m->comps[i]->instrs[k];
+            const gs_computation *f =
+                c->op == GS_OP_CALL ? gs_instr_comp(c, GS_ATTR_TO_APPLY) : NULL;
+            if (f && f->symbol && f != m->entry && gs_vec_push(&calls, &c) != GS_OK) b->oom = true;
+        }
+    const gs_instr **cv = calls.data;
     for (int fi = 0; fi < m->n_comps && !b->oom; fi++) {
         const gs_computation *f = m->comps[fi];
-        if (!callee_is_shared(f, m)) continue;
-        for (int p = 0; p < f->n_params && !b->oom; p++) {
+        for (int p = 0; f->symbol && f != m->entry && p < f->n_params && !b->oom; p++) {
             const int *pv = f->params[p] ? leaves_of(b, f->params[p]) : NULL;
             int n = f->params[p] ? gs_shape_n_leaves(f->params[p]->shape) : 0;
             for (int leaf = 0; pv && leaf < n && !b->oom; leaf++) {
                 src.n = 0;
-                for (int i = 0; i < m->n_comps; i++)
-                    for (int k = 0; k < m->comps[i]->n_instrs; k++) {
-                        const gs_instr *c = m->comps[i]->instrs[k];
-                        if (c->op != GS_OP_CALL || gs_instr_comp(c, GS_ATTR_TO_APPLY) != f ||
-                            p >= c->n_operands)
-                            continue;
-                        const int *v = leaves_of(b, c->operands[p]);
-                        if (v && v[leaf] >= 0 && gs_vec_push(&src, &v[leaf]) != GS_OK)
-                            b->oom = true;
-                    }
+                for (size_t i = 0; i < calls.n; i++) {
+                    if (gs_instr_comp(cv[i], GS_ATTR_TO_APPLY) != f || p >= cv[i]->n_operands)
+                        continue;
+                    const int *v = leaves_of(b, cv[i]->operands[p]);
+                    if (v && v[leaf] >= 0 && gs_vec_push(&src, &v[leaf]) != GS_OK) b->oom = true;
+                }
                 if (src.n) add_edge(b, -1, src.data, (int)src.n, pv[leaf]);
             }
         }
     }
+    for (size_t i = 0; i < calls.n && !b->oom; i++) {
+        gs_computation *f = gs_instr_comp(cv[i], GS_ATTR_TO_APPLY);
+        const int *ret = returned_leaves(b, f), *res = leaves_of(b, cv[i]);
+        int n = gs_shape_n_leaves(cv[i]->shape);
+        for (int leaf = 0; ret && res && leaf < n; leaf++)
+            add_edge(b, -1, &ret[leaf], 1, res[leaf]);
+    }
     gs_vec_free(&src);
-    for (int i = 0; i < m->n_comps && !b->oom; i++)
-        for (int k = 0; k < m->comps[i]->n_instrs && !b->oom; k++) {
-            const gs_instr *c = m->comps[i]->instrs[k];
-            gs_computation *f = c->op == GS_OP_CALL ? gs_instr_comp(c, GS_ATTR_TO_APPLY) : NULL;
-            if (!f || !callee_is_shared(f, m)) continue;
-            const int *ret = returned_leaves(b, f), *res = leaves_of(b, c);
-            int n = gs_shape_n_leaves(c->shape);
-            for (int leaf = 0; ret && res && leaf < n; leaf++)
-                add_edge(b, -1, &ret[leaf], 1, res[leaf]);
-        }
+    gs_vec_free(&calls);
 }
 
 /* An optimization barrier: an edge per leaf from its operand's (Shardy's data-flow edges). */
@@ -929,7 +926,8 @@ static gs_sdy_explain *explain_of(builder *b, const sdy_sharding *const *initial
     for (size_t i = 0; ok && i < events->n; i++) {
         const sdy_event *e = &ev[i];
         how.len = 0;
-        if (e->source >= 0) gs_sb_printf(&how, "from '%s' ", value_name(&other, &g->values[e->source]));
+        if (e->source >= 0)
+            gs_sb_printf(&how, "from '%s' ", value_name(&other, &g->values[e->source]));
         const sdy_op *op = e->op >= 0 ? &g->ops[e->op] : NULL;
         const gs_instr *oi = op ? op->origin : NULL;
         if (e->group >= 0)
@@ -947,7 +945,8 @@ static gs_sdy_explain *explain_of(builder *b, const sdy_sharding *const *initial
         if (e->group < 0 && op) {
             gs_sb_printf(&how, " (%s", e->aggressive ? "aggressive" : "basic");
             if (e->op_round >= 0) gs_sb_printf(&how, ", op-priority round %d", e->op_round);
-            if (e->user_round >= 0) gs_sb_printf(&how, ", user priority p%lld", (long long)e->user_round);
+            if (e->user_round >= 0)
+                gs_sb_printf(&how, ", user priority p%lld", (long long)e->user_round);
             gs_sb_putc(&how, ')');
         }
         int from = e->source >= 0 ? last[e->source] : -1;
