@@ -46,6 +46,14 @@ static gs_value *bundle(int n, gs_value **parts) {
 }
 
 gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out) {
+    const gs_sharding *own = gs_instr_get_sharding(in);
+    if (own && !gs_sharding_is_manual(own) && gs_sharding_manual_dim(own) < 0 &&
+        gs_value_matches(op, in->shape)) {
+        /* a region with no manual axes (Shardy's manual_axes={}): every device holds the whole
+         * value, so its edges are identities */
+        *out = gs_value_ref(op);
+        return GS_OK;
+    }
     if (op->devices > 0)
         return gs_eval_error(ev, in, "a manual region inside a manual region is not supported");
     gs_arena a;

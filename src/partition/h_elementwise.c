@@ -164,6 +164,12 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
     }
     if (region && t->kind != GS_SHARDING_MANUAL && !gs_part_partial_manual(t) &&
         v->sharding->kind != GS_SHARDING_MANUAL && !gs_part_partial_manual(v->sharding)) {
+        if (gs_shape_equal(in->shape, v->base)) {
+            /* the edge of a manual computation with no manual axes (Shardy's manual_axes={}):
+             * nothing becomes local, so it is an identity, like a sharding constraint */
+            *out = *v;
+            return true;
+        }
         gs_part_error(c,
                       "%%%s: %s marks a manual region's edge, but neither it nor its operand has "
                       "a manual sharding",
