@@ -11,6 +11,7 @@
  */
 #include "internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const gs_op_rule *sdy_identity_rule(gs_arena *a, int rank, const int64_t *dims, int n_operands) {
@@ -151,13 +152,70 @@ void sdy_sync_groups(sdy_graph *g) {
 }
 
 /* One propagation run: which factor propagation, and the op-priority round (-1: none). */
+/* The shardings propagation made, each kept once (most values end with one of a few). */
+typedef struct interned {
+    sdy_sharding **slots; /* open addressing, cap entries (a power of two), NULL: free */
+    size_t cap, n;
+} interned;
+
 typedef struct run {
     sdy_graph *g;
     const gs_sdy_options *o;
     bool aggressive;
     int op_round;
     gs_arena *scratch; /* one op's projections, reset for the next */
+    interned *kept;
 } run;
+
+static uint64_t mix(uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001b3ull; }
+
+static uint64_t axes_hash(uint64_t h, const sdy_axes *l) {
+    h = mix(h, (uint64_t)l->n);
+    for (int i = 0; i < l->n; i++)
+        h = mix(mix(mix(h, (uint64_t)l->v[i].axis), (uint64_t)l->v[i].pre_size),
+                (uint64_t)l->v[i].size);
+    return h;
+}
+
+static uint64_t sharding_hash(const sdy_sharding *s) {
+    uint64_t h = mix(mix(0xcbf29ce484222325ull, (uint64_t)s->mesh), (uint64_t)s->rank);
+    for (int d = 0; d < s->rank; d++)
+        h = axes_hash(mix(mix(h, s->dims[d].closed), (uint64_t)s->dims[d].priority),
+                      &s->dims[d].axes);
+    return axes_hash(axes_hash(axes_hash(h, &s->replicated), &s->unreduced), &s->manual);
+}
+
+/* s (built in scratch) as a sharding that lives as long as the graph: one already kept that
+ * equals it, else a copy. Shardings are never changed in place, so values share them. NULL
+ * on OOM. */
+static sdy_sharding *keep(run *ru, const sdy_sharding *s) {
+    interned *t = ru->kept;
+    if (2 * (t->n + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        sdy_sharding **slots = calloc(cap, sizeof *slots);
+        if (!slots) return NULL;
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->slots[i]) continue;
+            size_t k = (size_t)sharding_hash(t->slots[i]) & (cap - 1);
+            while (slots[k]) k = (k + 1) & (cap - 1);
+            slots[k] = t->slots[i];
+        }
+        free(t->slots);
+        t->slots = slots;
+        t->cap = cap;
+    }
+    size_t k = (size_t)sharding_hash(s) & (t->cap - 1);
+    for (; t->slots[k]; k = (k + 1) & (t->cap - 1))
+        if (sdy_sharding_eq(t->slots[k], s)) return t->slots[k];
+    sdy_graph *g = ru->g;
+    sdy_sharding *ns = gs_arena_memdup(g->a, s, sizeof *s);
+    if (!ns || (s->rank && !(ns->dims = gs_arena_memdup(g->a, s->dims,
+                                                        sizeof *s->dims * (size_t)s->rank))))
+        return NULL;
+    t->slots[k] = ns;
+    t->n++;
+    return ns;
+}
 
 /* getDirectionBasedOnUses: none when an operand (not a scalar) has other uses. */
 static sdy_direction by_uses(const sdy_graph *g, const sdy_op *x, bool allow_multi) {
@@ -237,10 +295,8 @@ static bool propagate_tensors(run *ru, const gs_op_rule *r, sdy_sharding **slots
         sdy_sharding *old = slots[t];
         if ((!old && sdy_sharding_empty_axes(&tmp)) || (old && sdy_sharding_eq(&tmp, old)))
             continue;
-        sdy_sharding *ns = gs_arena_memdup(g->a, &tmp, sizeof tmp);
-        if (!ns || (tmp.rank && !(ns->dims = gs_arena_memdup(g->a, tmp.dims,
-                                                             sizeof *tmp.dims * (size_t)tmp.rank))))
-            goto done;
+        sdy_sharding *ns = keep(ru, &tmp);
+        if (!ns) goto done;
         slots[t] = ns;
         g->source = source_of(g, slots, values, n_t, r->n_operands, t);
         if (values[t] >= 0) set_value(g, w, values[t], ns, current);
@@ -555,11 +611,13 @@ static bool run_user_priority(run *ru) {
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o) {
     gs_arena scratch;
     gs_arena_init(&scratch);
-    run ru = {g, o, false, -1, &scratch};
+    interned kept = {0};
+    run ru = {g, o, false, -1, &scratch, &kept};
     g->source = -1;
     g->now.user_round = -1;
     sdy_sync_groups(g);
     bool ok = run_user_priority(&ru);
     gs_arena_free(&scratch);
+    free(kept.slots);
     return ok;
 }
