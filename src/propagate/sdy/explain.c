@@ -6,6 +6,7 @@
  * annotation, then the value's own history, as GSPMD's explain does (src/propagate/explain.c).
  */
 #include "internal.h"
+#include "../internal.h"
 
 #include <stdlib.h>
 #include <string.h>

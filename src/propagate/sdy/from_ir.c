@@ -19,6 +19,7 @@
  * with an HLO sharding has none for this pass, and keeps its own.
  */
 #include "internal.h"
+#include "../internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>

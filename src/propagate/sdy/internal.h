@@ -249,10 +249,8 @@ gs_sdy_explain *sdy_explain_new(void);
 /* Appends a record (its strings copied); false on allocation failure. */
 bool sdy_explain_add(gs_sdy_explain *x, const char *value, const char *sh, const char *how,
                      int from);
-gs_status sdy_explain_query(const gs_sdy_explain *x, const char *name, gs_sb *sb, gs_diags *d);
-void sdy_explain_free(gs_sdy_explain *x);
-/* A provenance holding x (owned, src/propagate/driver.c); NULL (x freed) on OOM. */
-gs_propagate_info *gs_prop_info_from_sdy(gs_sdy_explain *x);
+/* sdy_explain_query, sdy_explain_free and gs_prop_info_from_sdy, which the GSPMD driver calls
+ * too, are declared in ../internal.h. */
 
 /* Runs the propagation to a fixed point; false on allocation failure. */
 bool sdy_run(sdy_graph *g, const gs_sdy_options *o);
