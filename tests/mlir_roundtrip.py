@@ -8,11 +8,15 @@ Usage: mlir_roundtrip.py GSPMD DIR... [--verbose] [--eval-timeout S] [--max-memo
   1. `parse F --emit mlir` prints StableHLO text M;
   2. printing is a fixed point: `parse M --emit mlir` prints M again;
   3. `parse M --emit hlo` evaluates (`gspmd eval --seed 0`) to bit-identical outputs as F
-     (when F itself evaluates on one device).
+     (when F itself evaluates on one device);
+  4. where F is a partitioning case (a case.json beside it with num_devices, or a module with
+     num_partitions > 1), `parse M --emit hlo` partitions to the same per-device shapes of the
+     entry's parameters and root and the same collectives (opcode and shape, as a multiset) as F.
   Files that fail a step for a reason listed in EXPECTED are counted, not failures; an
   expected exception that no longer fails is reported (the list should shrink). Exits 1 on any
   unexpected failure.
 """
+import collections
 import glob
 import os
 import re
@@ -24,13 +28,16 @@ import tempfile
 # does not write, `reader:` what src/mlir/ops.c and reader.c do not read back yet. A failure matching one is
 # expected; the list should only shrink.
 EXPECTED = [
-    (r"no StableHLO form", "printer: ops StableHLO has no op for (async halves, send/recv, "
-                           "infeed, rng, topk, scan, set-dimension-size, tuple all-to-all, "
-                           "replica groups of unequal sizes)"),
+    (r"no StableHLO form", "printer: ops StableHLO has no op for (async halves, topk, scan, "
+                           "set-dimension-size, tuple all-to-all, replica groups of unequal "
+                           "sizes, a recv of a tuple, an infeed of nested tuples)"),
     (r"elided \(\{\.\.\.\}\) cannot be printed", "printer: a constant whose values a dump "
                                                  "elided has no value to write"),
     (r"has a one-value while", "reader: a while of one value (it reads a one-element tuple)"),
     (r"error: too many operands", "reader: an op or return of more than 256 values"),
+    (r"partition: root \S+ became",
+     "printer: an unsharded root copy of a sharded op prints as the op (StableHLO has no copy), "
+     "whose sharding the output then takes where HLO leaves it to propagation"),
     (r"the sharding splits \d+ dimensions, the tensor has rank",
      "reader: a sharding that does not fit its tensor is an error when read (the HLO parser "
      "leaves it to propagation and partitioning)"),
@@ -108,6 +115,61 @@ def print_twice(gspmd, path, fmt):
     return first, second, None
 
 
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+               "ragged-all-to-all", "collective-broadcast")
+INSTR = re.compile(r"^\s*(ROOT )?%\S+ = (.*?) ([a-z][a-z0-9-]*)\(")
+
+
+def partition_setup(path):
+    """(num_partitions, extra args) when path is a partitioning case, else None."""
+    case = os.path.join(os.path.dirname(path), "case.json")
+    if os.path.exists(case):
+        import json
+        with open(case) as f:
+            c = json.load(f)
+        if c.get("kind") != "partition" or not c.get("num_devices"):
+            return None
+        extra = ["--propagate"] if c.get("fixture") == "DotHandlerTest" else []
+        return int(c["num_devices"]), extra
+    with open(path, errors="replace") as f:
+        head = f.read(4096)
+    m = re.search(r"num_partitions\s*=\s*(\d+)", head)
+    if m and int(m.group(1)) > 1:
+        # `partition` propagates a .mlir file by default (with Shardy's rules when it has
+        # a mesh), an HLO one when asked: both sides are compared after GSPMD's propagation
+        return int(m.group(1)), (["--propagate", "--algorithm", "gspmd"] if path.endswith(".mlir")
+                                 else [])
+    return None
+
+
+LAYOUT = re.compile(r"\{[0-9,]*(:[^}]*)?\}")
+
+
+def partition_signature(text):
+    """Per-device shapes of the entry's parameters and root, and the multiset of collectives
+    (shapes without their layouts: the StableHLO text has none)."""
+    entry, params, root, colls = False, [], None, []
+    for line in text.splitlines():
+        if line.startswith("ENTRY "):
+            entry = True
+            continue
+        if entry and line.startswith("}"):
+            entry = False
+        m = INSTR.match(line)
+        if not m:
+            continue
+        shape, op = LAYOUT.sub("", m.group(2)), m.group(3)
+        if op.endswith("-start"):
+            op = op[:-len("-start")]
+        if op in COLLECTIVES:
+            colls.append("%s %s" % (op, shape))
+        if entry and op == "parameter":
+            params.append(shape)
+        if entry and m.group(1):
+            root = shape
+    return params, root, sorted(colls)
+
+
 def check(gspmd, path, tmp, stats):
     """None when the file round-trips, else the reason it does not; 'skip' when it does not
     parse at all (a bad-input test). Counts in stats what was compared."""
@@ -141,6 +203,30 @@ def check(gspmd, path, tmp, stats):
     h = run([gspmd, "parse", "-", "--emit", "hlo"], stdin=m1.stdout)
     if h is None or h.returncode != 0:
         return "to hlo: " + first_error(h)
+    setup = partition_setup(path)
+    if setup:
+        n, extra = setup
+        pa = run([gspmd, "partition", path, "--num-partitions", str(n)] + extra)
+        if pa is not None and pa.returncode == 0:
+            os.makedirs(tmp, exist_ok=True)
+            back = os.path.join(tmp, "back.hlo")
+            with open(back, "w") as f:
+                f.write(h.stdout)
+            pb = run([gspmd, "partition", back, "--num-partitions", str(n)] + extra)
+            if pb is None or pb.returncode != 0:
+                return "partition after the round trip: " + first_error(pb)
+            sa, sb = partition_signature(pa.stdout), partition_signature(pb.stdout)
+            if sa[0] != sb[0]:
+                return "partition: entry parameters %s became %s" % (sa[0], sb[0])
+            if sa[1] != sb[1]:
+                return "partition: root %s became %s" % (sa[1], sb[1])
+            if sa[2] != sb[2]:
+                ca, cb = collections.Counter(sa[2]), collections.Counter(sb[2])
+                gone, new = sorted((ca - cb).elements())[:3], sorted((cb - ca).elements())[:3]
+                return "partition: collectives differ (%s lost, %s new)" % (gone, new)
+            stats["partition"] += 1
+        else:
+            stats["no_partition"] += 1
     want, err = eval_outputs(gspmd, path, None, tmp, "a")
     if want is None:
         stats["no_eval"] += 1
@@ -180,7 +266,7 @@ def main():
         files += sorted(glob.glob(os.path.join(d, "**", "*.hlo"), recursive=True))
         files += sorted(glob.glob(os.path.join(d, "**", "*.mlir"), recursive=True))
     ok = skipped = 0
-    stats = {"modulo": 0, "eval": 0, "no_eval": 0}
+    stats = {"modulo": 0, "eval": 0, "no_eval": 0, "partition": 0, "no_partition": 0}
     expected, unexpected = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i, f in enumerate(files):
@@ -198,6 +284,9 @@ def main():
     print("  of the round trips: %d evaluate bit-identically after hlo -> mlir -> hlo, %d do not "
           "evaluate on one device; %d are fixed points only up to what the reader drops "
           "(mhlo.sharding, num_partitions)" % (stats["eval"], stats["no_eval"], stats["modulo"]))
+    print("  partitioning cases: %d partition to the same per-device shapes and collectives after "
+          "the round trip, %d do not partition before it" % (stats["partition"],
+                                                              stats["no_partition"]))
     for rx, why in EXPECTED:
         k = sum(1 for _, w in expected if re.search(rx, w))
         print("  expected: %3d  %s" % (k, why))

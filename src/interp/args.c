@@ -94,8 +94,9 @@ gs_value *gs_random_value(const gs_shape *s, uint64_t seed) {
 
 /* ------------------------------------------------------------------ initialiser scales */
 
-/* Where x's value comes from through data movement (convert, copy, reshape, transpose, bitcast):
- * the instruction, and in *leaf the element a get-tuple-element of it takes (-1: all of it). */
+/* Where x's value comes from through data movement (convert, copy, reshape, transpose, bitcast,
+ * a Sharding custom-call): the instruction, and in *leaf the element a get-tuple-element of it
+ * takes (-1: all of it). */
 static const gs_instr *origin_of(const gs_instr *x, int *leaf) {
     *leaf = -1;
     for (int hops = 0; x && hops < 64; hops++) {
@@ -105,6 +106,12 @@ static const gs_instr *origin_of(const gs_instr *x, int *leaf) {
         case GS_OP_RESHAPE:
         case GS_OP_TRANSPOSE:
         case GS_OP_BITCAST: x = x->n_operands == 1 ? x->operands[0] : NULL; continue;
+        case GS_OP_CUSTOM_CALL: { /* a sharding annotation (with_sharding_constraint's) */
+            const char *t = gs_instr_str(x, GS_ATTR_CUSTOM_CALL_TARGET);
+            if (!t || strcmp(t, "Sharding") != 0 || x->n_operands != 1) return x;
+            x = x->operands[0];
+            continue;
+        }
         case GS_OP_GET_TUPLE_ELEMENT:
             if (x->n_operands != 1 || x->operands[0]->op == GS_OP_GET_TUPLE_ELEMENT) return NULL;
             *leaf = (int)gs_instr_int(x, GS_ATTR_INDEX, -1);

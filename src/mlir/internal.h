@@ -137,6 +137,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended);
 bool mlir_parse_mesh_decl(reader *r);
 bool mlir_sharding_from_kvs(reader *r, const gs_vec *kvs, const gs_shape *shape,
                             gs_sharding **out);
+/* The same, unchecked: an outfeed's HLO sharding is of the data it sends, not of its token. */
+bool mlir_sharding_from_kvs_as_written(reader *r, const gs_vec *kvs, gs_sharding **out);
 bool mlir_apply_op_sharding(reader *r, gs_instr *in, const gs_vec *kvs);
 /* Is s a sharding for a value of shape `shape`? Else a located error at `at`. */
 bool mlir_sharding_fits(reader *r, const gs_sharding *s, const gs_shape *shape, size_t at);

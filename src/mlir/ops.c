@@ -6,6 +6,7 @@
  * computations; `chlo.*` ops are handed to chlo.c, which decomposes them.
  */
 #include "mlir/internal.h"
+#include "gspmd/sharding.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -633,6 +634,22 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
         a2a_out = shape;
         shape = ops[0]->shape; /* HLO's all-to-all splits and concatenates along one dim */
     }
+    if (op == GS_OP_RNG) {
+        /* stablehlo.rng %a, %b, %shape: HLO's rng(a, b) of the result's shape */
+        const gs_shape *sh = n_ops == 3 ? ops[2]->shape : NULL;
+        if (!sh || !gs_shape_is_array(sh) || sh->rank != 1 || !gs_type_is_int(sh->type) ||
+            !gs_shape_is_array(shape) || sh->dims[0] != shape->rank)
+            return mlir_fail_at(r, op_pos, "stablehlo.rng takes a, b and the result's shape (a "
+                                           "1-D integer tensor of the result's rank)");
+        const gs_literal_ir *lit = ops[2]->op == GS_OP_CONSTANT ? ops[2]->literal : NULL;
+        for (int i = 0; lit && lit->data && !lit->elided && i < shape->rank; i++)
+            if (gs_elem_get_i(lit->data, sh->type, i) != shape->dims[i])
+                return mlir_fail_at(r, op_pos, "stablehlo.rng's shape operand says %lld for "
+                                    "dimension %d, its result type %lld", (long long)
+                                    gs_elem_get_i(lit->data, sh->type, i), i,
+                                    (long long)shape->dims[i]);
+        n_ops = 2;
+    }
     gs_instr *barrier_in = NULL;
     if (op == GS_OP_OPTIMIZATION_BARRIER && n_ops != 1) {
         /* HLO's barrier takes one operand: the tuple of StableHLO's */
@@ -644,6 +661,16 @@ static bool build_op(reader *r, const char *opname, size_t op_pos, int n_ops, gs
                            barrier_in ? &barrier_in : bcast_in ? &bcast_in : ops);
     if (!in) return mlir_oom(r);
     if (!apply_attrs(r, in, kvs, op_pos)) return false;
+    if (op == GS_OP_RNG) { /* distribution = UNIFORM | NORMAL */
+        const char *d = gs_instr_str(in, GS_ATTR_DISTRIBUTION);
+        const char *hd = !d ? NULL
+                         : strcmp(d, "UNIFORM") == 0 ? "rng_uniform"
+                         : strcmp(d, "NORMAL") == 0  ? "rng_normal"
+                                                     : NULL;
+        if (!hd)
+            return mlir_fail_at(r, op_pos, "stablehlo.rng needs distribution = UNIFORM or NORMAL");
+        gs_build_set_ident(&r->b, in, GS_ATTR_DISTRIBUTION, hd);
+    }
     if (a2a_out && !(in = all_to_all_concat(r, in, a2a_split->a[0], a2a_concat->a[0], a2a_out,
                                             op_pos)))
         return false;
@@ -809,6 +836,125 @@ static bool composite(reader *r, size_t op_pos, const gs_vec *kvs, int n_ops, gs
     return *result ? true : mlir_oom(r);
 }
 
+/* A named attribute HLO text keeps as written (infeed_config="", is_host_transfer=true). */
+static bool set_raw(reader *r, gs_instr *in, const char *name, const char *text) {
+    gs_attr at = {.key = GS_ATTR_UNKNOWN, .name = name};
+    at.u.s = text;
+    return (text && gs_instr_set_attr(r->m, in, &at) == GS_OK) || mlir_oom(r);
+}
+
+/* "stablehlo.send"(%data..., %token), "stablehlo.recv"(%token), "stablehlo.infeed"(%token),
+ * "stablehlo.outfeed"(%data..., %token) as HLO's send/send-done, recv/recv-done, infeed
+ * (data as one value, or a tuple of several) and outfeed (of the tuple of the data), each
+ * -done result spread back into the op's results. An mhlo.sharding on the op is HLO's sharding
+ * of the HLO op (of its tuple forms), put there. */
+static bool transfer(reader *r, const char *hlo, size_t op_pos, gs_vec *kvs, int n_ops,
+                     gs_instr **ops, gs_shape **outs, int n_out, gs_instr **result) {
+    bool send = strcmp(hlo, "send") == 0, outfeed = strcmp(hlo, "outfeed") == 0;
+    bool gives = !send && !outfeed; /* recv, infeed: (data..., token) */
+    if (n_ops < 1 || ops[n_ops - 1]->shape->type != GS_TOKEN || (gives && n_ops != 1))
+        return mlir_fail_at(r, op_pos, "stablehlo.%s takes %sa !stablehlo.token last", hlo,
+                            gives ? "only " : "its values and ");
+    if (gives ? (n_out < 1 || outs[n_out - 1]->type != GS_TOKEN)
+              : (n_out != 1 || outs[0]->type != GS_TOKEN))
+        return mlir_fail_at(r, op_pos, "stablehlo.%s gives %sa !stablehlo.token", hlo,
+                            gives ? "its values and " : "");
+    int n_data = gives ? n_out - 1 : n_ops - 1;
+    gs_shape **dt = gives ? outs : NULL;
+    gs_shape *dts[MAX_OPS];
+    if (!gives)
+        for (int i = 0; i < n_data; i++) dts[i] = ops[i]->shape, dt = dts;
+    for (int i = 0; i < n_data; i++)
+        if (!gs_shape_is_array(dt[i]))
+            return mlir_fail_at(r, op_pos, "stablehlo.%s of a %s is not supported", hlo,
+                                dt[i]->type == GS_TOKEN ? "token among its values" : "tuple");
+    if (strcmp(hlo, "recv") == 0 && n_data != 1)
+        return mlir_fail_at(r, op_pos, "stablehlo.recv of %d values is not supported yet", n_data);
+    /* the data as HLO has it: one value, or a tuple (outfeed: always a tuple) */
+    bool tupled = outfeed || n_data != 1;
+    gs_shape *data = tupled || !n_data ? gs_shape_tuple(r->a, n_data, dt) : dt[0];
+    gs_shape *u32 = gs_shape_scalar(r->a, GS_U32);
+    gs_shape *tok = gs_shape_token(r->a);
+    if (!data || !u32 || !tok) return mlir_oom(r);
+    r->b.span = mlir_span_at(r, op_pos);
+    gs_instr *token = ops[n_ops - 1], *x = NULL, *in = NULL;
+    if (!gives) {
+        x = tupled ? gs_build_tuple(&r->b, n_data, ops) : ops[0];
+        if (!x) return mlir_oom(r);
+    }
+    const kv *ch = mlir_find_kv(kvs, "handle");
+    const kv *host = mlir_find_kv(kvs, "is_host_transfer");
+    bool is_host = host && host->is_int && host->a[0];
+    /* send, recv: (data, u32[] context, token); infeed: (data, token); outfeed: token */
+    gs_shape *el[3] = {data, u32, tok}, *two_el[2] = {data, tok};
+    gs_shape *pair = gs_shape_tuple(r->a, 2, two_el);
+    gs_shape *shape = outfeed ? tok : strcmp(hlo, "infeed") == 0 ? pair : gs_shape_tuple(r->a, 3, el);
+    if (!shape || !pair) return mlir_oom(r);
+    gs_opcode op = send      ? GS_OP_SEND
+                   : outfeed ? GS_OP_OUTFEED
+                   : strcmp(hlo, "recv") == 0 ? GS_OP_RECV
+                                              : GS_OP_INFEED;
+    gs_instr *two[2] = {x, token};
+    in = gs_build(&r->b, op, shape, gives ? 1 : 2, gives ? &token : two);
+    if (!in) return mlir_oom(r);
+    gs_sharding *sh;
+    if (outfeed ? !mlir_sharding_from_kvs_as_written(r, kvs, &sh)
+                : !mlir_sharding_from_kvs(r, kvs, shape, &sh))
+        return false;
+    if (sh && gs_instr_set_sharding(r->m, in, sh) != GS_OK) return mlir_oom(r);
+    for (size_t i = 0; i < kvs->n; i++) { /* the sharding is the HLO op's, set: not again */
+        kv *k = &GS_VEC_AT(kvs, kv, i);
+        if (strcmp(k->key, "mhlo.sharding") == 0) k->key = "";
+    }
+    if (op == GS_OP_INFEED || op == GS_OP_OUTFEED) {
+        const char *name = op == GS_OP_INFEED ? "infeed_config" : "outfeed_config";
+        const kv *cf = mlir_find_kv(kvs, name);
+        if (!set_raw(r, in, name, gs_arena_printf(r->a, "\"%s\"", cf && cf->ident ? cf->ident : "")))
+            return false;
+        *result = in;
+        if (op == GS_OP_INFEED && tupled) { /* ((data...), token) -> (data..., token) */
+            gs_instr *d = gs_build_gte(&r->b, in, 0), *vals[MAX_OPS];
+            for (int i = 0; i < n_data && d; i++) vals[i] = gs_build_gte(&r->b, d, i);
+            vals[n_data] = gs_build_gte(&r->b, in, 1);
+            *result = d && !r->b.failed ? gs_build_tuple(&r->b, n_data + 1, vals) : NULL;
+        }
+        return (*result && !r->b.failed) || mlir_oom(r);
+    }
+    gs_instr *done = gs_build(&r->b, send ? GS_OP_SEND_DONE : GS_OP_RECV_DONE,
+                              send ? tok : pair, 1, &in);
+    if (!done) return mlir_oom(r);
+    if (ch && ch->is_int) {
+        gs_build_set_int(&r->b, in, GS_ATTR_CHANNEL_ID, ch->a[0]);
+        gs_build_set_int(&r->b, done, GS_ATTR_CHANNEL_ID, ch->a[0]);
+    }
+    if (is_host && (!set_raw(r, in, "is_host_transfer", "true") ||
+                    !set_raw(r, done, "is_host_transfer", "true")))
+        return false;
+    *result = done;
+    return !r->b.failed || mlir_oom(r);
+}
+
+/* A branch's parameter (the value or the tuple of values it captures) has the shardings the
+ * captured values have, when they all have one, as the HLO a branch came from said. */
+static bool share_capture_shardings(reader *r, gs_instr *capture, gs_computation *branch) {
+    gs_instr *param = branch->n_params == 1 ? branch->params[0] : NULL;
+    if (!param || gs_instr_get_sharding(param)) return true;
+    gs_sharding *sh = (gs_sharding *)gs_instr_get_sharding(capture);
+    if (!sh && capture->op == GS_OP_TUPLE && capture->n_operands > 0) {
+        gs_sharding **el = GS_NEW_ARRAY(r->a, gs_sharding *, capture->n_operands);
+        if (!el) return mlir_oom(r);
+        for (int i = 0; i < capture->n_operands; i++) {
+            const gs_sharding *e = gs_instr_get_sharding(capture->operands[i]);
+            if (!e || e->kind == GS_SHARDING_TUPLE) return true;
+            el[i] = (gs_sharding *)e;
+        }
+        if (!(sh = gs_sharding_tuple(r->a, capture->n_operands, el))) return mlir_oom(r);
+        if (gs_instr_set_sharding(r->m, capture, sh) != GS_OK) return mlir_oom(r);
+    }
+    if (sh && gs_instr_set_sharding(r->m, param, sh) != GS_OK) return mlir_oom(r);
+    return true;
+}
+
 /* "stablehlo.case"(%index) ({...}, {...}) / "stablehlo.if"(%pred) ({true}, {false}) :
  * (type) -> results, after the operands: HLO's conditional, each branch a computation of the
  * tuple of outer values it uses (its operand). */
@@ -832,6 +978,8 @@ static bool conditional(reader *r, const char *opname, size_t op_pos, gs_instr *
               mlir_parse_type_spec(r, ins, &n_in, outs, n_out, MAX_OPS) &&
               result_types(r, ins, n_in, outs, n_out);
     if (!ok) return false;
+    for (int k = 0; k < n; k++) /* each branch's parameter: the shardings of what it captures */
+        if (!share_capture_shardings(r, ops[1 + k], branches[k])) return false;
     bool is_if = strcmp(opname, "stablehlo.if") == 0;
     if (is_if && n != 2) return mlir_fail_at(r, op_pos, "'stablehlo.if' needs two branches");
     r->b.span = mlir_span_at(r, op_pos);
@@ -996,6 +1144,12 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             ok = composite(r, op_pos, &kvs, n_ops, ops, outs, n_out, &result);
             goto define;
         }
+        if (strcmp(hlo, "send") == 0 || strcmp(hlo, "recv") == 0 || strcmp(hlo, "infeed") == 0 ||
+            strcmp(hlo, "outfeed") == 0) {
+            ok = n_regions == 0 ? transfer(r, hlo, op_pos, &kvs, n_ops, ops, outs, n_out, &result)
+                                : mlir_fail_at(r, op_pos, "'%s' takes no regions", opname);
+            goto define;
+        }
         if (strcmp(hlo, "constant") == 0 || strcmp(hlo, "custom_call") == 0) {
             mlir_fail_at(r, op_pos, "the generic form of '%s' is not supported yet", opname);
             goto done;
@@ -1036,9 +1190,10 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             goto done;
         }
         result->literal = lit;
-        if (opname[0] == 's' && opname[1] == 'd') { /* sdy.constant: kept to print back */
-            gs_attr sc = {.key = GS_ATTR_UNKNOWN, .name = "sdy.constant"};
-            sc.u.s = "true";
+        if (opname[0] == 's' && opname[1] == 'd') {
+            /* sdy.constant: kept to print back, as a frontend attribute XLA's HLO reader takes */
+            gs_attr sc = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
+            sc.u.s = "{xla.sdy.constant=\"true\"}";
             if (gs_instr_set_attr(r->m, result, &sc) != GS_OK) {
                 mlir_oom(r);
                 goto done;

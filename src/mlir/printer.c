@@ -50,6 +50,7 @@ typedef struct ref {
     const char **elems;    /* ITER: element names; VALUE (tuple type): printed elements, lazily */
     const char *whole;     /* MULTI, TUPLE, ITER: the materialized tuple value, once printed */
     const gs_instr *tuple; /* TUPLE: the tuple instruction */
+    struct ref *sub0;      /* ITER: element 0 when it is a tuple of named values (infeed data) */
 } ref;
 
 /* One computation being printed (a function body or a region). */
@@ -550,6 +551,7 @@ static scope *new_scope(printer *p, const gs_computation *c) {
 static ref *ref_of(scope *s, const gs_instr *x) { return &s->refs[x->id]; }
 
 static const char *elem_of(printer *p, scope *s, const gs_instr *x, int i);
+static void print_names(gs_sb *sb, const char **v, int n);
 
 /* The name of one SSA value holding all of x (printing a stablehlo.tuple when x's elements are
  * separate values). */
@@ -580,7 +582,18 @@ static const char *elem_of(printer *p, scope *s, const gs_instr *x, int i) {
         if (!e) p->failed = true;
         return e ? e : "%?";
     }
-    case REF_ITER: return r->elems[i];
+    case REF_ITER:
+        if (!r->elems[i] && i == 0 && r->sub0) { /* an infeed's data as one tuple value */
+            const ref *d = r->sub0;
+            const char *name = fresh(p, "%%%d", p->next_value++);
+            newline(p);
+            gs_sb_printf(p->sb, "%s = stablehlo.tuple ", name);
+            print_names(p->sb, d->elems, d->n);
+            gs_sb_puts(p->sb, " : ");
+            print_type(p->sb, x->shape->tuple[0]);
+            r->elems[0] = name;
+        }
+        return r->elems[i] ? r->elems[i] : "%?";
     case REF_VALUE: break;
     }
     if (!gs_shape_is_tuple(x->shape) || i >= x->shape->n_tuple)
@@ -650,6 +663,7 @@ static bool multi_result_op(gs_opcode op) {
     case GS_OP_BATCH_NORM_TRAINING:
     case GS_OP_BATCH_NORM_GRAD:
     case GS_OP_OPTIMIZATION_BARRIER:
+    case GS_OP_RECV_DONE:
     case GS_OP_CONDITIONAL: return true;
     default: return false;
     }
@@ -784,13 +798,23 @@ static const gs_instr *returned(const printer *p, const gs_computation *c) {
     return r;
 }
 
+/* Is c printed as a func.func (the entry, a called function), not as a region? */
+static bool printed_as_func(const printer *p, const gs_computation *c) {
+    if (c == p->m->entry) return true;
+    for (int i = 0; i < p->m->n_comps; i++)
+        if (p->m->comps[i] == c) return p->func_names[i] != NULL;
+    return false;
+}
+
 /* ` {extra, mhlo.sharding = "...", sdy.sharding_rule = ...}` (nothing when all are empty):
  * MLIR's attribute dictionary order (by name) for the entries gspmd writes after `extra`. */
 static void print_attr_dict(printer *p, gs_sb *sb, const gs_instr *in, const char *extra) {
     const gs_sharding *sh = gs_instr_get_sharding(in);
     /* A function's one result carries its root's sharding (print_func), which the reader puts
-     * back on the root: printed once, there, so that printing is a fixed point. */
+     * back on the root: printed once, there, so that printing is a fixed point. (A region's
+     * return, a manual computation's body's, has no sharding of its own: the op keeps it.) */
     if (in->parent && in == returned(p, in->parent) && !p->o->sdy_opt &&
+        printed_as_func(p, in->parent) &&
         !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1))
         sh = NULL; /* (sdy_opt prints both: the value and the result each have one) */
     /* the reader marks every op of a fully manual body {manual} */
@@ -1205,9 +1229,10 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
     }
     if (lit->elided)
         return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
-    /* `sdy.constant` as the reader read it (an attribute marks it): numbered, as MLIR names
-     * an op that gives its result no name */
-    bool sdy = gs_instr_attr_named(in, "sdy.constant") != NULL;
+    /* `sdy.constant` as the reader read it (frontend_attributes={xla.sdy.constant="true"}
+     * marks it): numbered, as MLIR names an op that gives its result no name */
+    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
+    bool sdy = fa && strstr(fa, "xla.sdy.constant=\"true\"") != NULL;
     if (p->o->sdy_opt && !sdy) {
         ref *r = ref_of(s, in);
         r->kind = REF_VALUE;
@@ -1262,6 +1287,297 @@ static bool print_constraint(printer *p, scope *s, const gs_instr *in, const cha
     }
     gs_sb_free(&tmp);
     return ok;
+}
+
+/* An unused s64[rank] constant before the rng in its computation whose values are its
+ * result's dimensions (what the reader leaves of stablehlo.rng's shape operand), or NULL. */
+static const gs_instr *shape_constant(const gs_instr *rng) {
+    const gs_computation *c = rng->parent;
+    const gs_shape *t = rng->shape;
+    const gs_instr *found = NULL;
+    for (int k = 0; c && k < c->n_instrs && c->instrs[k] != rng; k++) {
+        const gs_instr *x = c->instrs[k];
+        const gs_literal_ir *lit = x->literal;
+        if (x->op != GS_OP_CONSTANT || x->is_root || !gs_shape_is_array(x->shape) ||
+            x->shape->type != GS_S64 || x->shape->rank != 1 || x->shape->dims[0] != t->rank ||
+            !lit || lit->elided || !lit->data)
+            continue;
+        bool same = true;
+        for (int i = 0; i < t->rank; i++) same &= gs_elem_get_i(lit->data, GS_S64, i) == t->dims[i];
+        if (same) found = x;
+    }
+    for (int k = 0; found && k < c->n_instrs; k++)
+        for (int j = 0; j < c->instrs[k]->n_operands; j++)
+            if (c->instrs[k]->operands[j] == found) return NULL; /* used: not the reader's */
+    return found;
+}
+
+/* HLO's rng(a, b), distribution=rng_uniform|rng_normal as `stablehlo.rng %a, %b, %shape,
+ * distribution = UNIFORM|NORMAL`, the result's shape a constant before it. */
+static bool print_rng_distribution(printer *p, scope *s, const gs_instr *in) {
+    const char *d = gs_instr_str(in, GS_ATTR_DISTRIBUTION);
+    const char *md = !d ? NULL
+                     : strcmp(d, "rng_uniform") == 0 ? "UNIFORM"
+                     : strcmp(d, "rng_normal") == 0  ? "NORMAL"
+                                                     : NULL;
+    if (!md || in->n_operands != 2 || !gs_shape_is_array(in->shape))
+        return fail(p, in, "an rng needs two operands and distribution=rng_uniform|rng_normal");
+    const char *a = whole_of(p, s, in->operands[0]), *b = whole_of(p, s, in->operands[1]);
+    if (p->failed) return false;
+    const gs_shape *t = in->shape;
+    /* the shape constant read from StableHLO text (left unused by HLO's rng): printed again,
+     * once, so that printing is a fixed point */
+    const gs_instr *k = shape_constant(in);
+    const char *shape = k ? whole_of(p, s, k) : fresh(p, "%%%d", p->next_value++);
+    if (!k) {
+        newline(p);
+        gs_sb_printf(p->sb, "%s = stablehlo.constant dense<", shape);
+        bool splat = t->rank > 1; /* one value for all, as MLIR prints it */
+        for (int i = 1; i < t->rank; i++) splat &= t->dims[i] == t->dims[0];
+        if (splat) gs_sb_printf(p->sb, "%" PRId64, t->dims[0]);
+        if (t->rank > 0 && !splat) gs_sb_putc(p->sb, '[');
+        for (int i = 0; i < t->rank && !splat; i++)
+            gs_sb_printf(p->sb, "%s%" PRId64, i ? ", " : "", t->dims[i]);
+        if (t->rank > 0 && !splat) gs_sb_putc(p->sb, ']');
+        gs_sb_printf(p->sb, "> : tensor<%dxi64>", t->rank);
+    }
+    if (p->failed) return false;
+    result_prefix(p, s, in);
+    gs_sb_printf(p->sb, "stablehlo.rng %s, %s, %s, distribution = %s", a, b, shape, md);
+    print_attr_dict(p, p->sb, in, NULL);
+    gs_sb_puts(p->sb, " : (");
+    print_type(p->sb, in->operands[0]->shape);
+    gs_sb_puts(p->sb, ", ");
+    print_type(p->sb, in->operands[1]->shape);
+    gs_sb_printf(p->sb, ", tensor<%dxi64>) -> ", t->rank);
+    print_type(p->sb, t);
+    return !p->failed;
+}
+
+/* ------------------------------------------------------------------ transfers */
+
+/* Is in used only by instructions of opcode op (and not returned)? */
+static bool only_used_by(const gs_instr *in, gs_opcode op) {
+    const gs_computation *c = in->parent;
+    if (!c || in->is_root) return false;
+    for (int k = 0; k < c->n_instrs; k++) {
+        const gs_instr *u = c->instrs[k];
+        for (int j = 0; j < u->n_operands; j++)
+            if (u->operands[j] == in && u->op != op) return false;
+    }
+    return true;
+}
+
+/* The attribute dictionary of a transfer op: its channel (type 1 device to device, 2 device
+ * to host, 3 host to device), is_host_transfer, its config string and its HLO sharding as
+ * written (these ops' shardings cover HLO's own tuple forms, so they stay HLO text). */
+static void print_transfer_attrs(printer *p, const gs_instr *in, int host_type,
+                                 const char *config) {
+    const gs_attr *host = gs_instr_attr_named(in, "is_host_transfer");
+    bool is_host = host && host->u.s && strcmp(host->u.s, "true") == 0;
+    gs_sb d = {0};
+    const gs_attr *c = gs_instr_attr(in, GS_ATTR_CHANNEL_ID);
+    if (c)
+        gs_sb_printf(&d, "channel_handle = #stablehlo.channel_handle<handle = %" PRId64
+                     ", type = %d>", c->u.i, is_host ? host_type : 1);
+    if (is_host) {
+        sep(&d);
+        gs_sb_puts(&d, "is_host_transfer = true");
+    }
+    const gs_attr *cf = config ? gs_instr_attr_named(in, config) : NULL;
+    if (config) {
+        sep(&d);
+        gs_sb_printf(&d, "%s = ", config);
+        const char *v = cf && cf->u.s ? cf->u.s : "";
+        size_t len = strlen(v);
+        if (len >= 2 && v[0] == '"' && v[len - 1] == '"')
+            gs_sb_puts(&d, v);
+        else
+            print_escaped(&d, v);
+    }
+    const gs_sharding *sh = gs_instr_get_sharding(in);
+    if (sh) {
+        sep(&d);
+        gs_sb_puts(&d, "mhlo.sharding = ");
+        print_sharding_text(&d, sh);
+    }
+    if (gs_sb_str(&d)[0]) gs_sb_printf(p->sb, " {%s}", gs_sb_str(&d));
+    if (d.failed) p->failed = true;
+    gs_sb_free(&d);
+}
+
+/* The values a send or outfeed sends: data's elements when it is a tuple (of arrays), else
+ * data. Returns the count, -1 after an error. */
+static int transfer_values(printer *p, scope *s, const gs_instr *in, const gs_instr *data,
+                           const char **vals, const gs_shape **types) {
+    if (!gs_shape_is_tuple(data->shape)) {
+        vals[0] = whole_of(p, s, data);
+        types[0] = data->shape;
+        return p->failed ? -1 : 1;
+    }
+    if (data->shape->n_tuple >= MAX_VALUES - 1)
+        return fail(p, in, "too many values to print"), -1;
+    for (int i = 0; i < data->shape->n_tuple; i++) {
+        if (!gs_shape_is_array(data->shape->tuple[i]))
+            return fail(p, in, "a '%s' of nested tuples has no StableHLO form",
+                        gs_op_name(in->op)), -1;
+        vals[i] = elem_of(p, s, data, i);
+        types[i] = data->shape->tuple[i];
+    }
+    return p->failed ? -1 : data->shape->n_tuple;
+}
+
+/* HLO's send/send-done, recv/recv-done pairs as StableHLO's one `stablehlo.send` and
+ * `stablehlo.recv` (printed at the -done half, which gives the op's results), infeed and
+ * outfeed with their data tuples spread into values, as XLA's MLIR import writes them. */
+static bool print_transfer(printer *p, scope *s, const gs_instr *in) {
+    const char *vals[MAX_VALUES];
+    const gs_shape *types[MAX_VALUES];
+    switch (in->op) {
+    case GS_OP_SEND:
+    case GS_OP_RECV: {
+        gs_opcode done = in->op == GS_OP_SEND ? GS_OP_SEND_DONE : GS_OP_RECV_DONE;
+        if (!only_used_by(in, done))
+            return fail(p, in, "a '%s' whose value is used other than by its '%s' has no "
+                        "StableHLO form", gs_op_name(in->op), gs_op_name(done));
+        if (in->op == GS_OP_RECV && !(gs_shape_is_tuple(in->shape) && in->shape->n_tuple == 3 &&
+                                      gs_shape_is_array(in->shape->tuple[0])))
+            return fail(p, in, "a recv of a tuple has no StableHLO form in gspmd's printer");
+        return true; /* printed by its -done */
+    }
+    case GS_OP_SEND_DONE:
+    case GS_OP_RECV_DONE: {
+        const gs_instr *x = in->n_operands == 1 ? in->operands[0] : NULL;
+        gs_opcode start = in->op == GS_OP_SEND_DONE ? GS_OP_SEND : GS_OP_RECV;
+        if (!x || x->op != start || x->n_operands != (start == GS_OP_SEND ? 2 : 1))
+            return fail(p, in, "a '%s' of no '%s' has no StableHLO form", gs_op_name(in->op),
+                        gs_op_name(start));
+        int n = 0;
+        if (start == GS_OP_SEND && (n = transfer_values(p, s, x, x->operands[0], vals, types)) < 0)
+            return false;
+        const char *tok = whole_of(p, s, x->operands[start == GS_OP_SEND ? 1 : 0]);
+        if (p->failed) return false;
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "\"stablehlo.%s\"(", start == GS_OP_SEND ? "send" : "recv");
+        print_names(p->sb, vals, n);
+        gs_sb_printf(p->sb, "%s%s)", n ? ", " : "", tok);
+        print_transfer_attrs(p, x, start == GS_OP_SEND ? 2 : 3, NULL);
+        gs_sb_puts(p->sb, " : (");
+        for (int i = 0; i < n; i++) {
+            print_type(p->sb, types[i]);
+            gs_sb_puts(p->sb, ", ");
+        }
+        gs_sb_puts(p->sb, "!stablehlo.token) -> ");
+        print_result_types(p->sb, in);
+        return !p->failed;
+    }
+    case GS_OP_OUTFEED: {
+        if (in->n_operands != 2) return fail(p, in, "an outfeed needs data and a token");
+        int n = transfer_values(p, s, in, in->operands[0], vals, types);
+        if (n < 0) return false;
+        const char *tok = whole_of(p, s, in->operands[1]);
+        if (p->failed) return false;
+        result_prefix(p, s, in);
+        gs_sb_puts(p->sb, "\"stablehlo.outfeed\"(");
+        print_names(p->sb, vals, n);
+        gs_sb_printf(p->sb, "%s%s)", n ? ", " : "", tok);
+        print_transfer_attrs(p, in, 1, "outfeed_config");
+        gs_sb_puts(p->sb, " : (");
+        for (int i = 0; i < n; i++) {
+            print_type(p->sb, types[i]);
+            gs_sb_puts(p->sb, ", ");
+        }
+        gs_sb_puts(p->sb, "!stablehlo.token) -> !stablehlo.token");
+        return !p->failed;
+    }
+    default: break;
+    }
+    /* infeed: ((data...) or data, token) */
+    const gs_shape *t = in->shape;
+    if (in->n_operands != 1 || !gs_shape_is_tuple(t) || t->n_tuple != 2)
+        return fail(p, in, "an infeed gives its data and a token");
+    const gs_shape *data = t->tuple[0];
+    bool spread_data = gs_shape_is_tuple(data);
+    int n = spread_data ? data->n_tuple : 1;
+    if (n >= MAX_VALUES) return fail(p, in, "too many values to print");
+    for (int i = 0; i < n; i++) {
+        types[i] = spread_data ? data->tuple[i] : data;
+        if (!gs_shape_is_array(types[i]))
+            return fail(p, in, "an infeed of nested tuples has no StableHLO form");
+    }
+    const char *tok = whole_of(p, s, in->operands[0]);
+    if (p->failed) return false;
+    ref *r = ref_of(s, in);
+    r->name = fresh(p, "%%%d", p->next_value++);
+    newline(p);
+    if (n)
+        gs_sb_printf(p->sb, "%s:%d = ", r->name, n + 1);
+    else
+        gs_sb_printf(p->sb, "%s = ", r->name);
+    if (!spread_data) {
+        r->kind = REF_MULTI;
+        r->n = 2;
+    } else {
+        ref *d = GS_NEW(&p->a, ref);
+        const char **el = GS_NEW_ARRAY(&p->a, const char *, n + 1);
+        r->elems = GS_NEW_ARRAY(&p->a, const char *, 2);
+        if (!d || !el || !r->elems) return p->failed = true, false;
+        for (int i = 0; i < n; i++) el[i] = gs_arena_printf(&p->a, "%s#%d", r->name, i);
+        memset(d, 0, sizeof *d);
+        d->kind = REF_ITER;
+        d->n = n;
+        d->elems = el;
+        r->kind = REF_ITER;
+        r->n = 2;
+        r->elems[0] = NULL;
+        r->elems[1] = n ? gs_arena_printf(&p->a, "%s#%d", r->name, n) : r->name;
+        r->sub0 = d;
+    }
+    gs_sb_printf(p->sb, "\"stablehlo.infeed\"(%s)", tok);
+    print_transfer_attrs(p, in, 1, "infeed_config");
+    gs_sb_puts(p->sb, " : (!stablehlo.token) -> ");
+    if (n) gs_sb_putc(p->sb, '(');
+    for (int i = 0; i < n; i++) {
+        print_type(p->sb, types[i]);
+        gs_sb_puts(p->sb, ", ");
+    }
+    gs_sb_puts(p->sb, n ? "!stablehlo.token)" : "!stablehlo.token");
+    return !p->failed;
+}
+
+/* A copy that carries a sharding is where the user pinned a value's sharding (XLA's
+ * `copy(x), sharding=...`, what jax.lax.with_sharding_constraint lowered to): StableHLO has no
+ * copy, so it prints as the annotation JAX writes, `sdy.sharding_constraint` or
+ * `stablehlo.custom_call @Sharding(%x) {mhlo.sharding = "..."}`, never dropped. */
+static bool print_sharded_copy(printer *p, scope *s, const gs_instr *in) {
+    if (print_constraint(p, s, in, "Sharding")) return !p->failed;
+    const char *x = whole_of(p, s, in->operands[0]);
+    if (p->failed) return false;
+    result_prefix(p, s, in);
+    gs_sb_printf(p->sb, "stablehlo.custom_call @Sharding(%s)", x);
+    print_attr_dict(p, p->sb, in, NULL);
+    print_fn_type(p->sb, in);
+    return !p->failed;
+}
+
+/* A get-tuple-element printed as the value it names (an op's result, a tuple's operand) that
+ * has a sharding of its own, other than the value's (had): pinned after it as XLA's export
+ * would write a sharded get-tuple-element, `stablehlo.custom_call @Sharding(%v)`. */
+static bool pin_element_sharding(printer *p, scope *s, const gs_instr *gte, const gs_sharding *had) {
+    const gs_sharding *sh = gs_instr_get_sharding(gte);
+    if (!sh || (had && gs_sharding_equal(sh, had)) || gte->is_root ||
+        !gs_shape_is_array(gte->shape) || (p->manual_depth && gs_sharding_is_manual(sh)))
+        return true;
+    const char *x = ref_of(s, gte)->name;
+    if (!x) return true;
+    result_prefix(p, s, gte);
+    gs_sb_printf(p->sb, "stablehlo.custom_call @Sharding(%s)", x);
+    print_attr_dict(p, p->sb, gte, NULL);
+    gs_sb_puts(p->sb, " : (");
+    print_type(p->sb, gte->shape);
+    gs_sb_puts(p->sb, ") -> ");
+    print_type(p->sb, gte->shape);
+    return !p->failed;
 }
 
 /* Shardy's markers the reader keeps as custom-calls of their own name: `%N =
@@ -1448,13 +1764,31 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         ref *tr = ref_of(s, t);
         if (tr->kind == REF_TUPLE) {
             s->refs[in->id] = *ref_of(s, tr->tuple->operands[i]);
+            return pin_element_sharding(p, s, in, gs_instr_get_sharding(tr->tuple->operands[i]));
+        }
+        if (tr->kind == REF_ITER && i == 0 && tr->sub0 && !tr->elems[0]) {
+            s->refs[in->id] = *tr->sub0;
             return true;
+        }
+        if (tr->kind == REF_VALUE && gs_instr_get_sharding(in)) {
+            /* its own get_tuple_element, which keeps its sharding (a tuple parameter's
+             * elements, each sharded) */
+            result_prefix(p, s, in);
+            gs_sb_printf(p->sb, "\"stablehlo.get_tuple_element\"(%s) <{index = %d : i32}>",
+                         tr->name, (int)i);
+            print_attr_dict(p, p->sb, in, NULL);
+            print_fn_type(p->sb, in);
+            return !p->failed;
         }
         const char *e = elem_of(p, s, t, (int)i);
         ref *r = ref_of(s, in);
         r->kind = REF_VALUE;
         r->name = e;
-        return !p->failed;
+        if (tr->kind != REF_MULTI || p->failed) return !p->failed;
+        const gs_sharding *ts = gs_instr_get_sharding(t);
+        if (ts && ts->kind == GS_SHARDING_TUPLE)
+            ts = ts->n_tuple == t->shape->n_tuple ? ts->tuple[i] : NULL;
+        return pin_element_sharding(p, s, in, ts);
     }
     case GS_OP_COPY:
     case GS_OP_DOMAIN:
@@ -1464,7 +1798,15 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         if (!in->n_operands || !same_type(in->shape, in->operands[0]->shape))
             return fail(p, in, "'%s' whose type differs from its operand's cannot be printed",
                         gs_op_name(in->op));
+        if (in->op == GS_OP_COPY && !in->is_root && gs_instr_get_sharding(in))
+            return print_sharded_copy(p, s, in);
         return alias(s, in);
+    case GS_OP_SEND:
+    case GS_OP_RECV:
+    case GS_OP_SEND_DONE:
+    case GS_OP_RECV_DONE:
+    case GS_OP_INFEED:
+    case GS_OP_OUTFEED: return print_transfer(p, s, in);
     case GS_OP_CONSTANT: return print_constant(p, s, in);
     case GS_OP_WHILE: return print_while(p, s, in);
     case GS_OP_CALL: return print_call(p, s, in, to_apply);
@@ -1756,6 +2098,7 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         gs_sb_free(&at);
         return ok;
     }
+    case GS_OP_RNG: return print_rng_distribution(p, s, in);
     case GS_OP_MAP: {
         gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
         gs_sb_puts(&at, "dimensions = ");
@@ -2022,6 +2365,55 @@ static bool print_region(printer *p, const gs_computation *c) {
 
 /* Prints computation c as a region without arguments whose parameter is the value `arg` of the
  * enclosing scope (stablehlo.if/case branches capture their operands). */
+/* `%N = stablehlo.custom_call @Sharding(%v) {mhlo.sharding = "..."}` naming value v (of
+ * shape t) as sharded by sh, in place of v from then on; NULL after an error. */
+static const char *pin_value(printer *p, const char *v, const gs_shape *t, const gs_sharding *sh) {
+    const char *name = fresh(p, "%%%d", p->next_value++);
+    newline(p);
+    gs_sb_printf(p->sb, "%s = stablehlo.custom_call @Sharding(%s) {mhlo.sharding = ", name, v);
+    print_sharding_text(p->sb, sh);
+    gs_sb_puts(p->sb, "} : (");
+    print_type(p->sb, t);
+    gs_sb_puts(p->sb, ") -> ");
+    print_type(p->sb, t);
+    return p->failed ? NULL : name;
+}
+
+/* A branch's parameter sharded otherwise than the values it captures (HLO gives a branch
+ * parameter a sharding of its own; a StableHLO branch uses the outer values): each such value
+ * pinned at the top of the region, as a sharded copy would be. */
+static bool pin_branch_shardings(printer *p, scope *s, scope *outer, const gs_instr *param,
+                                 const gs_instr *arg) {
+    const gs_sharding *sh = gs_instr_get_sharding(param);
+    ref *r = ref_of(s, param);
+    if (!sh || p->sdy || p->o->sdy_opt || (p->manual_depth && gs_sharding_is_manual(sh)))
+        return true;
+    if (r->kind == REF_VALUE && gs_shape_is_array(param->shape)) {
+        const gs_sharding *had = gs_instr_get_sharding(arg);
+        if (sh->kind == GS_SHARDING_TUPLE || (had && gs_sharding_equal(had, sh))) return true;
+        const char *v = pin_value(p, r->name, param->shape, sh);
+        if (!v) return false;
+        r->name = v;
+        return true;
+    }
+    if (r->kind != REF_ITER || sh->kind != GS_SHARDING_TUPLE || sh->n_tuple != r->n ||
+        !gs_shape_is_tuple(param->shape) || param->shape->n_tuple != r->n ||
+        ref_of(outer, arg)->kind != REF_TUPLE)
+        return true;
+    const gs_instr *tup = ref_of(outer, arg)->tuple;
+    for (int i = 0; i < r->n; i++) {
+        const gs_sharding *had = gs_instr_get_sharding(tup->operands[i]);
+        const gs_shape *t = param->shape->tuple[i];
+        if (!gs_shape_is_array(t) || sh->tuple[i]->kind == GS_SHARDING_TUPLE ||
+            (had && gs_sharding_equal(had, sh->tuple[i])))
+            continue;
+        const char *v = pin_value(p, r->elems[i], t, sh->tuple[i]);
+        if (!v) return false;
+        r->elems[i] = v;
+    }
+    return true;
+}
+
 static bool print_capturing_region(printer *p, const gs_computation *c, scope *outer,
                                    const gs_instr *arg) {
     scope *s = new_scope(p, c);
@@ -2045,7 +2437,8 @@ static bool print_capturing_region(printer *p, const gs_computation *c, scope *o
     gs_sb_puts(p->sb, "{");
     p->indent += 2;
     naming sv = enter_region(p, c);
-    bool ok = print_body(p, s, "stablehlo.return");
+    bool ok = !arg || pin_branch_shardings(p, s, outer, c->params[0], arg);
+    ok = ok && print_body(p, s, "stablehlo.return");
     leave_region(p, sv, true);
     p->indent -= 2;
     p->indent++;
@@ -2129,7 +2522,9 @@ static bool print_func_once(printer *p, const gs_computation *c, const char *sym
     const gs_shape *rs = c->root->shape;
     int n = gs_shape_is_tuple(rs) && rs->n_tuple != 1 ? rs->n_tuple : 1;
     if (gs_shape_is_tuple(rs) && rs->n_tuple == 0) n = 0;
-    const gs_sharding *rsh = gs_instr_get_sharding(returned(p, c));
+    const gs_instr *ret = returned(p, c);
+    /* an outfeed's sharding is of the data it sends (printed on the op), not of its token */
+    const gs_sharding *rsh = ret && ret->op == GS_OP_OUTFEED ? NULL : gs_instr_get_sharding(ret);
     gs_sb res = {0};
     bool attrs = false;
     for (int i = 0; i < n; i++) {

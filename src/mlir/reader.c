@@ -92,7 +92,16 @@ bool mlir_lookup_value(reader *r, gs_instr **out) {
             return mlir_fail_at(r, at, "value '%%%.*s' has no result %d", len, name, index);
         r->b.span = mlir_span_at(r, at);
         *out = gs_build_gte(&r->b, e->in, index);
-        return *out ? true : mlir_oom(r);
+        if (!*out) return mlir_oom(r);
+        /* result i keeps its part of the op's sharding, as XLA's export gives the element */
+        const gs_sharding *sh = gs_instr_get_sharding(e->in);
+        if (sh && sh->kind == GS_SHARDING_TUPLE && sh->n_tuple == e->in->shape->n_tuple &&
+            !gs_shape_is_tuple((*out)->shape))
+            sh = sh->tuple[index];
+        else if (sh && sh->kind == GS_SHARDING_TUPLE)
+            sh = NULL;
+        if (sh && gs_instr_set_sharding(r->m, *out, sh) != GS_OK) return mlir_oom(r);
+        return true;
     }
     return mlir_fail_at(r, at, "use of undefined value '%%%.*s'", len, name);
 }

@@ -158,6 +158,16 @@ bool mlir_sharding_from_kvs(reader *r, const gs_vec *kvs, const gs_shape *shape,
     return true;
 }
 
+bool mlir_sharding_from_kvs_as_written(reader *r, const gs_vec *kvs, gs_sharding **out) {
+    *out = NULL;
+    for (size_t i = 0; i < kvs->n; i++) {
+        gs_sharding *s;
+        if (!sharding_of(r, &GS_VEC_AT(kvs, kv, i), &s)) return false;
+        if (s) *out = s;
+    }
+    return true;
+}
+
 /* `sdy.sharding_rule = #sdy.op_sharding_rule<...>` on an op: checked against it, kept in its
  * frontend attributes as XLA keeps it in HLO (`xla.sdy.sharding_rule="..."`), where the rule
  * builder (gs_op_rule_build) finds it. */

@@ -115,9 +115,20 @@ static bool parse_type(reader *r, gs_shape **out) {
     bool tensor = mlir_accept_word(r, "tensor");
     if (tensor && !mlir_expect(r, '<', "after 'tensor'")) return false;
     int64_t dims[GS_MAX_RANK];
+    bool dyn[GS_MAX_RANK], any_dyn = false;
     int rank = 0;
     while (tensor && (isdigit((unsigned char)mlir_cur(r)) || mlir_cur(r) == '?')) {
-        if (mlir_cur(r) == '?') return FAIL(r, "dynamic dimensions ('?') are not supported yet");
+        if (rank >= GS_MAX_RANK) return FAIL(r, "tensor rank above %d", GS_MAX_RANK);
+        if (mlir_cur(r) == '?') { /* dynamic: unbounded (-1) unless the bounds say */
+            r->pos++;
+            dims[rank] = -1;
+            dyn[rank++] = any_dyn = true;
+            if (mlir_cur(r) != 'x')
+                return FAIL(r, "expected 'x' after a dimension, found %s", mlir_found(r));
+            r->pos++;
+            continue;
+        }
+        dyn[rank] = false;
         char *end;
         errno = 0;
         long long v = strtoll(r->s + r->pos, &end, 10);
@@ -143,10 +154,29 @@ static bool parse_type(reader *r, gs_shape **out) {
         return mlir_fail_at(r, es, "unknown element type '%.*s'", (int)(n ? n : 1), r->s + es);
     }
     r->pos = es + n;
-    if (tensor) {
-        if (mlir_peek(r) == ',') return FAIL(r, "tensor encodings (bounds) are not supported yet");
-        if (!mlir_expect(r, '>', "closing the tensor type")) return false;
+    if (tensor && mlir_accept(r, ',')) {
+        /* `#stablehlo.bounds<8, ?>`: a bound per dim, `?` for static and unbounded ones */
+        mlir_skip_ws(r);
+        if (!mlir_accept(r, '#') || !mlir_accept_word(r, "stablehlo.bounds") ||
+            !mlir_expect(r, '<', "after #stablehlo.bounds"))
+            return FAIL(r, "expected a tensor encoding #stablehlo.bounds<...>, found %s",
+                        mlir_found(r));
+        for (int i = 0; i < rank; i++) {
+            if (i && !mlir_expect(r, ',', "between bounds")) return false;
+            mlir_skip_ws(r);
+            if (mlir_accept(r, '?')) continue;
+            size_t at = r->pos;
+            int64_t b;
+            if (!mlir_parse_int(r, &b, "a bound or '?'")) return false;
+            if (!dyn[i])
+                return mlir_fail_at(r, at, "a bound on static dimension %d (of size %lld)", i,
+                                    (long long)dims[i]);
+            if (b < 0) return mlir_fail_at(r, at, "negative bound %lld", (long long)b);
+            dims[i] = b;
+        }
+        if (!mlir_expect(r, '>', "closing the bounds")) return false;
     }
+    if (tensor && !mlir_expect(r, '>', "closing the tensor type")) return false;
     /* As the HLO parser (XLA's ValidateShape): the byte size fits in int64, so that element
      * counts and sizes computed from the shape never overflow. */
     int64_t bytes = gs_type_is_array(t) ? gs_type_size(t) : 0;
@@ -155,10 +185,13 @@ static bool parse_type(reader *r, gs_shape **out) {
             return mlir_fail_at(r, start,
                                 "tensor type is too large: its size in bytes overflows "
                                 "64 bits");
-        bytes *= dims[i];
+        if (dims[i] >= 0) bytes *= dims[i];
     }
     *out = gs_shape_array(r->a, t, rank, dims);
-    return *out ? true : mlir_oom(r);
+    if (!*out) return mlir_oom(r);
+    if (any_dyn && !((*out)->dynamic = gs_arena_memdup(r->a, dyn, sizeof(bool) * (size_t)rank)))
+        return mlir_oom(r);
+    return true;
 }
 
 /* `(T, T) -> R`, `(T) -> (R, R)`, or a plain type list `T[, T...]`. Fills ins/outs (up to max
@@ -302,6 +335,10 @@ bool mlir_parse_dense_body(reader *r, const gs_shape *s, gs_literal_ir **out) {
     if (!gs_type_supported(s->type) || s->type == GS_S2 || s->type == GS_U2 || s->type == GS_S4 ||
         s->type == GS_U4)
         return FAIL(r, "dense literals of %s are not supported yet", gs_type_name(s->type));
+    for (int i = 0; i < s->rank; i++)
+        if (s->dynamic && s->dynamic[i])
+            return FAIL(r, "a dense literal needs every dimension's size: dimension %d is "
+                           "dynamic ('?')", i);
     int64_t n = gs_shape_elements(s);
     size_t es = (size_t)gs_type_size(s->type), bytes = (size_t)n * es;
     if ((int64_t)bytes > r->max_lit)
