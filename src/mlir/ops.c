@@ -820,6 +820,41 @@ static gs_instr *build_call(reader *r, const char *callee, int n_ops, gs_instr *
     return r->b.failed ? NULL : in;
 }
 
+/* `called_computations = [@f, @g]` of a custom-call (a TopK's comparator, ...). */
+static bool called_computations(reader *r, gs_instr *in, const kv *k) {
+    size_t save = r->pos;
+    r->pos = k->value_pos;
+    gs_computation *v[64];
+    int n = 0;
+    bool ok = mlir_expect(r, '[', "opening called_computations");
+    if (ok && !mlir_accept(r, ']')) {
+        do {
+            const char *f;
+            if (n >= 64) {
+                ok = FAIL(r, "too many called computations");
+                break;
+            }
+            mlir_skip_ws(r);
+            size_t at = r->pos;
+            if (!(ok = mlir_parse_symbol(r, &f))) break;
+            if (!(v[n++] = mlir_func_comp(r, f))) {
+                ok = r->failed ? false : mlir_fail_at(r, at, "no function @%s", f);
+                break;
+            }
+        } while (mlir_accept(r, ','));
+        ok = ok && mlir_expect(r, ']', "closing called_computations");
+    }
+    r->pos = save;
+    if (!ok) return false;
+    gs_computation **keep = GS_NEW_ARRAY(r->a, gs_computation *, n ? n : 1);
+    if (!keep) return mlir_oom(r);
+    memcpy(keep, v, sizeof v[0] * (size_t)n);
+    gs_attr at = {.key = GS_ATTR_CALLED_COMPUTATIONS, .name = "called_computations"};
+    at.u.comps.n = n;
+    at.u.comps.v = keep;
+    return gs_instr_set_attr(r->m, in, &at) == GS_OK || mlir_oom(r);
+}
+
 /* stablehlo.composite: a call of its `decomposition = @f` (the composite's meaning). */
 static bool composite(reader *r, size_t op_pos, const gs_vec *kvs, int n_ops, gs_instr **ops,
                       gs_shape **outs, int n_out, gs_instr **result) {
@@ -1240,6 +1275,8 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
                 at.u.s = gs_arena_printf(r->a, "\"%s\"", bc->ident);
                 if (!at.u.s || gs_instr_set_attr(r->m, result, &at) != GS_OK) result = NULL;
             }
+            const kv *cc = mlir_find_kv(&kvs, "called_computations");
+            if (result && cc && !called_computations(r, result, cc)) goto done;
             ok = (result && !r->b.failed) || mlir_oom(r);
             goto define;
         }

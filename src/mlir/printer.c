@@ -23,6 +23,7 @@
  * An op with no StableHLO form (async pairs, send/recv, domain-free custom structure...) is an
  * error located at the instruction, never a crash.
  */
+#include "base/internal.h"
 #include "gspmd/numeric.h"
 #include "gspmd/sharding.h"
 #include "gspmd/text.h"
@@ -664,6 +665,7 @@ static bool multi_result_op(gs_opcode op) {
     case GS_OP_BATCH_NORM_GRAD:
     case GS_OP_OPTIMIZATION_BARRIER:
     case GS_OP_RECV_DONE:
+    case GS_OP_TOPK:
     case GS_OP_CONDITIONAL: return true;
     default: return false;
     }
@@ -796,6 +798,13 @@ static const gs_instr *returned(const printer *p, const gs_computation *c) {
            !gs_instr_get_sharding(r) && same_type(r->shape, r->operands[0]->shape))
         r = r->operands[0];
     return r;
+}
+
+/* The symbol function c prints as, or NULL when it is not printed as one. */
+static const char *func_name_of(const printer *p, const gs_computation *c) {
+    for (int i = 0; i < p->m->n_comps; i++)
+        if (p->m->comps[i] == c) return p->func_names[i];
+    return NULL;
 }
 
 /* Is c printed as a func.func (the entry, a called function), not as a region? */
@@ -1655,6 +1664,17 @@ static bool print_custom_call(printer *p, scope *s, const gs_instr *in) {
         else
             print_escaped(&extra, cfg);
     }
+    const gs_attr *cc = gs_instr_attr(in, GS_ATTR_CALLED_COMPUTATIONS);
+    if (cc && cc->u.comps.n) { /* `called_computations = [@f]`: each printed as a function */
+        gs_sb_puts(&extra, gs_sb_str(&extra)[0] ? ", called_computations = [" :
+                                                   "called_computations = [");
+        for (int i = 0; i < cc->u.comps.n; i++) {
+            const char *f = func_name_of(p, cc->u.comps.v[i]);
+            if (!f) return fail(p, in, "a called computation is not a function");
+            gs_sb_printf(&extra, "%s@%s", i ? ", " : "", f);
+        }
+        gs_sb_putc(&extra, ']');
+    }
     print_attr_dict(p, p->sb, in, gs_sb_str(&extra));
     if (extra.failed) p->failed = true;
     gs_sb_free(&extra);
@@ -2099,6 +2119,23 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         return ok;
     }
     case GS_OP_RNG: return print_rng_distribution(p, s, in);
+    case GS_OP_TOPK: {
+        /* `%N:2 = chlo.top_k(%x, k = K) : T -> (V, I)`: the largest only (chlo has no other) */
+        const gs_attr *k = gs_instr_attr(in, GS_ATTR_K);
+        if (!k || !gs_instr_bool(in, GS_ATTR_LARGEST, true) || in->n_operands != 1 ||
+            !gs_shape_is_tuple(in->shape) || in->shape->n_tuple != 2)
+            return fail(p, in, "a topk of the smallest values has no StableHLO form");
+        const char *x = whole_of(p, s, in->operands[0]);
+        if (p->failed) return false;
+        result_prefix(p, s, in);
+        gs_sb_printf(p->sb, "chlo.top_k(%s, k = %" PRId64 ")", x, k->u.i);
+        print_attr_dict(p, p->sb, in, NULL);
+        gs_sb_puts(p->sb, " : ");
+        print_type(p->sb, in->operands[0]->shape);
+        gs_sb_puts(p->sb, " -> ");
+        print_result_types(p->sb, in);
+        return !p->failed;
+    }
     case GS_OP_MAP: {
         gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
         gs_sb_puts(&at, "dimensions = ");
@@ -2599,6 +2636,62 @@ static const char *func_symbol(printer *p, const char *name, const char **names,
     }
 }
 
+/* Computation indexes in the order functions print: each after the computations it calls (a
+ * post-order from the entry, callees in the order their calls appear), then the ones the entry
+ * does not reach, in module order. The reader adds computations in the order the text first
+ * names them, so an order taken from the module would change from one printing to the next.
+ * NULL when out of memory. */
+static int *print_order(printer *p) {
+    const gs_module *m = p->m;
+    int n = m->n_comps, k = 0;
+    int *order = GS_NEW_ARRAY(&p->a, int, n ? n : 1);
+    char *state = GS_NEW_ARRAY(&p->a, char, n ? n : 1); /* 0 new, 1 on the stack, 2 placed */
+    struct frame {
+        int c, instr, called;
+    } *st = GS_NEW_ARRAY(&p->a, struct frame, n ? n : 1);
+    gs_strmap idx = {0};
+    bool ok = order && state && st;
+    for (int i = 0; ok && i < n; i++) {
+        state[i] = 0;
+        ok = gs_strmap_put(&idx, m->comps[i]->name, (void *)(intptr_t)(i + 1)) == GS_OK;
+    }
+    for (int s0 = -1; ok && s0 < n; s0++) {
+        int root = s0 >= 0 ? s0
+                   : m->entry ? (int)(intptr_t)gs_strmap_get(&idx, m->entry->name) - 1
+                              : -1;
+        if (root < 0 || state[root]) continue;
+        int sp = 0;
+        st[sp++] = (struct frame){root, 0, 0};
+        state[root] = 1;
+        while (sp > 0) {
+            struct frame *f = &st[sp - 1];
+            const gs_computation *c = m->comps[f->c];
+            int next = -1;
+            while (next < 0 && f->instr < c->n_instrs) {
+                gs_computation *called[64];
+                int nc = gs_instr_called(c->instrs[f->instr], called, 64);
+                if (nc > 64) nc = 64;
+                while (next < 0 && f->called < nc) {
+                    int j = (int)(intptr_t)gs_strmap_get(&idx, called[f->called++]->name) - 1;
+                    if (j >= 0 && !state[j]) next = j;
+                }
+                if (next < 0) f->instr++, f->called = 0;
+            }
+            if (next >= 0) {
+                state[next] = 1;
+                st[sp++] = (struct frame){next, 0, 0};
+            } else {
+                state[f->c] = 2;
+                order[k++] = f->c;
+                sp--;
+            }
+        }
+    }
+    gs_strmap_free(&idx);
+    if (!ok) p->failed = true;
+    return ok ? order : NULL;
+}
+
 /* Does function a come before b in the text (functions in the order written, or as Shardy's
  * export placed those it made)? */
 static bool written_before(const gs_computation *a, const gs_computation *b) {
@@ -2662,10 +2755,12 @@ char *gs_module_to_mlir_ex(const gs_module *m, const gs_mlir_print_options *o, g
         if (!m->entry) gs_error(d, gs_span_none(), "the module has no entry computation");
         return NULL;
     }
-    /* functions: the entry, and what call and fusion instructions call */
+    /* functions: the entry, and what call and fusion instructions call, named in the order
+     * they print */
+    int *dfs = print_order(&p);
     for (int i = 0; i < m->n_comps; i++) p.func_names[i] = NULL;
-    for (int i = 0; i < m->n_comps; i++) {
-        const gs_computation *c = m->comps[i];
+    for (int ii = 0; dfs && ii < m->n_comps; ii++) {
+        const gs_computation *c = m->comps[dfs[ii]];
         for (int k = 0; k < c->n_instrs; k++) {
             const gs_instr *in = c->instrs[k];
             gs_computation *f = in->op == GS_OP_CALL     ? gs_instr_comp(in, GS_ATTR_TO_APPLY)
@@ -2673,19 +2768,25 @@ char *gs_module_to_mlir_ex(const gs_module *m, const gs_mlir_print_options *o, g
                                                          : NULL;
             manual_group g;
             if (f && manual_group_of(&p, in, &g)) continue; /* its body prints inline */
-            for (int j = 0; f && j < m->n_comps; j++)
-                if (m->comps[j] == f && !p.func_names[j] && f != m->entry)
-                    p.func_names[j] = func_symbol(&p, f->name, p.func_names, m->n_comps);
+            const gs_attr *cc = in->op == GS_OP_CUSTOM_CALL
+                                    ? gs_instr_attr(in, GS_ATTR_CALLED_COMPUTATIONS)
+                                    : NULL;
+            for (int e = -1; e < (cc ? cc->u.comps.n : 0); e++) { /* f, then a custom-call's */
+                gs_computation *fn = e < 0 ? f : cc->u.comps.v[e];
+                for (int j = 0; fn && j < m->n_comps; j++)
+                    if (m->comps[j] == fn && !p.func_names[j] && fn != m->entry)
+                        p.func_names[j] = func_symbol(&p, fn->name, p.func_names, m->n_comps);
+            }
         }
     }
     for (int i = 0; i < m->n_comps; i++)
         if (m->comps[i] == m->entry) p.func_names[i] = "main";
     /* sdy_opt: every function of the input under its own name, in the order written */
-    int *order = GS_NEW_ARRAY(&p.a, int, m->n_comps ? m->n_comps : 1);
+    int *order = o->sdy_opt ? GS_NEW_ARRAY(&p.a, int, m->n_comps ? m->n_comps : 1) : dfs;
     if (!order) p.failed = true;
-    for (int i = 0; order && i < m->n_comps; i++) {
+    for (int i = 0; order && o->sdy_opt && i < m->n_comps; i++) {
         const gs_computation *c = m->comps[i];
-        if (o->sdy_opt && c->symbol) p.func_names[i] = c->symbol;
+        if (c->symbol) p.func_names[i] = c->symbol;
         int j = i;
         while (o->sdy_opt && j > 0 && written_before(c, m->comps[order[j - 1]])) {
             order[j] = order[j - 1];
