@@ -6,8 +6,9 @@
 # (apt-get, as root; otherwise it prints the missing ones and the install line).
 
 # llvm-14-tools: FileCheck, which grades `gspmd sdy-opt` in ../shared/conformance (stage shardy).
+# coinor-libcbc-dev: CBC, the integer-program solver of `gspmd autoshard`.
 PACKAGES := cmake make gcc g++ pkg-config python3 libopenblas-dev libcjson-dev libcmocka-dev \
-            libopenmpi-dev openmpi-bin llvm-14-tools
+            libopenmpi-dev openmpi-bin llvm-14-tools coinor-libcbc-dev
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan

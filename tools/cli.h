@@ -55,6 +55,14 @@ int gs_cli_sharding_requests(const gs_cli_shardings *o, gs_arena *a, gs_mesh *me
 /* Parses a --mesh value into *out (arena a). Prints `error: ...` and returns 1 on bad input. */
 int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out);
 
+/* Loads --machine: a built-in profile's name or a profile file. Prints an error and returns 1
+ * on failure. */
+struct gs_machine;
+int gs_cli_load_machine(const char *spec, struct gs_machine *mc);
+
+/* `gspmd autoshard ...` (cmd_autoshard.c); argv[0] is "autoshard". */
+int gs_cli_autoshard(int argc, char **argv);
+
 /* The usage lines for --mesh / --shard, for a subcommand's --help. */
 extern const char *const GS_CLI_SHARDING_HELP;
 

@@ -390,3 +390,22 @@ int gs_cli_check_memory(const char *file, const char *what, double need, int64_t
                     "allocated\n");
     return 1;
 }
+
+int gs_cli_load_machine(const char *spec, gs_machine *mc) {
+    if (gs_machine_builtin(spec, mc)) return 0;
+    char err[256];
+    gs_source *src = gs_source_read_file(spec, err, sizeof err);
+    if (!src) {
+        fprintf(stderr, "error: --machine %s: not a built-in machine (", spec);
+        for (const char *const *n = gs_machine_names(); *n; n++)
+            fprintf(stderr, "%s%s", *n, n[1] ? ", " : "");
+        fprintf(stderr, ") and not a readable file: %s\n", err);
+        return 1;
+    }
+    gs_diags d = {0};
+    gs_status st = gs_machine_parse(src, mc, &d);
+    gs_diags_render(&d, stderr);
+    gs_diags_free(&d);
+    gs_source_free(src);
+    return st == GS_OK ? 0 : 1;
+}

@@ -306,6 +306,12 @@ static const command COMMANDS[] = {
      "Compiles FILE as run does (propagating unless --no-propagate) and predicts one step's\n"
      "per-device FLOPs, memory traffic, collectives, peak memory, step time and model FLOPs\n"
      "utilization on a machine profile. See gspmd cost --help.\n"},
+    {"autoshard", gs_cli_autoshard,
+     "gspmd autoshard FILE --mesh M [--machine NAME|FILE] [--memory-limit BYTES] "
+     "[--time-limit S] [-o OUT] [--report]",
+     "Chooses the sharding of every value on a mesh by predicted step time, within memory\n"
+     "(an integer program solved by CBC), and writes the annotated module. See gspmd\n"
+     "autoshard --help.\n"},
     {"sdy-opt", gs_cli_sdy_opt, "gspmd sdy-opt FILE [-sdy-PASS[=OPTIONS]]...",
      "Runs Shardy's passes by their sdy_opt names (-sdy-populate-op-sharding-rules; the\n"
      "propagation passes are not implemented yet) on a StableHLO module and prints it as\n"

@@ -1,0 +1,267 @@
+/*
+ * test_autoshard.c — gs_autoshard (gspmd/autoshard.h): the choice partitions, never predicts
+ * worse than replicating everything, keeps pinned shardings, splits what a memory limit
+ * forces, and says why when it cannot (conflicting pins, a limit nothing fits, programs that
+ * already are SPMD). End-to-end runs on devices are tests/autoshard_check.py (ctest
+ * autoshard.*).
+ */
+#include "gspmd/autoshard.h"
+#include "gspmd/compile.h"
+#include "gspmd/text.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+typedef struct parsed {
+    gs_source *src;
+    gs_module *m;
+    gs_arena a;
+    gs_mesh mesh;
+    gs_machine mc;
+} parsed;
+
+static parsed parse(const char *text, const char *mesh) {
+    parsed p;
+    p.src = gs_source_from_string("m.hlo", text);
+    assert_non_null(p.src);
+    p.m = gs_parse_module(p.src, NULL);
+    assert_non_null(p.m);
+    gs_arena_init(&p.a);
+    assert_int_equal(gs_mesh_parse(&p.a, mesh, strlen(mesh), &p.mesh, NULL, gs_span_none()),
+                     GS_OK);
+    assert_true(gs_machine_builtin("h100", &p.mc));
+    return p;
+}
+
+static void done(parsed *p) {
+    gs_module_free(p->m);
+    gs_source_free(p->src);
+    gs_arena_free(&p->a);
+}
+
+static const char *sharding_of(const gs_module *m, const char *name) {
+    const gs_sharding *s = gs_instr_get_sharding(gs_module_find_instr(m, name));
+    return s ? gs_sharding_to_string((gs_arena *)&m->arena, s) : "(none)";
+}
+
+/* m, as annotated, partitions for n devices (no propagation); the program's per-device cost
+ * into *c when c is not NULL. */
+static void partitions(gs_module *m, int n, gs_cost *c) {
+    gs_compile_options co;
+    gs_compile_options_init(&co, n);
+    co.no_propagate = true;
+    gs_compiled out = {0};
+    gs_diags d = {0};
+    assert_int_equal(gs_compile(m, &co, &out, &d), GS_OK);
+    if (c) gs_cost_module(out.program, c);
+    gs_compiled_free(&out);
+    gs_diags_free(&d);
+}
+
+static void expect_error(const gs_diags *d, const char *want) {
+    assert_true(d->n_errors > 0);
+    for (int i = 0; i < d->n; i++)
+        if (d->items[i].severity == GS_SEV_ERROR) {
+            if (!strstr(d->items[i].message, want)) fail_msg("error '%s'", d->items[i].message);
+            return;
+        }
+}
+
+/* A layer big enough that splitting pays on an H100 node: x[4096,4096] @ w[4096,4096]. */
+static const char *LAYER = "HloModule layer\n"
+                           "ENTRY e {\n"
+                           "  x = bf16[4096,4096] parameter(0)\n"
+                           "  w = bf16[4096,4096] parameter(1)\n"
+                           "  d = bf16[4096,4096] dot(x, w), lhs_contracting_dims={1}, "
+                           "rhs_contracting_dims={0}\n"
+                           "  ROOT t = bf16[4096,4096] tanh(d)\n"
+                           "}\n";
+
+/* The choice annotates every instruction, partitions for the mesh's devices, and predicts less
+ * than replicating everything (the search's own estimate; the solver proves it optimal). */
+static void test_layer(void **state) {
+    (void)state;
+    parsed p = parse(LAYER, "data=2,model=2");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    assert_true(r.objective < r.replicated);
+    assert_true(r.objective > 0);
+    if (gs_autoshard_has_solver()) {
+        assert_string_equal(r.solver, "cbc");
+        assert_true(r.optimal);
+        assert_true(r.bound <= r.objective * (1 + 1e-6));
+    }
+    assert_int_equal(p.m->num_partitions, 4);
+    for (int i = 0; i < p.m->entry->n_instrs; i++)
+        assert_non_null(gs_instr_get_sharding(p.m->entry->instrs[i]));
+    /* the dot runs on a quarter of its work per device: x or w is split on both axes, or
+     * each on one */
+    gs_cost c, whole;
+    partitions(p.m, 4, &c);
+    gs_cost_module(p.m, &whole);
+    assert_true(c.flops <= whole.flops / 4 * 1.0001);
+    gs_diags_free(&d);
+    done(&p);
+}
+
+/* The greedy choice also partitions, and is never better than the solver's. */
+static void test_greedy(void **state) {
+    (void)state;
+    parsed p = parse(LAYER, "data=2,model=2"), q = parse(LAYER, "data=2,model=2");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc, .greedy = true};
+    gs_autoshard_result r, s;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    assert_string_equal(r.solver, "greedy");
+    assert_true(r.objective <= r.replicated);
+    o.mesh = &q.mesh;
+    o.greedy = false;
+    assert_int_equal(gs_autoshard(q.m, &o, &s, &d), GS_OK);
+    assert_true(s.objective <= r.objective * (1 + 1e-6));
+    gs_diags_free(&d);
+    done(&p);
+    done(&q);
+}
+
+/* A tiny program, where collectives cost more than the work: whatever is chosen predicts no
+ * worse than replicating everything, and partitions. */
+static void test_tiny(void **state) {
+    (void)state;
+    parsed p = parse("HloModule tiny\n"
+                     "ENTRY e {\n"
+                     "  x = f32[4,4] parameter(0)\n"
+                     "  ROOT y = f32[4,4] dot(x, x), lhs_contracting_dims={1}, "
+                     "rhs_contracting_dims={0}\n"
+                     "}\n",
+                     "x=2");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    assert_true(r.objective <= r.replicated * (1 + 1e-9));
+    partitions(p.m, 2, NULL);
+    gs_diags_free(&d);
+    done(&p);
+}
+
+/* A pinned sharding is kept; the rest is chosen around it. */
+static void test_pin_kept(void **state) {
+    (void)state;
+    parsed p = parse("HloModule pin\n"
+                     "ENTRY e {\n"
+                     "  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                     "  ROOT y = f32[8,4] negate(x)\n"
+                     "}\n",
+                     "x=4");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    assert_int_equal(r.n_pinned, 1);
+    assert_string_equal(sharding_of(p.m, "x"), "{devices=[4,1]<=[4]}");
+    assert_string_equal(sharding_of(p.m, "y"), "{devices=[4,1]<=[4]}"); /* it follows x */
+    gs_diags_free(&d);
+    done(&p);
+}
+
+/* A memory limit forces the split: 8 KiB of f32[64,32] values do not fit 3 KiB replicated. */
+static void test_memory_limit(void **state) {
+    (void)state;
+    const char *text = "HloModule mem\n"
+                       "ENTRY e {\n"
+                       "  x = f32[64,32] parameter(0)\n"
+                       "  ROOT y = f32[64,32] negate(x)\n"
+                       "}\n";
+    parsed p = parse(text, "x=4");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc, .memory_limit = 5000};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    assert_true(r.peak_bytes <= 5000);
+    assert_string_not_equal(sharding_of(p.m, "x"), "{replicated}");
+    gs_diags_free(&d);
+    done(&p);
+    /* 1 KiB: even a quarter of each (2 KiB of x, 2 KiB of y) does not fit */
+    parsed q = parse(text, "x=4");
+    o.mesh = &q.mesh;
+    o.memory_limit = 1024;
+    assert_int_equal(gs_autoshard(q.m, &o, &r, &d), GS_ERR);
+    expect_error(&d, "the smallest peak autoshard finds is");
+    gs_diags_free(&d);
+    done(&q);
+}
+
+/* Two pins of one value that differ (a tuple's element and its get-tuple-element). */
+static void test_conflicting_pins(void **state) {
+    (void)state;
+    parsed p = parse("HloModule conflict\n"
+                     "ENTRY e {\n"
+                     "  t = (f32[8], f32[8]) parameter(0), sharding={{devices=[2]<=[2]}, "
+                     "{replicated}}\n"
+                     "  a = f32[8] get-tuple-element(t), index=0, sharding={replicated}\n"
+                     "  ROOT y = f32[8] negate(a)\n"
+                     "}\n",
+                     "x=2");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_ERR);
+    expect_error(&d, "conflicts with");
+    assert_int_equal(d.items[0].span.line, 4);
+    gs_diags_free(&d);
+    /* ignoring the input's shardings, there is nothing to conflict */
+    o.ignore_shardings = true;
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    gs_diags_free(&d);
+    done(&p);
+}
+
+/* What autoshard declines, each a located error: a pin no candidate denotes (a device order
+ * the mesh does not have), a program that already is SPMD, a missing mesh. */
+static void test_declined(void **state) {
+    (void)state;
+    parsed p = parse("HloModule odd\n"
+                     "ENTRY e {\n"
+                     "  x = f32[8] parameter(0), sharding={devices=[2]1,0}\n"
+                     "  ROOT y = f32[8] negate(x)\n"
+                     "}\n",
+                     "x=2");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_ERR);
+    expect_error(&d, "is not one autoshard can choose on this mesh");
+    gs_diags_free(&d);
+    done(&p);
+    parsed q = parse("HloModule spmd\n"
+                     "ENTRY e {\n"
+                     "  x = f32[8] parameter(0)\n"
+                     "  ROOT p = u32[] partition-id()\n"
+                     "}\n",
+                     "x=2");
+    o.mesh = &q.mesh;
+    assert_int_equal(gs_autoshard(q.m, &o, &r, &d), GS_ERR);
+    expect_error(&d, "already is SPMD");
+    gs_diags_free(&d);
+    o.mesh = NULL;
+    assert_int_equal(gs_autoshard(q.m, &o, &r, &d), GS_ERR);
+    expect_error(&d, "needs a module, a mesh and a machine");
+    gs_diags_free(&d);
+    done(&q);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layer),          cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_tiny), cmocka_unit_test(test_pin_kept),
+        cmocka_unit_test(test_memory_limit),   cmocka_unit_test(test_conflicting_pins),
+        cmocka_unit_test(test_declined),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
