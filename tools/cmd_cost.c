@@ -33,7 +33,8 @@ static const char *COST_HELP =
     "their known trip count.\n"
     "\n"
     "  --num-partitions N   the number of devices (by default the count the module declares)\n"
-    "  --machine NAME|FILE  a built-in profile (tpu-v3, tpu-v4, a100, h100, h200, this-cpu;\n"
+    "  --machine NAME|FILE  a built-in profile (tpu-v3, tpu-v4, a100, h100, h200, mi300x,\n"
+    "                       mi350x, this-cpu;\n"
     "                       default tpu-v3) or a profile file (`key = value` lines, see\n"
     "                       `gspmd calibrate`, which writes this machine's)\n"
     "  --propagate          run SPMD sharding propagation before partitioning (the default)\n"
@@ -53,26 +54,6 @@ static const char *COST_HELP =
     "\n"
     "Example:\n"
     "  gspmd cost examples/transformer_scan.hlo --num-partitions 8 --machine a100\n";
-
-/* Loads --machine: a built-in name or a profile file. Prints an error and returns 1. */
-static int load_machine(const char *spec, gs_machine *mc) {
-    if (gs_machine_builtin(spec, mc)) return 0;
-    char err[256];
-    gs_source *src = gs_source_read_file(spec, err, sizeof err);
-    if (!src) {
-        fprintf(stderr, "error: --machine %s: not a built-in machine (", spec);
-        for (const char *const *n = gs_machine_names(); *n; n++)
-            fprintf(stderr, "%s%s", *n, n[1] ? ", " : "");
-        fprintf(stderr, ") and not a readable file: %s\n", err);
-        return 1;
-    }
-    gs_diags d = {0};
-    gs_status st = gs_machine_parse(src, mc, &d);
-    gs_diags_render(&d, stderr);
-    gs_diags_free(&d);
-    gs_source_free(src);
-    return st == GS_OK ? 0 : 1;
-}
 
 static double now_s(void) {
     struct timespec ts;
@@ -94,6 +75,8 @@ static void print_text(const char *file, long n, const gs_machine *mc, const gs_
     printf("    vector FLOPs     %.4g, transcendentals %.4g\n", c->vector_flops,
            c->transcendentals);
     printf("    memory traffic   %.4g bytes\n", c->bytes);
+    printf("    kernels          %.0f (as XLA's fusion forms them; collectives included)\n",
+           c->kernels);
     printf("    peak memory      %.4g GiB of %.4g GiB: %s\n", (double)c->peak_bytes / (1 << 30),
            mc->mem_capacity / (1 << 30), c->fits ? "fits" : "DOES NOT FIT");
     printf("  collectives (count, bytes per device, bytes sent, time):\n");
@@ -121,9 +104,10 @@ static void print_json(const char *file, long n, const gs_machine *mc, const gs_
     }
     printf("\", \"devices\": %ld, \"machine\": \"%s\", ", n, mc->name);
     printf("\"matmul_flops\": %.17g, \"matmul_flops_lowp\": %.17g, \"site_matmul_flops\": "
-           "%.17g, \"vector_flops\": %.17g, \"transcendentals\": %.17g, \"bytes\": %.17g, \"peak_bytes\": %lld, "
+           "%.17g, \"vector_flops\": %.17g, \"transcendentals\": %.17g, \"bytes\": %.17g, "
+           "\"kernels\": %.17g, \"peak_bytes\": %lld, "
            "\"fits\": %s, ", c->matmul_flops, c->matmul_flops_lowp, site_flops, c->vector_flops,
-           c->transcendentals, c->bytes,
+           c->transcendentals, c->bytes, c->kernels,
            (long long)c->peak_bytes, c->fits ? "true" : "false");
     printf("\"collectives\": {");
     for (int k = 0; k < GS_N_COST_COLL; k++)
@@ -225,7 +209,7 @@ int gs_cli_cost(int argc, char **argv) {
     int rc = cost_parse_args(argc, argv, &a);
     if (rc == GS_CLI_CONTINUE) {
         a.co.no_propagate = !a.propagate;
-        rc = load_machine(a.machine, &a.mc) != 0 ? 1 : gs_cli_with_module(a.file, cost_module, &a);
+        rc = gs_cli_load_machine(a.machine, &a.mc) != 0 ? 1 : gs_cli_with_module(a.file, cost_module, &a);
     }
     gs_cli_shardings_free(&a.sh);
     return rc;

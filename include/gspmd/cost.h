@@ -38,9 +38,11 @@ typedef struct gs_cost {
                             parameters alias their operands; a called computation's peak adds
                             to its caller's live set at the call; an output that
                             input_output_alias lets reuse a parameter's buffer (donated) is
-                            written in place; elementwise values (and broadcast
-                            scalars) used only by elementwise ops take no memory, as XLA's loop
-                            fusion computes them inside their users */
+                            written in place; values XLA's fusion computes inside their users'
+                            kernels take no memory (elementwise ops, broadcasts, converts and
+                            the like read only by ops that fuse them: elementwise ops,
+                            reductions, data movement; a transpose read only by dots): the rule
+                            the step model forms its kernels by (src/cost/fusion.c) */
     int64_t run_peak_bytes; /* the same peak with every value in memory of its own (no fusion,
                                no donated buffers): what gspmd's interpreter and executor hold
                                at most (they free each value after its last use) */
@@ -76,8 +78,9 @@ typedef struct gs_machine {
     double transcendentals; /* elementwise exp, log, tanh, ... per second (0: 8 vector FLOPs) */
     double mem_bandwidth; /* bytes/s of device memory */
     double mem_capacity;  /* bytes of device memory */
-    double op_overhead;   /* seconds each instruction (each fused loop) costs beyond its
-                             arithmetic and traffic: a kernel launch, or an interpreter's
+    double op_overhead;   /* seconds each kernel (gs_step_cost.kernels: a fusion as XLA would
+                             form it, a dot, a collective...) costs beyond its arithmetic,
+                             traffic and link latency: a kernel launch, or an interpreter's
                              dispatch; 0 for whole-program compilers */
     int node_devices;     /* devices that share the fast link (`intra`); 0: all of them */
     gs_link intra;        /* links within a node (NVLink, TPU ICI, shared memory) */
@@ -85,8 +88,8 @@ typedef struct gs_machine {
 } gs_machine;
 
 /* The built-in profiles: tpu-v3 (one core, as the GSPMD paper counts devices), tpu-v4, a100,
- * h100, h200 and this-cpu (one core of a typical x86 server; gs_machine_calibrate in
- * gspmd/runtime.h measures the real one). NULL-terminated. */
+ * h100, h200, mi300x, mi350x and this-cpu (one core of a typical x86 server;
+ * gs_machine_calibrate in gspmd/runtime.h measures the real one). NULL-terminated. */
 const char *const *gs_machine_names(void);
 /* Fills *out with built-in profile `name`; false when there is none. */
 bool gs_machine_builtin(const char *name, gs_machine *out);
@@ -118,13 +121,21 @@ typedef struct gs_step_cost {
     double vector_flops;      /* elementwise and reduction FLOPs (one per element and op) */
     double transcendentals;   /* elementwise exp, log, tanh, logistic, ... (one per element),
                                  as XLA's cost analysis counts them apart */
-    double bytes;             /* memory traffic: each value in memory written once and read by
-                                 each user; values loop fusion computes in their users' loops
-                                 take none; slices read only what they keep, and
-                                 dynamic-update-slice writes its update in place */
-    double compute_s;         /* sum over instructions of max(FLOPs / peak, bytes / bandwidth) */
+    double bytes;             /* memory traffic, per kernel: its result written once, its inputs
+                                 in memory read (once per operand of the kernel's last op, once
+                                 per kernel through the ops fused into it); values fused into
+                                 their users take none; slices, dynamic slices and gathers read
+                                 only what they keep, and dynamic-update-slice writes its update
+                                 in place */
+    double kernels;           /* kernels launched, as XLA's fusion would form them: one per
+                                 fusion (an elementwise chain with its consumer, a reduction with
+                                 its elementwise producers), dot, convolution, collective,
+                                 custom-call...; parameters, constants, tuples, reshapes and
+                                 values fused into their users none (src/cost/fusion.c) */
+    double compute_s;         /* sum over instructions of max(FLOPs / peak, bytes / bandwidth),
+                                 plus op_overhead per kernel */
     gs_collective_cost coll[GS_N_COST_COLL];
-    double comm_s;            /* time of all collectives */
+    double comm_s;            /* time of all collectives (each with its kernel's op_overhead) */
     double exposed_comm_s;    /* the part of comm_s not hidden behind compute: synchronous
                                  collectives wholly, asynchronous ones (-start ... -done) less the
                                  compute scheduled between their halves */

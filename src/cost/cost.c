@@ -53,29 +53,6 @@ static bool runs_called(const gs_instr *in) {
            (f == GS_FAM_ASYNC && (gs_op_info_of(in->op)->flags & GS_OPF_ASYNC_START));
 }
 
-/* Is `in` computed element by element from same-shaped or scalar operands (elementwise ops,
- * broadcasts of scalars, iotas, scalar constants)? XLA fuses chains of them into their users'
- * loops. */
-static bool loop_fusible(const gs_instr *in) {
-    const gs_op_info *info = gs_op_info_of(in->op);
-    if (in->op == GS_OP_BROADCAST) return in->n_operands == 1 && in->operands[0]->shape->rank == 0;
-    if (in->op == GS_OP_IOTA) return true;
-    if (in->op == GS_OP_CONSTANT) return gs_shape_is_array(in->shape) && in->shape->rank == 0;
-    return (info->flags & GS_OPF_ELEMENTWISE) && !(info->flags & GS_OPF_SIDE_EFFECT) &&
-           in->op != GS_OP_COPY && gs_shape_is_array(in->shape);
-}
-
-void gs_cost_loop_fused(const gs_computation *c, char *fused) {
-    int n = c->n_instrs;
-    for (int i = 0; i < n; i++) fused[i] = loop_fusible(c->instrs[i]) && !c->instrs[i]->is_root;
-    for (int i = 0; i < n; i++) {
-        const gs_instr *u = c->instrs[i];
-        if (loop_fusible(u)) continue;
-        for (int k = 0; k < u->n_operands; k++)
-            if (u->operands[k]->parent == c) fused[u->operands[k]->id] = 0;
-    }
-}
-
 /* Does `in` read its operands' storage instead of holding a new value (a tuple of buffers; a
  * reshape, XLA's bitcast: the same bytes with other dims)? Their operands live as long as they
  * do. A get-tuple-element takes its element over (counted as its own: the rest of the tuple may
@@ -117,32 +94,20 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
         w->depth--;
         return;
     }
-    /* A fusible value whose every user is an elementwise op of the same computation never
-     * exists in memory: its users' loop computes it (XLA's loop fusion). */
+    /* A value XLA's fusion computes inside its users' kernels never exists in memory; nor does a
+     * transpose folded into the dots that read it (fusion.c). */
     char *fused = calloc((size_t)n + 1, 1);
-    if (!fused) {
+    gs_cost_graph g;
+    if (!fused || (!w->materialise && !gs_cost_graph_build(c, false, &g))) {
         free(last);
         free(free_at);
+        free(fused);
         w->depth--;
         return;
     }
-    if (!w->materialise) gs_cost_loop_fused(c, fused);
-    /* A transpose read only by dots and convolutions is a layout of their operand (XLA's
-     * layout assignment folds it into the contraction): no buffer of its own either. */
-    for (int i = 0; i < n; i++) {
-        const gs_instr *in = c->instrs[i];
-        if (in->op != GS_OP_TRANSPOSE || in->is_root) continue;
-        bool only_contractions = true;
-        int users = 0;
-        for (int j = i + 1; j < n && only_contractions; j++) {
-            const gs_instr *u = c->instrs[j];
-            for (int k = 0; k < u->n_operands; k++)
-                if (u->operands[k] == in) {
-                    users++;
-                    only_contractions = u->op == GS_OP_DOT || u->op == GS_OP_CONVOLUTION;
-                }
-        }
-        if (only_contractions && users > 0 && !w->materialise) fused[i] = 1;
+    if (!w->materialise) {
+        gs_cost_fusion(&g, fused);
+        gs_cost_graph_free(&g);
     }
     for (int i = 0; i < n; i++) last[i] = c->instrs[i]->is_root ? n : i;
     for (int i = 0; i < n; i++)

@@ -12,6 +12,14 @@
  *   h100    H100 SXM: 989 TFLOP/s bf16, 67 f32, 3.35 TB/s, 80 GB; NVLink 4 (450 GB/s per
  *           direction) in 8-GPU nodes, 400 Gb/s InfiniBand per GPU.
  *   h200    H200 SXM: the H100's compute with 4.8 TB/s and 141 GB.
+ *   mi300x  AMD Instinct MI300X (OAM): 1307.4 TFLOP/s bf16, 163.4 f32 and f64 (matrix), 5.3 TB/s,
+ *           192 GB; Infinity Fabric to each of the 7 other GPUs of an 8-GPU platform (448 GB/s
+ *           per direction in all), a 400 Gb/s NIC per GPU between nodes.
+ *   mi350x  AMD Instinct MI350X (OAM, air-cooled): 2.3 PFLOP/s bf16, 144.2 TFLOP/s f32, 72.1 f64,
+ *           8 TB/s, 288 GB; Infinity Fabric 537.6 GB/s per direction, 400 Gb/s NIC per GPU.
+ *           (Each AMD figure's source is beside its entry. Neither vendor publishes a
+ *           transcendental rate: a quarter of the vector rate, as for the NVIDIA profiles. The
+ *           MI355X is the MI350X at 2.4 GHz instead of 2.2: `base = mi350x` and its figures.)
  *   this-cpu one core of a small x86 server running a device of gspmd's threads backend (about
  *           100 GFLOP/s sgemm, shared-memory collectives); `gspmd calibrate` measures the real
  *           machine and writes its profile.
@@ -37,12 +45,32 @@ static const gs_machine BUILTIN[] = {
      {450 * G, 5e-6, GS_TOPO_SWITCH}, {50 * G, 1e-5, GS_TOPO_SWITCH}},
     {"h200", "NVIDIA H200 SXM", 989 * T, 67 * T, 67 * T, 67 * T, 67 * T / 4, 4800 * G, 141e9, 0, 8,
      {450 * G, 5e-6, GS_TOPO_SWITCH}, {50 * G, 1e-5, GS_TOPO_SWITCH}},
+    /* AMD Instinct MI300X data sheet, dense figures (sparsity doubles the low-precision ones):
+     * "Peak Bfloat16 1307.4 TFLOPs", "Peak Single Precision Matrix (FP32) 163.4 TFLOPs", "Peak
+     * Double Precision Matrix (FP64) 163.4 TFLOPs", "Peak Single Precision (FP32) Vector 163.4
+     * TFLOPs"; "192 GB HBM3", "Peak Memory Bandwidth 5.3 TB/s"; "AMD Infinity Fabric Links 7",
+     * "Peak Infinity Fabric Link Bandwidth 128 GB/s" (both directions: 64 GB/s each way, 7 x 64
+     * = 448 GB/s per GPU of the fully connected 8-GPU platform); between nodes one 400 Gb/s NIC
+     * per GPU (50 GB/s), as AMD's reference platforms pair them. */
+    {"mi300x", "AMD Instinct MI300X (OAM)", 1307.4 * T, 163.4 * T, 163.4 * T, 163.4 * T,
+     163.4 * T / 4, 5300 * G, 192e9, 0, 8, {448 * G, 5e-6, GS_TOPO_SWITCH},
+     {50 * G, 1e-5, GS_TOPO_SWITCH}},
+    /* AMD Instinct MI350X product page and data sheet, dense: "Peak Bfloat16 2.3 PFLOPs", "Peak
+     * Single Precision Matrix (FP32) 144.2 TFLOPs", "Peak Double Precision Matrix (FP64) 72.1
+     * TFLOPs", "Peak Single Precision (FP32) Vector 144.2 TFLOPs"; "288 GB HBM3E", "Peak Memory
+     * Bandwidth 8 TB/s"; 7 Infinity Fabric links, "Peak Infinity Fabric Link Bandwidth 153.6
+     * GB/s" (both directions; 1075.2 GB/s aggregate: 537.6 GB/s each way per GPU of an 8-GPU
+     * platform); one 400 Gb/s NIC per GPU between nodes (AMD Pensando Pollara 400). */
+    {"mi350x", "AMD Instinct MI350X (OAM)", 2300 * T, 144.2 * T, 72.1 * T, 144.2 * T,
+     144.2 * T / 4, 8000 * G, 288e9, 0, 8, {537.6 * G, 5e-6, GS_TOPO_SWITCH},
+     {50 * G, 1e-5, GS_TOPO_SWITCH}},
     {"this-cpu", "one core of a small x86 server (run `gspmd calibrate` for this machine's)",
      100 * G, 100 * G, 50 * G, 8 * G, 0.5 * G, 10 * G, 8 * GIB, 1e-6, 0, {10 * G, 2e-5, GS_TOPO_SWITCH},
      {1 * G, 5e-5, GS_TOPO_SWITCH}},
 };
 
-static const char *const NAMES[] = {"tpu-v3", "tpu-v4", "a100", "h100", "h200", "this-cpu", NULL};
+static const char *const NAMES[] = {"tpu-v3", "tpu-v4", "a100",   "h100",
+                                    "h200",   "mi300x", "mi350x", "this-cpu", NULL};
 
 const char *const *gs_machine_names(void) { return NAMES; }
 

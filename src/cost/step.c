@@ -3,6 +3,12 @@
  * and memory traffic per instruction (a roofline: whichever takes longer), collectives by the
  * algorithm that suits their size and group, and the overlap the program allows.
  *
+ * Kernels are formed as XLA's fusion would form them (fusion.c, on each computation with its
+ * calls inlined): a value fused into its users moves no bytes and launches nothing; every other
+ * instruction that does work is one kernel, which writes its result, reads its inputs in memory
+ * (through its fused operands: their inputs) and pays the machine's op_overhead once. A
+ * collective is a kernel too; control flow is what its computations cost.
+ *
  * Collective algorithms, for a group of g devices each holding B bytes, on links of bandwidth
  * W and latency L (the node's fast link when the whole group is in one node, else the slow one):
  *   all-reduce      ring: 2(g-1)/g B/W + 2(g-1) L;  tree (small B): 2 log2(g) (L + B/W);
@@ -113,14 +119,6 @@ bool gs_cost_trip_count(const gs_instr *w, int64_t *trips) {
 
 /* ------------------------------------------------------------------ per instruction */
 
-static double elements(const gs_shape *s) {
-    if (!s || !gs_shape_is_array(s)) return 0;
-    double p = 1;
-    for (int i = 0; i < s->rank; i++) p *= (double)s->dims[i];
-    return p;
-}
-
-static double bytes_of(const gs_shape *s) { return s ? (double)gs_shape_bytes(s) : 0; }
 
 static bool low_precision(gs_type t) {
     return t == GS_BF16 || t == GS_F16 || gs_type_size(t) == 1;
@@ -144,12 +142,14 @@ static bool transcendental(gs_opcode op) {
     }
 }
 
-/* Instructions that move no data of their own (aliases, tuples, parameters, constants). */
+/* Instructions that move no data of their own and launch nothing (aliases, tuples, parameters,
+ * constants, barriers). */
 static bool free_instr(const gs_instr *in) {
     switch (in->op) {
     case GS_OP_PARAMETER: case GS_OP_TUPLE: case GS_OP_GET_TUPLE_ELEMENT: case GS_OP_RESHAPE:
     case GS_OP_BITCAST: case GS_OP_CONSTANT: case GS_OP_PARTITION_ID: case GS_OP_REPLICA_ID:
-    case GS_OP_AFTER_ALL:
+    case GS_OP_AFTER_ALL: case GS_OP_OPTIMIZATION_BARRIER: case GS_OP_DOMAIN:
+    case GS_OP_ADD_DEPENDENCY:
         return true;
     default: return false;
     }
@@ -240,6 +240,7 @@ static void add_cost(gs_step_cost *to, const gs_step_cost *c, double times) {
     to->vector_flops += times * c->vector_flops;
     to->transcendentals += times * c->transcendentals;
     to->bytes += times * c->bytes;
+    to->kernels += times * c->kernels;
     to->compute_s += times * c->compute_s;
     to->comm_s += times * c->comm_s;
     to->exposed_comm_s += times * c->exposed_comm_s;
@@ -286,8 +287,8 @@ static void step_called(step_walk *w, const gs_instr *in, gs_step_cost *out) {
     if (in->op == GS_OP_CONDITIONAL) add_cost(out, &best, 1);
 }
 
-/* A collective of kind `kind`: its time by algorithm over the link its group uses; exposed
- * unless it is the start of an asynchronous pair. */
+/* A collective of kind `kind`: its time by algorithm over the link its group uses, plus the
+ * fixed cost of its kernel; exposed unless it is the start of an asynchronous pair. */
 static void step_collective(step_walk *w, const gs_instr *in, int kind, gs_step_cost *out) {
     const gs_machine *mc = w->mc;
     const gs_op_info *info = gs_op_info_of(in->op);
@@ -297,11 +298,15 @@ static void step_collective(step_walk *w, const gs_instr *in, int kind, gs_step_
     if (kind == GS_COST_ALL_GATHER) { /* the gathered result (of -start: its last element) */
         const gs_shape *r = in->shape;
         if (!gs_shape_is_array(r) && r->n_tuple > 0) r = r->tuple[r->n_tuple - 1];
-        b = bytes_of(r);
+        b = gs_cost_bytes_of(r);
     } else {
-        for (int k = 0; k < in->n_operands; k++) b += bytes_of(in->operands[k]->shape);
+        for (int k = 0; k < in->n_operands; k++) b += gs_cost_bytes_of(in->operands[k]->shape);
     }
     double wire, s = coll_time(kind, g, b, one_node ? &mc->intra : &mc->inter, &wire);
+    if (g > 1) { /* one kernel (NCCL's, RCCL's) with its fixed cost; a group of one is none */
+        s += mc->op_overhead;
+        out->kernels += 1;
+    }
     out->coll[kind].count += 1;
     out->coll[kind].bytes += b;
     out->coll[kind].wire_bytes += wire;
@@ -332,11 +337,29 @@ static void step_done(step_walk *w, const gs_instr *in, gs_step_cost *out) {
         }
 }
 
-static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_cost *out) {
-    const gs_machine *mc = w->mc;
+/* One computation's walk: its graph, what fusion makes of each node, and the scratch that
+ * measures a kernel's traffic. */
+typedef struct comp_walk {
+    gs_cost_graph g;
+    char *fused;         /* gs_cost_fusion */
+    gs_cost_kernels kt;  /* gs_cost_kernel_reads */
+} comp_walk;
+
+/* Control flow and asynchronous starts: they cost what the computations they call cost. */
+static bool runs_called(const gs_instr *in) {
     const gs_op_info *info = gs_op_info_of(in->op);
-    if (in->op == GS_OP_WHILE || in->op == GS_OP_CALL || in->op == GS_OP_CONDITIONAL ||
-        (info->family == GS_FAM_ASYNC && (info->flags & GS_OPF_ASYNC_START))) {
+    return in->op == GS_OP_WHILE || in->op == GS_OP_CALL || in->op == GS_OP_CONDITIONAL ||
+           (info->family == GS_FAM_ASYNC && (info->flags & GS_OPF_ASYNC_START));
+}
+
+/* Node i of the computation's graph: a kernel of its own (a fused value's arithmetic is counted
+ * where it is, its traffic and overhead in the kernels that compute it), a collective, or the
+ * computations it calls. */
+static void step_node(step_walk *w, comp_walk *cw, int i, gs_step_cost *out) {
+    const gs_machine *mc = w->mc;
+    const gs_instr *in = cw->g.instr[i];
+    const gs_op_info *info = gs_op_info_of(in->op);
+    if (runs_called(in)) {
         step_called(w, in, out);
         return;
     }
@@ -358,35 +381,22 @@ static void step_instr(step_walk *w, const gs_instr *in, char *fused, gs_step_co
         out->matmul_flops += mm;
         if (low_precision(t)) out->matmul_flops_lowp += mm;
     } else if (transcendental(in->op)) {
-        trans = elements(in->shape);
+        trans = gs_cost_elements(in->shape);
     } else if (info->flags & GS_OPF_ELEMENTWISE) {
-        vec = elements(in->shape);
+        vec = gs_cost_elements(in->shape);
     } else if (in->op == GS_OP_REDUCE || in->op == GS_OP_REDUCE_WINDOW) {
-        for (int k = 0; k < in->n_operands / 2; k++) vec += elements(in->operands[k]->shape);
+        for (int k = 0; k < in->n_operands / 2; k++) vec += gs_cost_elements(in->operands[k]->shape);
     }
     out->vector_flops += vec;
     out->transcendentals += trans;
-    /* Memory traffic: a fused value none; others write their result and read operands that
-     * are in memory (a fused operand's own operands are read instead). */
-    double bytes = 0;
-    if (in->op == GS_OP_DYNAMIC_SLICE || in->op == GS_OP_SLICE) {
-        bytes = 2 * bytes_of(in->shape); /* reads only the slice */
-    } else if (in->op == GS_OP_DYNAMIC_UPDATE_SLICE && in->n_operands >= 2) {
-        bytes = 2 * bytes_of(in->operands[1]->shape); /* in place: writes only the update */
-    } else if (!fused[in->id]) {
-        bytes += bytes_of(in->shape);
-        for (int k = 0; k < in->n_operands; k++) {
-            const gs_instr *o = in->operands[k];
-            if (fused[o->id] && o->parent == in->parent) {
-                for (int j = 0; j < o->n_operands; j++)
-                    if (!fused[o->operands[j]->id]) bytes += bytes_of(o->operands[j]->shape);
-            } else if (o->op != GS_OP_CONSTANT || o->shape->rank > 0) {
-                bytes += bytes_of(o->shape);
-            }
-        }
+    /* A kernel of its own: its memory traffic and the machine's fixed cost of a kernel. */
+    double bytes = 0, s = 0;
+    if (!cw->fused[i]) {
+        bytes = gs_cost_kernel_writes(&cw->g, i) + gs_cost_kernel_reads(&cw->kt, i);
+        out->bytes += bytes;
+        out->kernels += 1;
+        s = mc->op_overhead;
     }
-    out->bytes += bytes;
-    double s = fused[in->id] ? 0 : mc->op_overhead;
     double work = 0;
     if (mm > 0) work = fmax(work, mm / matmul_peak(mc, t));
     if (vec > 0) work = fmax(work, vec / mc->vector_flops);
@@ -403,13 +413,18 @@ static void step_comp(step_walk *w, const gs_computation *c, gs_step_cost *out) 
     memset(out, 0, sizeof *out);
     if (w->depth > 64) return;
     w->depth++;
-    int n = c->n_instrs;
-    char *fused = calloc((size_t)n + 1, 1);
-    if (fused) {
-        gs_cost_loop_fused(c, fused);
-        for (int i = 0; i < n; i++) step_instr(w, c->instrs[i], fused, out);
+    comp_walk cw;
+    memset(&cw, 0, sizeof cw);
+    if (gs_cost_graph_build(c, true, &cw.g)) {
+        cw.fused = calloc((size_t)cw.g.n + 1, 1);
+        if (cw.fused && gs_cost_kernels_init(&cw.kt, &cw.g, cw.fused)) {
+            gs_cost_fusion(&cw.g, cw.fused);
+            for (int i = 0; i < cw.g.n; i++) step_node(w, &cw, i, out);
+        }
+        gs_cost_kernels_free(&cw.kt);
+        free(cw.fused);
+        gs_cost_graph_free(&cw.g);
     }
-    free(fused);
     w->depth--;
 }
 

@@ -311,6 +311,185 @@ static void test_machine_profiles(void **state) {
     }
 }
 
+/* ------------------------------------------------------------------ kernels as XLA fuses them */
+
+static void test_step_kernels_elementwise_chain(void **state) {
+    (void)state;
+    gs_machine mc = test_machine();
+    gs_step_cost c, c0;
+    /* exp -> negate -> add(+ a broadcast scalar) feeding a dot: one loop fusion (its result c
+     * is the dot's operand, so in memory) and the dot: 2 kernels, not 4. Traffic: the fusion
+     * writes c (16 KiB) and reads x (16 KiB; the constant is an immediate); the dot writes 16 KiB
+     * and reads c and w (32 KiB): 80 KiB. */
+    const char *text =
+        "HloModule k\nENTRY e {\n  x = f32[64,64] parameter(0)\n  w = f32[64,64] parameter(1)\n"
+        "  a = f32[64,64] exponential(x)\n  b = f32[64,64] negate(a)\n"
+        "  one = f32[] constant(1)\n  ob = f32[64,64] broadcast(one), dimensions={}\n"
+        "  c = f32[64,64] add(b, ob)\n"
+        "  ROOT d = f32[64,64] dot(c, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+    step_of(text, &mc, &c0);
+    assert_true(c0.kernels == 2);
+    assert_true(c0.bytes == 81920);
+    mc.op_overhead = 1e-6; /* once per kernel */
+    step_of(text, &mc, &c);
+    assert_true(c.kernels == 2);
+    assert_true(fabs(c.compute_s - c0.compute_s - 2e-6) < 1e-15);
+    assert_true(fabs(c.step_s - c0.step_s - 2e-6) < 1e-15);
+}
+
+static void test_step_kernels_reduce_input_fusion(void **state) {
+    (void)state;
+    gs_machine mc = test_machine();
+    gs_step_cost c;
+    /* exp(x * y) summed: one kernel (XLA's input fusion), which reads x and y (8 KiB) and writes
+     * 4 bytes; neither product nor exponential is in memory, so the peak is the parameters and
+     * the scalar. */
+    const char *text = "HloModule r\n"
+                       "add { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                       "  ROOT s = f32[] add(a, b)\n}\n"
+                       "ENTRY e {\n  x = f32[1024] parameter(0)\n  y = f32[1024] parameter(1)\n"
+                       "  m = f32[1024] multiply(x, y)\n  ex = f32[1024] exponential(m)\n"
+                       "  z = f32[] constant(0)\n"
+                       "  ROOT r = f32[] reduce(ex, z), dimensions={0}, to_apply=add\n}\n";
+    step_of(text, &mc, &c);
+    assert_true(c.kernels == 1);
+    assert_true(c.bytes == 8192 + 4);
+    assert_true(c.vector_flops == 1024 + 1024 && c.transcendentals == 1024);
+    gs_cost m;
+    cost_of(text, &m);
+    assert_int_equal(m.peak_bytes, 8192 + 4);
+}
+
+static void test_step_kernels_duplication(void **state) {
+    (void)state;
+    gs_machine mc = test_machine();
+    gs_step_cost c;
+    /* p = x + y is read by two reductions (one through a negate). Fused into both, each kernel
+     * reads its inputs x and y: (k - 1) x 8 KiB of reads more, against p's 4 KiB written and
+     * read twice, (k + 1) x 4 KiB, with k = 2 kernels: recomputed in both, 2 kernels, each
+     * reading x and y and writing a scalar. */
+    const char *two = "HloModule d\n"
+                      "add { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                      "  ROOT s = f32[] add(a, b)\n}\n"
+                      "ENTRY e {\n  x = f32[1024] parameter(0)\n  y = f32[1024] parameter(1)\n"
+                      "  p = f32[1024] add(x, y)\n  z = f32[] constant(0)\n"
+                      "  r1 = f32[] reduce(p, z), dimensions={0}, to_apply=add\n"
+                      "  n = f32[1024] negate(p)\n"
+                      "  r2 = f32[] reduce(n, z), dimensions={0}, to_apply=add\n"
+                      "  ROOT t = (f32[], f32[]) tuple(r1, r2)\n}\n";
+    step_of(two, &mc, &c);
+    assert_true(c.kernels == 2);
+    assert_true(c.bytes == 2 * (8192 + 4));
+    /* p = (x + y) + (z + w) reads 16 KiB: 1 x 16 KiB > 3 x 4 KiB, so p is a kernel of its own
+     * (writes 4 KiB, reads 16 KiB) that both reductions read (4 KiB each, 4 bytes written):
+     * 3 kernels. */
+    const char *four = "HloModule d\n"
+                       "add { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                       "  ROOT s = f32[] add(a, b)\n}\n"
+                       "ENTRY e {\n  x = f32[1024] parameter(0)\n  y = f32[1024] parameter(1)\n"
+                       "  u = f32[1024] parameter(2)\n  v = f32[1024] parameter(3)\n"
+                       "  a = f32[1024] add(x, y)\n  b = f32[1024] add(u, v)\n"
+                       "  p = f32[1024] add(a, b)\n  z = f32[] constant(0)\n"
+                       "  r1 = f32[] reduce(p, z), dimensions={0}, to_apply=add\n"
+                       "  n = f32[1024] negate(p)\n"
+                       "  r2 = f32[] reduce(n, z), dimensions={0}, to_apply=add\n"
+                       "  ROOT t = (f32[], f32[]) tuple(r1, r2)\n}\n";
+    step_of(four, &mc, &c);
+    assert_true(c.kernels == 3);
+    assert_true(c.bytes == (4096 + 16384) + 2 * (4096 + 4));
+}
+
+static void test_step_kernels_data_movement(void **state) {
+    (void)state;
+    gs_machine mc = test_machine();
+    gs_step_cost c;
+    /* exp(x) transposed, plus a broadcast row: one loop fusion (writes 8 KiB, reads x 8 KiB and
+     * v 256 bytes). The transpose of w read only by the dot is folded into it (no kernel): the
+     * dot reads x and w (16 KiB) and writes 64 x 64 x 4. A slice of a fused value reads only
+     * what it keeps: the last kernel reads a quarter of y (2 KiB) and writes 2 KiB. */
+    step_of("HloModule m\nENTRY e {\n  x = f32[64,32] parameter(0)\n  w = f32[64,32] parameter(1)\n"
+            "  v = f32[64] parameter(2)\n  y = f32[32,64] parameter(3)\n"
+            "  ex = f32[64,32] exponential(x)\n"
+            "  t = f32[32,64] transpose(ex), dimensions={1,0}\n"
+            "  b = f32[32,64] broadcast(v), dimensions={1}\n  s = f32[32,64] add(t, b)\n"
+            "  wt = f32[32,64] transpose(w), dimensions={1,0}\n"
+            "  d = f32[64,64] dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+            "  ny = f32[32,64] negate(y)\n  q = f32[8,64] slice(ny), slice={[0:8], [0:64]}\n"
+            "  ROOT o = (f32[32,64], f32[64,64], f32[8,64]) tuple(s, d, q)\n}\n",
+            &mc, &c);
+    assert_true(c.kernels == 3);
+    assert_true(c.bytes == (8192 + 8192 + 256) + (16384 + 16384) + (2048 + 2048));
+}
+
+static void test_step_kernels_calls_and_loops(void **state) {
+    (void)state;
+    gs_machine mc = test_machine();
+    gs_step_cost c;
+    /* A called relu is inlined, as XLA's CallInliner does before fusion: add, relu and negate are
+     * one kernel (reads x and b, writes n: 12 KiB). */
+    step_of("HloModule c\n"
+            "relu { p = f32[1024] parameter(0)\n  z = f32[] constant(0)\n"
+            "  zb = f32[1024] broadcast(z), dimensions={}\n  ROOT m = f32[1024] maximum(p, zb)\n}\n"
+            "ENTRY e {\n  x = f32[1024] parameter(0)\n  b = f32[1024] parameter(1)\n"
+            "  a = f32[1024] add(x, b)\n  r = f32[1024] call(a), to_apply=relu\n"
+            "  ROOT n = f32[1024] negate(r)\n}\n",
+            &mc, &c);
+    assert_true(c.kernels == 1);
+    assert_true(c.bytes == 12288);
+    /* Per loop iteration: the counter's add and the dot (2 kernels, 10 times); the condition's
+     * compare once more (11): 31. */
+    char *t = loop_text("LT", "i, n", 0, 1, "");
+    step_of(t, &mc, &c);
+    free(t);
+    assert_true(c.kernels == 31);
+    /* A collective is a kernel too, with the fixed cost on top of its algorithm's time. */
+    mc.op_overhead = 1e-6;
+    step_of("HloModule c, num_partitions=4\n"
+            "add { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT s = f32[] add(a, b)\n}\n"
+            "ENTRY e {\n  x = f32[1024] parameter(0)\n"
+            "  ROOT r = f32[1024] all-reduce(x), replica_groups=[1,4]<=[4], to_apply=add, "
+            "channel_id=1\n}\n",
+            &mc, &c);
+    assert_true(c.kernels == 1);
+    assert_true(fabs(c.coll[GS_COST_ALL_REDUCE].seconds - 13.144e-6) < 1e-12);
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b); }
+
+static void test_machine_amd_profiles(void **state) {
+    (void)state;
+    gs_machine mc;
+    bool seen300 = false, seen350 = false;
+    for (const char *const *n = gs_machine_names(); *n; n++) {
+        seen300 |= strcmp(*n, "mi300x") == 0;
+        seen350 |= strcmp(*n, "mi350x") == 0;
+    }
+    assert_true(seen300 && seen350);
+    /* AMD's published peaks, dense (see src/cost/machine.c for each figure's source). */
+    assert_true(gs_machine_builtin("mi300x", &mc));
+    assert_true(near(mc.flops_bf16, 1307.4e12) && near(mc.flops_f32, 163.4e12) &&
+                near(mc.flops_f64, 163.4e12) && near(mc.vector_flops, 163.4e12));
+    assert_true(near(mc.mem_bandwidth, 5.3e12) && near(mc.mem_capacity, 192e9));
+    assert_int_equal(mc.node_devices, 8);
+    assert_true(near(mc.intra.bandwidth, 448e9) && near(mc.inter.bandwidth, 50e9));
+    assert_true(gs_machine_builtin("mi350x", &mc));
+    assert_true(near(mc.flops_bf16, 2.3e15) && near(mc.flops_f32, 144.2e12) &&
+                near(mc.flops_f64, 72.1e12) && near(mc.vector_flops, 144.2e12));
+    assert_true(near(mc.mem_bandwidth, 8e12) && near(mc.mem_capacity, 288e9));
+    assert_int_equal(mc.node_devices, 8);
+    assert_true(near(mc.intra.bandwidth, 537.6e9) && near(mc.inter.bandwidth, 50e9));
+    /* A profile file starts from them by name. */
+    gs_diags d = {0};
+    gs_source *src = gs_source_from_string("m.txt", "base = mi350x\nname = mi355x\n"
+                                                    "flops.bf16 = 2516.6T\n");
+    assert_int_equal(gs_machine_parse(src, &mc, &d), GS_OK);
+    assert_string_equal(mc.name, "mi355x");
+    assert_true(near(mc.flops_bf16, 2516.6e12) && near(mc.mem_capacity, 288e9));
+    gs_source_free(src);
+    gs_diags_free(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dot_and_convolution_flops),
@@ -322,6 +501,12 @@ int main(void) {
         cmocka_unit_test(test_step_collectives),
         cmocka_unit_test(test_step_async_overlap),
         cmocka_unit_test(test_machine_profiles),
+        cmocka_unit_test(test_step_kernels_elementwise_chain),
+        cmocka_unit_test(test_step_kernels_reduce_input_fusion),
+        cmocka_unit_test(test_step_kernels_duplication),
+        cmocka_unit_test(test_step_kernels_data_movement),
+        cmocka_unit_test(test_step_kernels_calls_and_loops),
+        cmocka_unit_test(test_machine_amd_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
