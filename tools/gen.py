@@ -9,10 +9,11 @@ examples/transformer_scan.hlo). Weights are entry parameters, never constants, s
 
 Usage:
   tools/gen.py transformer --layers L --batch B --seq S --model D --ffn F --heads H \\
-      --mesh data=X,model=Y [--dtype f32|bf16] [--train] [-o FILE]
+      --mesh data=X,model=Y [--sharding megatron|2d] [--dtype f32|bf16] \\
+      [--train [--remat | --no-remat]] [-o FILE]
   tools/gen.py moe --layers L --batch B --seq S --model D --ffn F --experts E \\
       [--capacity C] [--top 1|2] [--heads H] --mesh data=X,expert=Y \\
-      [--dtype f32|bf16] [--train] [-o FILE]
+      [--dtype f32|bf16] [--train [--remat | --no-remat]] [-o FILE]
   tools/gen.py pipeline --stages S --microbatches M --layers-per-stage L --microbatch-size B \\
       --seq T --model D --ffn F --mesh stage=S[,data=X] [--dtype f32|bf16] [--train] \\
       [--shift pad|concat|pad-slice|rotate] [--feed select|dus|concat] \\
@@ -21,7 +22,8 @@ Usage:
       [--in-channels I] [--classes N] --mesh d=X,h=Y[,w=Z][,data=M] [--down conv|pool] \\
       [--up transpose|resize] [--dtype f32|bf16] [--train] [-o FILE]
   tools/gen.py --list-presets
-  tools/gen.py preset NAME [--dtype f32|bf16] [--train | --no-train] [-o FILE]
+  tools/gen.py preset NAME [--dtype f32|bf16] [--train | --no-train] [--sharding megatron|2d]
+      [--remat | --no-remat] [-o FILE]
 
 The module goes to stdout (or FILE); a one-line summary goes to stderr: the parameter count,
 the model FLOPs per step (2 x params x tokens forward, 6 x with --train; for MoE the params
@@ -34,10 +36,23 @@ device count. Partition or run the output with N = the product of the mesh axes:
 transformer: each layer is a layer-norm-free attention block (Q, K, V projections by `dot`,
 scores Q K^T per head scaled by 1/sqrt(head dim), softmax by max/exp/reduce/divide, context =
 scores V, output projection, residual add) and an MLP block (dot, relu by `maximum`, dot,
-residual add). 2D sharding as in the paper, Megatron style: activations [batch, seq, model]
-split over `data` along the batch; the heads of Wq/Wk/Wv/Wo and the hidden dim of W1/W2 split
-over `model` (replicated over `data`). The shardings are written on the entry parameters only;
-gspmd's propagation gives every other instruction one.
+residual add). --sharding megatron (the default): activations [batch, seq, model] split over
+`data` along the batch; the heads of Wq/Wk/Wv/Wo and the hidden dim of W1/W2 split over `model`
+(replicated over `data`). The shardings are written on the entry parameters only; gspmd's
+propagation gives every other instruction one. --sharding 2d: the paper's finalized 2D sharding
+of its dense models (Section 5.1, Figure 7): every weight split over both mesh axes, its model
+dim M over `data` and its heads or hidden dim over `model` (Wq/Wk/Wv [M,H,Dh]: M over data, H
+over model; Wo [H,Dh,M]: H over model, M over data; W1 [M,F]: M over data, F over model; W2
+[F,M]: F over model, M over data), so each layer all-gathers its weights along `data` inside
+the loop body (as FSDP / ZeRO-3 do) and its weight gradients are reduce-scattered back; the
+activations [batch, seq, model] between and within layers split over both axes (batch over
+data, M over model; q/k/v, scores, context and the MLP's hidden layer: batch over data, heads
+or hidden dim over model), all-gathered along `model` before a dot that contracts M and
+reduce-scattered after the dots that produce M. Besides the entry parameters, the loop bodies
+carry the annotations the paper's model code writes: the per-layer weight slices (stored and
+all-gathered, the latter as a `Sharding` custom-call, jax.lax.with_sharding_constraint), the
+activations of each dot, and the gathered layer inputs (`Sharding` custom-calls); no
+all-reduce is left in the loops.
 
 moe: GShard's MoE Transformer layer: an optional attention block (--heads; weights replicated,
 pure data parallelism) and a mixture-of-experts FFN: gating logits = tokens x Wg [M,E],
@@ -94,10 +109,26 @@ count 8x their useful multiply-adds). Volume sides must be multiples of 2^(K-1);
 that does not divide a side leaves uneven, padded shards.
 
 --train (transformer, moe) adds the backward pass and an SGD update: loss = mean(y^2), a
-second `while` running the layers in reverse over the layer inputs the forward loop saved
-(dynamic-update-slice), recomputing each layer's forward and differentiating every weight
-(attention, MLP or experts and the router), accumulating the gradients into stacks; the entry
-returns (loss, new weights).
+second `while` running the layers in reverse over what the forward loop saved
+(dynamic-update-slice into [L,...] stacks), differentiating every weight (attention, MLP or
+experts and the router), accumulating the gradients into stacks; the entry returns (loss, new
+weights). What the forward saves:
+  (default)    each layer's input [B,S,M] only: rematerialization per layer, as
+               jax.checkpoint(layer) inside a scan; the backward body recomputes the layer's
+               whole forward from it, including its output dot that no gradient reads (the
+               form every earlier version wrote, kept byte for byte)
+  --remat      each layer's input only, and the backward body recomputes only what the
+               gradients read (not the output dot and residual add, which XLA's dead-code
+               elimination would drop): fewer dot FLOPs than the default, no more memory
+  --no-remat   every residual of every layer (x, q, k, v, probs, context, the MLP's input and
+               hidden layer before and after relu; for MoE the router's and experts' values):
+               the backward recomputes nothing (3 x the forward's dot FLOPs in all) but holds
+               all of them, the [L,B,N,S,S] attention probabilities included; each residual
+               stack carries the sharding the forward computes it with (no resharding between
+               the loops)
+With --remat or --no-remat, MoE's dispatch and combine tensors carry the tokens' sharding
+(which the default leaves to propagation from the combine dot). All three compute the same loss
+and weights (bitwise on the reference interpreter).
 Without --train the entry returns the activations after the last layer.
 """
 import argparse
@@ -202,19 +233,20 @@ class Comp:
             v = str(int(value))
         return self.emit(base, (dt, []), "constant(%s)" % v)
 
-    def bcast(self, x, dims, dimensions=(), base=None):
+    def bcast(self, x, dims, dimensions=(), base=None, sharding=None):
         return self.emit(base or (x + ".b"), (self.dt(x), list(dims)),
-                         "broadcast(%%%s), dimensions=%s" % (x, dims_str(dimensions)))
+                         "broadcast(%%%s), dimensions=%s" % (x, dims_str(dimensions)), sharding)
 
-    def full(self, dt, value, dims, base="full"):
-        return self.bcast(self.const(dt, value), dims, (), base)
+    def full(self, dt, value, dims, base="full", sharding=None):
+        return self.bcast(self.const(dt, value), dims, (), base, sharding)
 
-    def binop(self, op, a, b, base=None, dt=None):
+    def binop(self, op, a, b, base=None, dt=None, sharding=None):
         assert self.dims(a) == self.dims(b), (op, a, b, self.dims(a), self.dims(b))
-        return self.emit(base or op, (dt or self.dt(a), self.dims(a)), "%s(%%%s, %%%s)" % (op, a, b))
+        return self.emit(base or op, (dt or self.dt(a), self.dims(a)),
+                         "%s(%%%s, %%%s)" % (op, a, b), sharding)
 
-    def add(self, a, b, base=None):
-        return self.binop("add", a, b, base)
+    def add(self, a, b, base=None, sharding=None):
+        return self.binop("add", a, b, base, sharding=sharding)
 
     def sub(self, a, b, base=None):
         return self.binop("subtract", a, b, base)
@@ -236,15 +268,16 @@ class Comp:
     def select(self, p, a, b, base=None):
         return self.emit(base or "sel", self.shapes[a], "select(%%%s, %%%s, %%%s)" % (p, a, b))
 
-    def convert(self, x, dt, base=None):
-        return self.emit(base or (x + ".c"), (dt, self.dims(x)), "convert(%%%s)" % x)
+    def convert(self, x, dt, base=None, sharding=None):
+        return self.emit(base or (x + ".c"), (dt, self.dims(x)), "convert(%%%s)" % x, sharding)
 
     def iota(self, dt, dims, dim, base="iota"):
         return self.emit(base, (dt, list(dims)), "iota(), iota_dimension=%d" % dim)
 
-    def reshape(self, x, dims, base=None):
+    def reshape(self, x, dims, base=None, sharding=None):
         assert prod(dims) == prod(self.dims(x))
-        return self.emit(base or (x + ".r"), (self.dt(x), list(dims)), "reshape(%%%s)" % x)
+        return self.emit(base or (x + ".r"), (self.dt(x), list(dims)), "reshape(%%%s)" % x,
+                         sharding)
 
     def transpose(self, x, perm, base=None, sharding=None):
         d = self.dims(x)
@@ -337,6 +370,12 @@ class Comp:
         return self.emit(base or ("%s.%d" % (t, i)), self.shapes[t][i],
                          "get-tuple-element(%%%s), index=%d" % (t, i))
 
+    def constrain(self, x, sharding, base=None):
+        """jax.lax.with_sharding_constraint: x resharded to `sharding` (XLA's Sharding
+        custom-call)."""
+        return self.emit(base or (x + ".g"), self.shapes[x],
+                         'custom-call(%%%s), custom_call_target="Sharding"' % x, sharding)
+
     def dslice(self, x, starts, sizes, base=None):
         return self.emit(base or (x + ".ds"), (self.dt(x), list(sizes)),
                          "dynamic-slice(%s), dynamic_slice_sizes=%s"
@@ -412,6 +451,20 @@ def sharding(spec, mesh):
 # Model description
 
 
+# The paper's finalized 2D sharding of a dense Transformer's activations (Section 5.1, Figure
+# 7): batch over `data`, and the model dim, the heads or the hidden dim over `model`.
+ACT_SPECS = {
+    "bsm": ("data", None, "model"),  # [B,S,M]: layer inputs and outputs, residual adds
+    "bsnd": ("data", None, "model", None),  # [B,S,N,Dh]: q, k, v
+    "bnsx": ("data", "model", None, None),  # [B,N,S,S] scores, [B,N,S,Dh] context
+    "bsf": ("data", None, "model"),  # [B,S,F]: the MLP's hidden layer
+    "bsm_g": ("data", None, None),  # [B,S,M] gathered along `model` for a dot contracting M
+}
+
+
+SHARDINGS = ("megatron", "2d")
+
+
 class Weight:
     def __init__(self, name, dims, spec, expert=False):
         self.name = name  # stack name (entry parameter)
@@ -429,6 +482,15 @@ class Model:
         self.train = a.train
         self.mesh = a.mesh
         self.devices = prod(s for _, s in a.mesh)
+        # --sharding: megatron (weights over `model` only) or 2d (the paper's finalized 2D
+        # sharding: weights over data x model, activations over both); --remat: None (the
+        # default: the backward recomputes each layer's whole forward, its discarded output
+        # included), True (only what the gradients need) or False (--no-remat: the forward
+        # saves every residual, the backward recomputes nothing)
+        self.sharding = getattr(a, "sharding", None) or "megatron"
+        self.remat = getattr(a, "remat", None)
+        if self.remat is not None and not self.train:
+            raise SystemExit("gen.py: --remat / --no-remat need --train")
         names = [n for n, _ in a.mesh]
         if self.H:
             if self.M % self.H:
@@ -444,7 +506,12 @@ class Model:
                     raise SystemExit("gen.py: transformer needs a mesh with axes data and model")
             self.tok_spec = ("data", None, None)
             att = "model"
+            if self.sharding == "2d":
+                self.tok_spec = ACT_SPECS["bsm"]
         else:
+            if self.sharding != "megatron":
+                raise SystemExit("gen.py: --sharding %s is for dense transformers only"
+                                 % self.sharding)
             for ax in ("data", "expert"):
                 if ax not in names:
                     raise SystemExit("gen.py: moe needs a mesh with axes data and expert")
@@ -452,20 +519,44 @@ class Model:
             self.C = a.capacity or max(1, -(-self.k * self.S // self.E))
             self.tok_spec = (("data", "expert"), None, None)
             att = None
+        # 2d: the model dim M of every weight over `data` as well (all-gathered per layer)
+        md = "data" if self.sharding == "2d" else None
         if self.H:
             N, Dh, M = self.H, self.Dh, self.M
             for w in ("wq", "wk", "wv"):
-                self.weights.append(Weight(w, [M, N, Dh], (None, att, None)))
-            self.weights.append(Weight("wo", [N, Dh, M], (att, None, None)))
+                self.weights.append(Weight(w, [M, N, Dh], (md, att, None)))
+            self.weights.append(Weight("wo", [N, Dh, M], (att, None, md)))
         if a.kind == "transformer":
-            self.weights.append(Weight("w1", [self.M, self.F], (None, "model")))
-            self.weights.append(Weight("w2", [self.F, self.M], ("model", None)))
+            self.weights.append(Weight("w1", [self.M, self.F], (md, "model")))
+            self.weights.append(Weight("w2", [self.F, self.M], ("model", md)))
         else:
             self.weights.append(Weight("wg", [self.M, self.E], (None, None)))
             self.weights.append(Weight("wi", [self.E, self.M, self.F], ("expert", None, None),
                                        True))
             self.weights.append(Weight("we", [self.E, self.F, self.M], ("expert", None, None),
                                        True))
+
+    def ann(self, kind):
+        """The sharding annotation of an activation of kind ACT_SPECS[kind] inside the layer
+        (2d only: Megatron leaves every activation to propagation)."""
+        return sharding(ACT_SPECS[kind], self.mesh) if self.sharding == "2d" else None
+
+    def wann(self, name, gathered=False):
+        """The sharding annotation of one layer's slice of weight stack `name` (2d only);
+        gathered: as the layer's dots read it, all-gathered along `data`."""
+        if self.sharding != "2d":
+            return None
+        spec = [w for w in self.weights if w.name == name][0].spec
+        if gathered:
+            spec = tuple(None if ax == "data" else ax for ax in spec)
+        return sharding(spec, self.mesh)
+
+    def gather(self, c, x):
+        """2d: the activation x [B,S,M] all-gathered along `model` (a sharding constraint)
+        before a dot that contracts M, as the paper's finalized 2D sharding does; otherwise x."""
+        if self.sharding != "2d":
+            return x
+        return c.constrain(x, self.ann("bsm_g"))
 
     def params(self):
         return sum(self.L * prod(w.dims) for w in self.weights)
@@ -487,10 +578,12 @@ class Model:
 
 def attn_fwd(c, m, x, w):
     fd, B, S, N, Dh = m.dt, m.B, m.S, m.H, m.Dh
-    q = c.dot(x, w["wq"], [], [], [2], [0], "q")  # [B,S,N,Dh]
-    k = c.dot(x, w["wk"], [], [], [2], [0], "k")
-    v = c.dot(x, w["wv"], [], [], [2], [0], "v")
-    sc = c.dot(q, k, [0, 2], [0, 2], [3], [3], "scores")  # [B,N,S,S]
+    a = m.ann
+    xg = m.gather(c, x)
+    q = c.dot(xg, w["wq"], [], [], [2], [0], "q", a("bsnd"))  # [B,S,N,Dh]
+    k = c.dot(xg, w["wk"], [], [], [2], [0], "k", a("bsnd"))
+    v = c.dot(xg, w["wv"], [], [], [2], [0], "v", a("bsnd"))
+    sc = c.dot(q, k, [0, 2], [0, 2], [3], [3], "scores", a("bnsx"))  # [B,N,S,S]
     scale = c.full(fd, 1.0 / math.sqrt(Dh), [B, N, S, S], "scale")
     s = c.mul(sc, scale, "scaled")
     mx = c.reduce(s, c.const(fd, float("-inf"), "ninf"), [3], "max_" + fd, "smax")
@@ -498,50 +591,62 @@ def attn_fwd(c, m, x, w):
     ex = c.unop("exponential", sh, "ex")
     sm = c.reduce(ex, c.const(fd, 0, "zero"), [3], "add_" + fd, "ssum")
     p = c.div(ex, c.bcast(sm, [B, N, S, S], [0, 1, 2]), "probs")
-    ctx = c.dot(p, v, [0, 1], [0, 2], [3], [1], "ctx")  # [B,N,S,Dh]
-    proj = c.dot(ctx, w["wo"], [], [], [1, 3], [0, 1], "proj")  # [B,S,M]
-    x1 = c.add(x, proj, "x1")
-    return x1, dict(x=x, q=q, k=k, v=v, p=p, ctx=ctx)
+    ctx = c.dot(p, v, [0, 1], [0, 2], [3], [1], "ctx", a("bnsx"))  # [B,N,S,Dh]
+    proj = c.dot(ctx, w["wo"], [], [], [1, 3], [0, 1], "proj", a("bsm"))  # [B,S,M]
+    x1 = c.add(x, proj, "x1", a("bsm"))
+    return x1, dict(x=x, xg=xg, q=q, k=k, v=v, p=p, ctx=ctx)
 
 
 def attn_bwd(c, m, sv, w, g):
     fd, B, S, N = m.dt, m.B, m.S, m.H
+    a = m.ann
     dw = {}
-    dw["wo"] = c.dot(sv["ctx"], g, [], [], [0, 2], [0, 1], "dwo")  # [N,Dh,M]
-    dctx = c.dot(g, w["wo"], [], [], [2], [2], "dctx")  # [B,S,N,Dh]
-    dp = c.dot(dctx, sv["v"], [0, 2], [0, 2], [3], [3], "dprobs")  # [B,N,S,S']
-    dv = c.dot(sv["p"], dctx, [0, 1], [0, 2], [2], [1], "dv")  # [B,N,S',Dh]
+    gg = m.gather(c, g)
+    dw["wo"] = c.dot(sv["ctx"], gg, [], [], [0, 2], [0, 1], "dwo", m.wann("wo"))  # [N,Dh,M]
+    dctx = c.dot(gg, w["wo"], [], [], [2], [2], "dctx", a("bsnd"))  # [B,S,N,Dh]
+    dp = c.dot(dctx, sv["v"], [0, 2], [0, 2], [3], [3], "dprobs", a("bnsx"))  # [B,N,S,S']
+    dv = c.dot(sv["p"], dctx, [0, 1], [0, 2], [2], [1], "dv", a("bnsx"))  # [B,N,S',Dh]
     t = c.reduce(c.mul(dp, sv["p"], "dpp"), c.const(fd, 0, "zero"), [3], "add_" + fd, "dpsum")
     ds = c.mul(sv["p"], c.sub(dp, c.bcast(t, [B, N, S, S], [0, 1, 2]), "dpc"), "dscaled")
     ds = c.mul(ds, c.full(fd, 1.0 / math.sqrt(m.Dh), [B, N, S, S], "scale"), "dscores")
-    dq = c.dot(ds, sv["k"], [0, 1], [0, 2], [3], [1], "dq")  # [B,N,S,Dh]
-    dk = c.dot(ds, sv["q"], [0, 1], [0, 2], [2], [1], "dk")  # [B,N,S',Dh]
+    dq = c.dot(ds, sv["k"], [0, 1], [0, 2], [3], [1], "dq", a("bnsx"))  # [B,N,S,Dh]
+    dk = c.dot(ds, sv["q"], [0, 1], [0, 2], [2], [1], "dk", a("bnsx"))  # [B,N,S',Dh]
     dx = g
     for name, d in (("wq", dq), ("wk", dk), ("wv", dv)):
-        dw[name] = c.dot(sv["x"], d, [], [], [0, 1], [0, 2], "d" + name)  # [M,N,Dh]
-        dx = c.add(dx, c.dot(d, w[name], [], [], [1, 3], [1, 2], "dx" + name[1]), "dxa")
+        dw[name] = c.dot(sv["xg"], d, [], [], [0, 1], [0, 2], "d" + name,
+                         m.wann(name))  # [M,N,Dh]
+        dx = c.add(dx, c.dot(d, w[name], [], [], [1, 3], [1, 2], "dx" + name[1], a("bsm")),
+                   "dxa", a("bsm"))
     return dx, dw
 
 
-def mlp_fwd(c, m, x1, w):
-    h0 = c.dot(x1, w["w1"], [], [], [2], [0], "h0")  # [B,S,F]
+def mlp_fwd(c, m, x1, w, out=True):
+    """out=False: only what the backward needs (the layer's output dot is left out)."""
+    a = m.ann
+    x1g = m.gather(c, x1)
+    h0 = c.dot(x1g, w["w1"], [], [], [2], [0], "h0", a("bsf"))  # [B,S,F]
     zero = c.full(m.dt, 0, c.dims(h0), "zeros")
     h = c.binop("maximum", h0, zero, "h")
-    y = c.dot(h, w["w2"], [], [], [2], [0], "y")
-    return c.add(x1, y, "out"), dict(x1=x1, h0=h0, h=h, zero=zero)
+    saved = dict(x1=x1, x1g=x1g, h0=h0, h=h, zero=zero)
+    if not out:
+        return None, saved
+    y = c.dot(h, w["w2"], [], [], [2], [0], "y", a("bsm"))
+    return c.add(x1, y, "out", a("bsm")), saved
 
 
 def mlp_bwd(c, m, sv, w, g):
+    a = m.ann
     dw = {}
-    dw["w2"] = c.dot(sv["h"], g, [], [], [0, 1], [0, 1], "dw2")  # [F,M]
-    dh = c.dot(g, w["w2"], [], [], [2], [1], "dh")  # [B,S,F]
+    gg = m.gather(c, g)
+    dw["w2"] = c.dot(sv["h"], gg, [], [], [0, 1], [0, 1], "dw2", m.wann("w2"))  # [F,M]
+    dh = c.dot(gg, w["w2"], [], [], [2], [1], "dh", a("bsf"))  # [B,S,F]
     dh0 = c.select(c.compare(sv["h0"], sv["zero"], "GT", "active"), dh, sv["zero"], "dh0")
-    dw["w1"] = c.dot(sv["x1"], dh0, [], [], [0, 1], [0, 1], "dw1")  # [M,F]
-    dx = c.add(g, c.dot(dh0, w["w1"], [], [], [2], [1], "dxm"), "dx1")
+    dw["w1"] = c.dot(sv["x1g"], dh0, [], [], [0, 1], [0, 1], "dw1", m.wann("w1"))  # [M,F]
+    dx = c.add(g, c.dot(dh0, w["w1"], [], [], [2], [1], "dxm", a("bsm")), "dx1", a("bsm"))
     return dx, dw
 
 
-def moe_fwd(c, m, x1, w):
+def moe_fwd(c, m, x1, w, out=True):
     fd, G, S, E, C = m.dt, m.B, m.S, m.E, m.C
     gse = [G, S, E]
     lg = c.dot(x1, w["wg"], [], [], [2], [0], "logits")  # [G,S,E]
@@ -574,8 +679,12 @@ def moe_fwd(c, m, x1, w):
     onehot = c.compare(c.bcast(pos, gsec, [0, 1, 2]), c.iota("s32", gsec, 3, "slot"), "EQ",
                        "onehot")
     disp_p = c.binop("and", onehot, c.bcast(keep, gsec, [0, 1, 2]), "dispatch.p")
-    disp = c.convert(disp_p, fd, "dispatch")  # [G,S,E,C]
-    comb = c.mul(disp, c.bcast(gates, gsec, [0, 1, 2]), "combine")
+    # --remat / --no-remat pin the dispatch and combine tensors to the tokens' sharding (G over
+    # data x expert): the default form leaves that to propagation from the combine dot, which
+    # --remat's backward does not recompute
+    gs = sharding(m.tok_spec + (None,), m.mesh) if m.remat is not None else None
+    disp = c.convert(disp_p, fd, "dispatch", gs)  # [G,S,E,C]
+    comb = c.binop("multiply", disp, c.bcast(gates, gsec, [0, 1, 2]), "combine", sharding=gs)
     # GSEC,GSM->EGCM: tokens to their experts (all-to-all: G over data x expert -> E over expert)
     ge = sharding(("data", "expert", None, None), m.mesh)
     ein_g = c.dot(disp, x1, [0], [0], [1], [1], "expert_in.g", ge)  # [G,E,C,M]
@@ -584,11 +693,13 @@ def moe_fwd(c, m, x1, w):
     zero = c.full(fd, 0, c.dims(h0), "ezeros")
     h = c.binop("maximum", h0, zero, "eh")
     eo = c.dot(h, w["we"], [0], [0], [3], [1], "expert_out")  # [E,G,C,M]
+    saved = dict(x1=x1, gates=gates, disp=disp, comb=comb, ein=ein, h0=h0, h=h, eo=eo,
+                 zero=zero)
+    if not out:
+        return None, saved
     # GSEC,EGCM->GSM: back to the tokens, weighted by their gates
     y = c.dot(comb, eo, [0], [1], [2, 3], [0, 2], "moe_y")  # [G,S,M]
-    out = c.add(x1, y, "out")
-    return out, dict(x1=x1, gates=gates, disp=disp, comb=comb, ein=ein, h0=h0, h=h, eo=eo,
-                     zero=zero)
+    return c.add(x1, y, "out"), saved
 
 
 def moe_bwd(c, m, sv, w, g):
@@ -616,15 +727,56 @@ def moe_bwd(c, m, sv, w, g):
     return dx, dw
 
 
-def layer_fwd(c, m, x, w):
+def layer_fwd(c, m, x, w, out=True):
+    """The layer's output and the values its backward reads (by block, then by role); out=False
+    leaves out the output (its last dot and residual add), which the backward never reads."""
     saved = {}
     if m.H:
         x, saved["attn"] = attn_fwd(c, m, x, w)
     if m.kind == "transformer":
-        out, saved["ffn"] = mlp_fwd(c, m, x, w)
+        y, saved["ffn"] = mlp_fwd(c, m, x, w, out)
     else:
-        out, saved["ffn"] = moe_fwd(c, m, x, w)
-    return out, saved
+        y, saved["ffn"] = moe_fwd(c, m, x, w, out)
+    return y, saved
+
+
+# The values layer_fwd returns for the backward that --no-remat's forward saves, by block and
+# role, with their 2d sharding (not `zero`, a constant, nor xg / x1g, the inputs gathered along
+# `model`: the backward makes them again)
+RESIDUAL_SPECS = {("attn", "x"): "bsm", ("attn", "q"): "bsnd", ("attn", "k"): "bsnd",
+                  ("attn", "v"): "bsnd", ("attn", "p"): "bnsx", ("attn", "ctx"): "bnsx",
+                  ("ffn", "x1"): "bsm", ("ffn", "h0"): "bsf", ("ffn", "h"): "bsf"}
+# the MoE block's: the tokens' [G,S,...] (G over data x expert) and the experts' [E,G,C,...]
+# (E over expert, G over data)
+MOE_RESIDUALS = {"x1": "tok", "gates": "tok", "disp": "tok", "comb": "tok", "ein": "exp",
+                 "h0": "exp", "h": "exp", "eo": "exp"}
+
+
+def residual_spec(m, blk, role):
+    """The PartitionSpec of one layer's saved residual, its leading dims (the rest replicated),
+    as the forward computes it, so that the stacks need no resharding between the loops."""
+    if m.kind == "moe":
+        if blk == "ffn":
+            return {"tok": (("data", "expert"),),
+                    "exp": ("expert", "data")}[MOE_RESIDUALS[role]]
+        return (("data", "expert"),)  # attention: pure data parallelism over the tokens
+    spec = ACT_SPECS[RESIDUAL_SPECS[(blk, role)]]
+    if m.sharding != "2d" and RESIDUAL_SPECS[(blk, role)] == "bsm":
+        spec = ACT_SPECS["bsm_g"]  # Megatron: [B,S,M] split over data only
+    return spec
+
+
+def residuals(m):
+    """[(block, role, shape)] of the values one layer's backward reads: what --no-remat's
+    forward scan stacks over the layers (the constant zeros excepted)."""
+    c = Comp("probe")
+    x = c.param("x", (m.dt, [m.B, m.S, m.M]))
+    w = {wt.name: c.param(wt.name, (m.dt, wt.dims)) for wt in m.weights}
+    _, saved = layer_fwd(c, m, x, w, out=False)
+    keep = {blk: MOE_RESIDUALS if m.kind == "moe" and blk == "ffn" else
+            [r for b, r in RESIDUAL_SPECS if b == blk] for blk in saved}
+    return [(blk, role, c.shapes[v]) for blk in saved for role, v in saved[blk].items()
+            if role in keep[blk]]
 
 
 def layer_bwd(c, m, saved, w, g):
@@ -645,7 +797,11 @@ def layer_bwd(c, m, saved, w, g):
 def slice_layer(c, m, stack, i, wt):
     zero = c.const("s32", 0, "z")
     s = c.dslice(stack, [i] + [zero] * len(wt.dims), [1] + wt.dims, wt.name + ".i")
-    return c.reshape(s, wt.dims, wt.name)
+    w = c.reshape(s, wt.dims, wt.name, m.wann(wt.name))
+    if m.sharding == "2d":
+        # FSDP: the layer's dots read the weight all-gathered along `data`
+        w = c.constrain(w, m.wann(wt.name, gathered=True))
+    return w
 
 
 def loop_cond(name, state_shape, L):
@@ -665,50 +821,94 @@ def build(m):
     stack_shape = {w.name: (fd, [L] + w.dims) for w in m.weights}
     stack_shard = {w.name: sharding((None,) + w.spec, m.mesh) for w in m.weights}
     wn = [w.name for w in m.weights]
+    two_d = m.sharding == "2d"
+    # What the forward scan saves for the backward (dynamic-update-slice into [L,...] stacks):
+    # with remat (the default, and --remat) each layer's input [B,S,M], from which the backward
+    # loop recomputes the layer; with --no-remat every residual the layer's backward reads.
+    if not m.train:
+        saves = []
+    elif m.remat is False:
+        saves = [("res_%s_%s" % (blk, role), shape[1], (blk, role))
+                 for blk, role, shape in residuals(m)]
+    else:
+        saves = [("acts", act, None)]
+    save_shape = [(fd, [L] + dims) for _, dims, _ in saves]
 
-    # forward scan: (i, x, [saved layer inputs,] weight stacks...)
-    fstate = [("s32", []), (fd, act)] + ([(fd, [L] + act)] if m.train else []) + \
-        [stack_shape[n] for n in wn]
+    def save_shard(key, dims):
+        """The saved stacks' sharding: with --no-remat each residual's; the layer inputs' with
+        2d (the default and --remat leave Megatron's to propagation)."""
+        if key is not None:
+            spec = residual_spec(m, *key)
+        elif two_d:
+            spec = ACT_SPECS["bsm"]
+        else:
+            return None
+        return sharding((None,) + tuple(spec) + (None,) * (len(dims) - len(spec)), m.mesh)
+
+    # forward scan: (i, x, [saved values,] weight stacks...)
+    ns = len(saves)
+    fstate = [("s32", []), (fd, act)] + save_shape + [stack_shape[n] for n in wn]
     fb = Comp("fwd_body")
     s = fb.param("s", fstate)
     i = fb.gte(s, 0, "i")
     x = fb.gte(s, 1, "x")
-    k = 2
-    if m.train:
-        acts = fb.gte(s, 2, "acts")
-        k = 3
+    saved_st = [fb.gte(s, 2 + j, nm) for j, (nm, _, _) in enumerate(saves)]
+    if m.train and m.remat is not False:
         z = fb.const("s32", 0, "z")
-        acts = fb.dus(acts, fb.reshape(x, [1] + act, "x4"), [i, z, z, z], "acts1")
-    stacks = [fb.gte(s, k + j, n + "s") for j, n in enumerate(wn)]
+        saved_st = [fb.dus(saved_st[0], fb.reshape(x, [1] + act, "x4"), [i, z, z, z], "acts1")]
+    stacks = [fb.gte(s, 2 + ns + j, n + "s") for j, n in enumerate(wn)]
     w = {n: slice_layer(fb, m, st, i, wt) for n, st, wt in zip(wn, stacks, m.weights)}
-    y, _ = layer_fwd(fb, m, x, w)
+    y, res = layer_fwd(fb, m, x, w)
+    if m.remat is False:
+        z = fb.const("s32", 0, "z")
+        for j, (nm, dims, (blk, role)) in enumerate(saves):
+            v = fb.reshape(res[blk][role], [1] + dims, nm + ".r")
+            saved_st[j] = fb.dus(saved_st[j], v, [i] + [z] * len(dims), nm + "1")
     i1 = fb.add(i, fb.const("s32", 1, "one"), "i1")
-    fb.set_root(fb.tuple([i1, y] + ([acts] if m.train else []) + stacks, "t"))
+    fb.set_root(fb.tuple([i1, y] + saved_st + stacks, "t"))
     comps += [loop_cond("fwd_cond", fstate, L), fb]
     bb = None
 
     if m.train:
-        # backward scan: (i, dy, saved inputs, weight stacks..., gradient stacks...), layers reversed
-        bstate = [("s32", []), (fd, act), (fd, [L] + act)] + [stack_shape[n] for n in wn] * 2
+        # backward scan: (i, dy, saved values..., weight stacks..., gradient stacks...), layers
+        # reversed
+        bstate = [("s32", []), (fd, act)] + save_shape + [stack_shape[n] for n in wn] * 2
         bb = Comp("bwd_body")
         s = bb.param("s", bstate)
         i = bb.gte(s, 0, "i")
         g = bb.gte(s, 1, "g")
-        acts = bb.gte(s, 2, "acts")
-        stacks = [bb.gte(s, 3 + j, n + "s") for j, n in enumerate(wn)]
-        gstacks = [bb.gte(s, 3 + len(wn) + j, "d" + n + "s") for j, n in enumerate(wn)]
+        saved_st = [bb.gte(s, 2 + j, nm) for j, (nm, _, _) in enumerate(saves)]
+        stacks = [bb.gte(s, 2 + ns + j, n + "s") for j, n in enumerate(wn)]
+        gstacks = [bb.gte(s, 2 + ns + len(wn) + j, "d" + n + "s") for j, n in enumerate(wn)]
         j_ = bb.sub(bb.const("s32", L - 1, "last"), i, "j")
         z = bb.const("s32", 0, "z")
-        xj = bb.reshape(bb.dslice(acts, [j_, z, z, z], [1] + act, "xj"), act, "x")
-        w = {n: slice_layer(bb, m, st, j_, wt) for n, st, wt in zip(wn, stacks, m.weights)}
-        _, saved = layer_fwd(bb, m, xj, w)
-        gx, dw = layer_bwd(bb, m, saved, w, g)
+        if m.remat is False:
+            # the residuals of layer j, as the forward computed them
+            res = {}
+            for st, (nm, dims, (blk, role)) in zip(saved_st, saves):
+                v = bb.dslice(st, [j_] + [z] * len(dims), [1] + dims, nm + ".ds")
+                res.setdefault(blk, {})[role] = bb.reshape(v, dims, role)
+            ffn = res["ffn"]
+            ffn["zero"] = bb.full(fd, 0, bb.dims(ffn["h0"]), "zeros")
+            if m.kind == "transformer":
+                ffn["x1g"] = m.gather(bb, ffn["x1"])
+            if m.H:
+                res["attn"]["xg"] = m.gather(bb, res["attn"]["x"])
+            w = {n: slice_layer(bb, m, st, j_, wt) for n, st, wt in zip(wn, stacks, m.weights)}
+        else:
+            # recompute layer j's forward from its saved input (with --remat, only what the
+            # gradients read: not the layer's output)
+            xj = bb.reshape(bb.dslice(saved_st[0], [j_, z, z, z], [1] + act, "xj"), act, "x",
+                            m.ann("bsm"))
+            w = {n: slice_layer(bb, m, st, j_, wt) for n, st, wt in zip(wn, stacks, m.weights)}
+            _, res = layer_fwd(bb, m, xj, w, out=m.remat is None)
+        gx, dw = layer_bwd(bb, m, res, w, g)
         new_g = []
         for n, gs, wt in zip(wn, gstacks, m.weights):
             d = bb.reshape(dw[n], [1] + wt.dims, "d" + n + ".r")
             new_g.append(bb.dus(gs, d, [j_] + [z] * len(wt.dims), "d" + n + "s1"))
         i1 = bb.add(i, bb.const("s32", 1, "one"), "i1")
-        bb.set_root(bb.tuple([i1, gx, acts] + stacks + new_g, "t"))
+        bb.set_root(bb.tuple([i1, gx] + saved_st + stacks + new_g, "t"))
         comps += [loop_cond("bwd_cond", bstate, L), bb]
 
     e = Comp("main", entry=True)
@@ -716,25 +916,26 @@ def build(m):
     stacks = [e.param(n + "s", stack_shape[n], stack_shard[n]) for n in wn]
     zi = e.const("s32", 0, "zero")
     init = [zi, x]
-    if m.train:
-        init.append(e.full(fd, 0, [L] + act, "acts0"))
+    for nm, dims, key in saves:
+        init.append(e.full(fd, 0, [L] + dims, nm + "0", save_shard(key, dims)))
     fw = e.while_(e.tuple(init + stacks, "init"), "fwd_cond", "fwd_body", "fwd")
     y = e.gte(fw, 1, "y")
     if not m.train:
         e.set_root(y, sharding(m.tok_spec, m.mesh))
     else:
-        acts = e.gte(fw, 2, "acts")
+        saved_st = [e.gte(fw, 2 + j, nm) for j, (nm, _, _) in enumerate(saves)]
         n_el = prod(act)
         sq = e.mul(y, y, "ysq")
         loss = e.mul(e.reduce(sq, e.const(fd, 0, "fzero"), [0, 1, 2], "add_" + fd, "sumsq"),
                      e.const(fd, 1.0 / n_el, "inv_n"), "loss")
         gy = e.mul(y, e.full(fd, 2.0 / n_el, act, "two_inv_n"), "dy")
-        zeros = [e.full(fd, 0, stack_shape[n][1], "d%s0" % n) for n in wn]
-        bw = e.while_(e.tuple([zi, gy, acts] + stacks + zeros, "binit"), "bwd_cond",
+        zeros = [e.full(fd, 0, stack_shape[n][1], "d%s0" % n,
+                        stack_shard[n] if two_d else None) for n in wn]
+        bw = e.while_(e.tuple([zi, gy] + saved_st + stacks + zeros, "binit"), "bwd_cond",
                       "bwd_body", "bwd")
         news = []
         for j, n in enumerate(wn):
-            d = e.gte(bw, 3 + len(wn) + j, "d" + n + "s")
+            d = e.gte(bw, 2 + ns + len(wn) + j, "d" + n + "s")
             upd = e.mul(d, e.full(fd, 0.01, stack_shape[n][1], "lr_" + n), "u" + n)
             news.append(e.sub(stacks[j], upd, n + "s_new"))
         out = e.tuple([loss] + news, "out")
@@ -747,7 +948,8 @@ def build(m):
     fwd_f = fb.dot_flops
     bwd_f = bb.dot_flops if bb else 0
     stats = dict(written=fwd_f + bwd_f, executed=L * (fwd_f + bwd_f),
-                 dots=fb.n_dots + (bb.n_dots if bb else 0))
+                 dots=fb.n_dots + (bb.n_dots if bb else 0),
+                 saved=sum(prod(d) for _, d, _ in saves))
     return text, stats
 
 
@@ -1452,10 +1654,28 @@ def add_common(p):
     p.add_argument("-o", "--output", help="write the module here (default: stdout)")
 
 
+def add_dense(p):
+    p.add_argument("--sharding", choices=SHARDINGS, default=None,
+                   help="megatron (default): weights over `model` only; 2d: the paper's "
+                   "finalized 2D sharding, weights over data x model (all-gathered per layer) "
+                   "and activations over both")
+    add_remat(p)
+
+
+def add_remat(p):
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--remat", dest="remat", action="store_true", default=None,
+                   help="with --train: the backward recomputes each layer from its saved input, "
+                   "only what the gradients read (jax.checkpoint of the layer)")
+    g.add_argument("--no-remat", dest="remat", action="store_false",
+                   help="with --train: the forward saves every residual of every layer, the "
+                   "backward recomputes nothing")
+
+
 def make_parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="See the module docstring (head -60 tools/gen.py).")
+                                 epilog="See the module docstring (head -135 tools/gen.py).")
     ap.add_argument("--list-presets", action="store_true", help="list the presets and exit")
     sub = ap.add_subparsers(dest="cmd")
     t = sub.add_parser("transformer", help="dense Transformer (2D data x model sharding)")
@@ -1469,6 +1689,8 @@ def make_parser():
         p.add_argument("--mesh", type=parse_mesh, required=True)
         add_common(p)
     t.add_argument("--heads", type=int, required=True)
+    add_dense(t)
+    add_remat(mo)
     mo.add_argument("--heads", type=int, default=0,
                     help="attention heads per layer (default 0: MoE FFN layers only)")
     mo.add_argument("--experts", type=int, required=True)
@@ -1517,16 +1739,17 @@ def make_parser():
     add_common(pr)
     pr.add_argument("--no-train", dest="train", action="store_false", default=None,
                     help="forward only, whatever the preset says")
+    add_dense(pr)
     return ap
 
 
-def preset_args(name, dtype=None, train=None):
+def preset_args(name, dtype=None, train=None, sharding=None, remat=None):
     if name not in PRESETS:
         raise SystemExit("gen.py: unknown preset %r (see --list-presets)" % name)
     d = dict(PRESETS[name])
     a = argparse.Namespace(heads=0, experts=0, capacity=0, top=2, dtype="f32", train=False,
                            shift="pad", feed="select", collect="reduce", in_channels=1,
-                           classes=2, down="conv", up="transpose")
+                           classes=2, down="conv", up="transpose", sharding=None, remat=None)
     for k, v in d.items():
         setattr(a, k, v)
     a.mesh = parse_mesh(d["mesh"])
@@ -1534,6 +1757,11 @@ def preset_args(name, dtype=None, train=None):
         a.dtype = dtype
     if train is not None:
         a.train = train
+    if (sharding or remat is not None) and a.kind not in ("transformer", "moe"):
+        raise SystemExit("gen.py: --sharding, --remat and --no-remat are for the transformer "
+                         "and moe presets, not %s" % name)
+    a.sharding = sharding
+    a.remat = remat
     return a
 
 
@@ -1554,13 +1782,22 @@ def summary(m, stats):
     else:
         A = P
         pdesc = "params %d (%s)" % (P, human(P))
+    extra = ""
+    if m.sharding == "2d":
+        extra += ("; sharding 2d (weights over data x model, all-gathered per layer; "
+                  "activations [B,S,M] over data x model)")
+    if m.remat is not None:
+        extra += ("; %s: the forward saves %d elements per layer (%s)" % (
+            "remat" if m.remat else "no remat", stats["saved"],
+            "its input, the backward recomputes the rest" if m.remat else
+            "every residual, the backward recomputes nothing"))
     return ("gen: %s%s: %s; model FLOPs/step %.4g (%d x %s x %d tokens); dot FLOPs emitted: "
             "%d per step executed (loop bodies x %d layers), %d as written (each computation "
-            "once, %d dots); devices %d (%s)" % (
+            "once, %d dots); devices %d (%s)%s" % (
                 m.kind, " train" if m.train else "", pdesc, mult * A * T, mult,
                 "active params" if m.kind == "moe" else "params", T, stats["executed"], m.L,
                 stats["written"], stats["dots"], m.devices,
-                ",".join("%s=%d" % ms for ms in m.mesh)))
+                ",".join("%s=%d" % ms for ms in m.mesh), extra))
 
 
 def pipeline_summary(p, stats):
@@ -1616,7 +1853,7 @@ def main(argv=None):
         return 2
     if a.cmd == "preset":
         out = a.output
-        a = preset_args(a.name, a.dtype, a.train)
+        a = preset_args(a.name, a.dtype, a.train, a.sharding, a.remat)
         a.output = out
     else:
         a.kind = a.cmd

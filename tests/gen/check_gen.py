@@ -46,10 +46,33 @@ volumes the mesh does not divide evenly) and unet3d-256-256 / unet3d-256-512 (25
   - (tiny) run --verify on threads (and under mpirun with 4 ranks for the 4-device case), and
     (f32 training steps) the weight gradients, read from the SGD update, agree with central
     finite differences of the loss along each weight's gradient direction.
+Dense Transformer with the paper's finalized 2D sharding (gen.py transformer --sharding 2d:
+weights over data x model, all-gathered per layer; activations over both) and per-layer
+rematerialization (--train --remat; --no-remat saves every residual instead):
+  - tiny ones (4 devices data=2,model=2 and tiny-transformer on 8; forward, training steps
+    with each backward form, bf16; Megatron and MoE with --remat / --no-remat) partition with
+    --propagate --stats: exit 0, no warning, FLOPs ratio 1.000, nothing computed whole; with
+    2d every weight stack is split N ways (per-device elements x N = its elements), and every
+    loop body holds at least one all-gather per weight and a reduce-scatter, and no
+    all-reduce, all-to-all or collective-permute; as-written dot FLOPs = flops.py; run
+    --verify (and under mpirun on 4 ranks); the f32 2d training steps' gradients agree with
+    central finite differences of the loss;
+  - the variants of one training step (default, --remat, --no-remat; Megatron and 2d; and
+    tiny-moe's) give the same loss and updated weights on the reference interpreter (`gspmd
+    eval`, same seeded inputs, within 1e-5 relative); --remat's forward saves only each
+    layer's input; executed dot FLOPs fall from the default to --remat to --no-remat;
+  - the paper's dense presets (dense-64b-128 .. dense-1t-2048) as bf16 training steps with
+    --sharding 2d --remat: small text, partition with the 2D pattern above, and `cost
+    --machine tpu-v3` predicts a peak per device that fits 16 GiB, with one all-reduce per step
+    (the loss); the Megatron form's peak, the step time and MFU are reported, not checked;
+  - moe-78b-128 with --remat and --no-remat: partition without warnings and `cost` knows every
+    loop's trip count (the saved stacks reach the backward loop unresharded); --remat fits;
+  - gen.py rejects --sharding 2d for MoE, --remat without --train, and --remat for a pipeline.
 One line per case; exit 1 if any fails.
 """
 import ast
 import json
+import math
 import os
 import random
 import re
@@ -121,6 +144,49 @@ UNET_LARGE = [
     ("unet3d-256-512 train", ["preset", "unet3d-256-512"]),
     ("unet3d-256-512 train bf16", ["preset", "unet3d-256-512", "--dtype", "bf16"]),
     ("unet3d-256-512 fwd bf16", ["preset", "unet3d-256-512", "--no-train", "--dtype", "bf16"]),
+]
+# Dense Transformer with the paper's finalized 2D sharding (--sharding 2d) and per-layer
+# rematerialization (--remat; --no-remat saves every residual instead).
+T4 = ["transformer", "--layers", "2", "--batch", "4", "--seq", "8", "--model", "16", "--ffn",
+      "32", "--heads", "4", "--mesh", "data=2,model=2"]
+# (case name, gen.py arguments, options): mpi: also under mpirun; grad: the finite-difference
+# check of the gradients
+DENSE_TINY = [
+    ("transformer 2d fwd", T4 + ["--sharding", "2d"], {}),
+    ("transformer 2d train", T4 + ["--sharding", "2d", "--train"], {}),
+    ("transformer 2d remat", T4 + ["--sharding", "2d", "--train", "--remat"],
+     dict(mpi=True, grad=True)),
+    ("transformer 2d no-remat", T4 + ["--sharding", "2d", "--train", "--no-remat"],
+     dict(grad=True)),
+    ("transformer remat", T4 + ["--train", "--remat"], {}),
+    ("transformer no-remat", T4 + ["--train", "--no-remat"], {}),
+    ("tiny-transformer 2d remat", ["preset", "tiny-transformer", "--sharding", "2d", "--remat"],
+     {}),
+    ("tiny-transformer 2d bf16", ["preset", "tiny-transformer", "--sharding", "2d", "--remat",
+                                  "--dtype", "bf16"], {}),
+    ("tiny-moe no-remat", ["preset", "tiny-moe", "--no-remat"], {}),
+]
+# (case name, gen.py arguments, the variants' own arguments): same loss and weights
+REMAT_SAME = [
+    ("transformer variants", T4 + ["--train"],
+     [[], ["--remat"], ["--no-remat"], ["--sharding", "2d"], ["--sharding", "2d", "--remat"],
+      ["--sharding", "2d", "--no-remat"]]),
+    ("moe variants", ["preset", "tiny-moe"], [[], ["--remat"], ["--no-remat"]]),
+]
+DENSE_LARGE = ["dense-64b-128", "dense-128b-256", "dense-256b-512", "dense-512b-1024",
+               "dense-1t-2048"]
+# (case name, gen.py arguments, must fit 16 GiB)
+MOE_LARGE = [
+    ("moe-78b-128 remat", ["preset", "moe-78b-128", "--train", "--dtype", "bf16", "--remat"],
+     True),
+    ("moe-78b-128 no-remat", ["preset", "moe-78b-128", "--train", "--dtype", "bf16",
+                              "--no-remat"], False),
+]
+REJECTED = [
+    ("moe --sharding 2d", ["preset", "tiny-moe", "--sharding", "2d"], "dense transformers only"),
+    ("--remat without --train", ["preset", "tiny-transformer", "--no-train", "--remat"],
+     "need --train"),
+    ("pipeline --remat", ["preset", "tiny-pipeline", "--remat"], "transformer and moe presets"),
 ]
 MPI_RANKS = 4
 LR = 0.01  # gen.py's SGD step
@@ -664,6 +730,238 @@ def check_unet(gspmd, name, args, tmp, tiny=True, ratio=None, gather=False, mpi=
     return ", ".join(notes)
 
 
+# ----------------------------------------------------------------------------------------------
+# Dense Transformer: the paper's finalized 2D sharding and per-layer rematerialization
+
+
+def arrays(text, entry_only=True):
+    """[(name, dtype, dims)] of a module's entry parameters, in order."""
+    entry = text[text.index("ENTRY"):] if entry_only else text
+    return [(m.group(1), m.group(2), [int(d) for d in m.group(3).split(",") if d]) for m in
+            re.finditer(r"%([\w.\-]+) = (\w+)\[([\d,]*)\]\S* parameter\(\d+\)", entry)]
+
+
+def numel(dims):
+    k = 1
+    for d in dims:
+        k *= d
+    return k
+
+
+def check_2d_collectives(out, n_weights):
+    """The paper's 2D pattern in every loop body of the partitioned program: at least one
+    all-gather per weight (each layer all-gathers its weights along `data`) and a
+    reduce-scatter (dots producing the model dim, weight gradients), no all-reduce (nothing
+    summed whole), no all-to-all or collective-permute (no resharding by moving shards)."""
+    bodies = while_bodies(out)
+    if not bodies:
+        raise ValueError("the partitioned program has no while loop")
+    desc = []
+    for body, text in bodies.items():
+        c = count_collectives(text)
+        bad = [k for k in ("all-reduce", "all-to-all", "collective-permute") if c.get(k)]
+        if bad or c.get("all-gather", 0) < n_weights or not c.get("reduce-scatter"):
+            raise ValueError("while body %s: %s (want >= %d all-gathers, reduce-scatters, no "
+                             "%s)" % (body, c or "no collectives", n_weights, ", ".join(bad)
+                                      or "all-reduce"))
+        desc.append("%s: %s" % (body, ", ".join("%d %s" % (k, c_) for c_, k in c.items())))
+    return "; ".join(desc)
+
+
+def check_weights_2d(path, out, n):
+    """Each device holds 1/n of every weight stack (split over data x model, not replicated
+    along either axis): per-device elements x n = the stack's elements."""
+    whole = {nm: numel(d) for nm, _, d in arrays(open(path).read()) if nm != "x"}
+    part = {nm: numel(d) for nm, _, d in arrays(out) if nm in whole}
+    if not whole or set(part) != set(whole):
+        raise ValueError("weight parameters %s, partitioned %s" % (sorted(whole), sorted(part)))
+    for nm in whole:
+        if part[nm] * n != whole[nm]:
+            raise ValueError("%s: %d of %d elements per device on %d devices (not split over "
+                             "both axes)" % (nm, part[nm], whole[nm], n))
+    return "%d weight stacks split %d ways" % (len(whole), n)
+
+
+def check_dense(gspmd, name, args, tmp, mpi=False, grad=False):
+    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
+    n, written, summary = generate(args, path)
+    two_d = "sharding 2d" in summary
+    notes = ["%d devices" % n]
+    out, err, t = partition_stats(gspmd, path, n, True)
+    r = re.search(r"per-device FLOPs: .*ratio ([0-9.]+)", err)
+    if not r or r.group(1) != "1.000":
+        raise ValueError("per-device FLOPs ratio %s, expected 1.000"
+                         % (r.group(1) if r else "missing"))
+    warn = [l for l in err.splitlines() if "warning" in l]
+    if warn:
+        raise ValueError("partition warns: %s" % warn[0])
+    for what in ("default action", "computed whole", "full remat"):
+        m = re.search(r"^%s\s+(\d+)" % what, err, re.M)
+        if not m or m.group(1) != "0":
+            raise ValueError("%s: %s" % (what, m.group(1) if m else "not printed"))
+    notes.append("ratio 1.000, partition %.2fs" % t)
+    if two_d:
+        notes.append(check_weights_2d(path, out, n))
+        notes.append("in the loops: " + check_2d_collectives(out, 6))
+    if os.path.exists(FLOPS):
+        rc, o, e, _ = run([sys.executable, FLOPS, path])
+        if rc != 0 or int(o.split()[0]) != written:
+            raise ValueError("dot FLOPs as written: gen.py %d, flops.py %s" % (
+                written, o.split()[0] if rc == 0 else "failed"))
+        notes.append("dot FLOPs = flops.py")
+    notes.extend(run_verified(gspmd, path, n, mpi))
+    if grad:
+        notes.append(unet_gradients(gspmd, path, n, tmp))
+    return ", ".join(notes)
+
+
+def random_inputs(path, d, seed):
+    """Seeded f32 values for every entry parameter of path (x ~ N(0,1), a weight stack
+    [L, K, ...] ~ N(0, 1/K)), written to d; the --input arguments that pass them."""
+    rng = random.Random(seed)
+    os.makedirs(d, exist_ok=True)
+    args = []
+    for nm, dt, dims in arrays(open(path).read()):
+        if dt != "f32":
+            raise ValueError("parameter %s is %s, not f32" % (nm, dt))
+        cnt = numel(dims)
+        scale = 1.0 if nm == "x" else dims[1] ** -0.5  # [L, fan-in, ...]
+        f = os.path.join(d, nm + ".npy")
+        save_npy(f, dims, [rng.gauss(0, 1) * scale for _ in range(cnt)])
+        args += ["--input", "%s=%s" % (nm, f)]
+    return args
+
+
+def check_remat_same(gspmd, name, base, variants, tmp, rel=1e-5):
+    """The training step's variants (sharding, remat) compute the same loss and updated weights
+    on the reference interpreter (`gspmd eval`, same inputs), each within rel of the first's
+    largest value, and with rematerialization the forward saves only each layer's input; the
+    executed dot FLOPs fall from the default (whole forward recomputed) to --remat (only what
+    the gradients read) to --no-remat (nothing recomputed)."""
+    ref, flops, bitwise, worst = None, {}, True, 0.0
+    for k, extra in enumerate(variants):
+        path = os.path.join(tmp, "%s_%d.hlo" % (re.sub(r"\W+", "_", name), k))
+        _, _, summary = generate(base + extra, path)
+        ex = re.search(r"(\d+) per step executed", summary)
+        flops[" ".join(extra)] = int(ex.group(1))
+        if "--remat" in extra:
+            saved = re.search(r"the forward saves (\d+) elements per layer", summary)
+            x = [d for nm, _, d in arrays(open(path).read()) if nm == "x"][0]
+            if not saved or int(saved.group(1)) != numel(x):
+                raise ValueError("%s: the forward saves %s elements per layer, not the layer "
+                                 "input's %d" % (extra, saved.group(1) if saved else "?",
+                                                 numel(x)))
+        d = os.path.join(tmp, "same%d" % k)
+        shutil.rmtree(d, ignore_errors=True)
+        inputs = random_inputs(path, os.path.join(d, "in"), 5)
+        rc, o, err, _ = run([gspmd, "eval", path, "--output-dir", os.path.join(d, "out")] +
+                            inputs)
+        if rc != 0:
+            raise ValueError("eval %s exited %d: %s" % (extra, rc, last_line(err)))
+        outs = []
+        i = 0
+        while os.path.exists(os.path.join(d, "out", "out%d.npy" % i)):
+            outs.append(load_npy(os.path.join(d, "out", "out%d.npy" % i)))
+            i += 1
+        if ref is None:
+            ref = outs
+            if not all(math.isfinite(v) for _, a in outs for v in a):
+                raise ValueError("%s: non-finite outputs" % extra)
+            continue
+        if [s_ for s_, _ in outs] != [s_ for s_, _ in ref]:
+            raise ValueError("%s: output shapes %s, expected %s" % (
+                extra, [s_ for s_, _ in outs], [s_ for s_, _ in ref]))
+        for j, ((_, a), (_, b)) in enumerate(zip(outs, ref)):
+            bitwise = bitwise and a == b
+            worst = max(worst, close(a, b, rel, "%s out%d vs %s" % (
+                " ".join(extra) or "default", j, " ".join(variants[0]) or "default")))
+    for pre in sorted(set(v.replace("--remat", "").replace("--no-remat", "").strip()
+                          for v in flops)):
+        f = [flops.get((pre + " " + r).strip()) for r in ("", "--remat", "--no-remat")]
+        if None not in f and not f[0] > f[1] > f[2]:
+            raise ValueError("%sexecuted dot FLOPs default %d, --remat %d, --no-remat %d: "
+                             "expected decreasing" % (pre and pre + ": ", f[0], f[1], f[2]))
+    return "%d variants agree (%s), executed dot FLOPs %s" % (
+        len(variants), "bitwise" if bitwise else "max rel. error %.1e" % worst,
+        ", ".join("%s %d" % (k or "default", v) for k, v in flops.items()))
+
+
+def check_dense_large(gspmd, name, preset, tmp):
+    """A paper-sized dense preset as a bf16 training step with --sharding 2d --remat: small
+    text, partitions quickly with the 2D pattern, and its predicted peak per device fits a TPU
+    v3 core (`cost --machine tpu-v3`); the Megatron form's peak is reported beside it."""
+    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
+    args = ["preset", preset, "--train", "--dtype", "bf16"]
+    n, _, summary = generate(args + ["--sharding", "2d", "--remat"], path)
+    size = os.path.getsize(path)
+    if size > LARGE_TEXT_BYTES:
+        raise ValueError("module is %d bytes of text (limit %d)" % (size, LARGE_TEXT_BYTES))
+    out, err, t = partition_stats(gspmd, path, n, False)
+    if [l for l in err.splitlines() if "warning" in l]:
+        raise ValueError("partition warns: %s" % [l for l in err.splitlines()
+                                                  if "warning" in l][0])
+    check_weights_2d(path, out, n)
+    check_2d_collectives(out, 6)
+    model = re.search(r"model FLOPs/step ([0-9.e+]+)", summary).group(1)
+    peaks = []
+    for p in (path, os.path.join(tmp, "megatron.hlo")):
+        if p != path:
+            generate(args, p)
+        rc, o, e, _ = run([gspmd, "cost", p, "--num-partitions", str(n), "--json", "--machine",
+                           "tpu-v3", "--model-flops", model])
+        if rc != 0:
+            raise ValueError("cost exited %d: %s" % (rc, last_line(e)))
+        c = json.loads(o)
+        peaks.append(c)
+    c, meg = peaks
+    if c.get("unknown_trip_counts", 0):
+        raise ValueError("cost: %d while loops of unknown trip count" % c["unknown_trip_counts"])
+    if not c["fits"] or c["peak_bytes"] > 16 * 2 ** 30:
+        raise ValueError("peak %.2f GiB per device does not fit a 16 GiB TPU v3 core"
+                         % (c["peak_bytes"] / 2.0 ** 30))
+    if c["collectives"]["all-reduce"]["count"] != 1:
+        raise ValueError("%d all-reduces per step (only the loss's expected)"
+                         % c["collectives"]["all-reduce"]["count"])
+    return ("%d devices, %d bytes, partition %.2fs; tpu-v3: peak %.2f GiB (megatron %.1f GiB), "
+            "step %.3g s, MFU %.1f%% (megatron %.3g s, %.1f%%)" % (
+                n, size, t, c["peak_bytes"] / 2.0 ** 30, meg["peak_bytes"] / 2.0 ** 30,
+                c["step_s"], 100 * c["mfu"], meg["step_s"], 100 * meg["mfu"]))
+
+
+def check_moe_large(gspmd, name, args, tmp, fits):
+    """A paper-sized MoE preset with --remat or --no-remat: partitions without warnings, the
+    saved stacks need no resharding at the backward loop (`cost` knows both loops' trip counts:
+    its init is the tuple gen.py wrote), and with --remat the predicted peak fits 16 GiB."""
+    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
+    n, _, summary = generate(args, path)
+    out, err, t = partition_stats(gspmd, path, n, False)
+    if [l for l in err.splitlines() if "warning" in l]:
+        raise ValueError("partition warns: %s" % [l for l in err.splitlines()
+                                                  if "warning" in l][0])
+    model = re.search(r"model FLOPs/step ([0-9.e+]+)", summary).group(1)
+    rc, o, e, _ = run([gspmd, "cost", path, "--num-partitions", str(n), "--json", "--machine",
+                       "tpu-v3", "--model-flops", model])
+    if rc != 0:
+        raise ValueError("cost exited %d: %s" % (rc, last_line(e)))
+    c = json.loads(o)
+    if c.get("unknown_trip_counts", 0):
+        raise ValueError("cost: %d while loops of unknown trip count (a saved stack resharded "
+                         "before the backward loop?)" % c["unknown_trip_counts"])
+    if fits and not c["fits"]:
+        raise ValueError("peak %.2f GiB per device does not fit 16 GiB"
+                         % (c["peak_bytes"] / 2.0 ** 30))
+    return "%d devices, partition %.2fs; tpu-v3: peak %.2f GiB, step %.3g s, MFU %.1f%%" % (
+        n, t, c["peak_bytes"] / 2.0 ** 30, c["step_s"], 100 * c["mfu"])
+
+
+def check_rejected(args, message):
+    rc, _, err, _ = run([sys.executable, GEN] + args + ["-o", os.devnull])
+    if rc == 0 or message not in err:
+        raise ValueError("gen.py %s: exit %d, %r (want an error saying %r)"
+                         % (" ".join(args), rc, last_line(err), message))
+    return "rejected: %s" % last_line(err)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -686,6 +984,16 @@ def main():
                   for name, args, opts in UNET_TINY]
         cases += [(name, lambda a=args, nm=name: check_unet(gspmd, nm, a, tmp, False))
                   for name, args in UNET_LARGE]
+        cases += [(name, lambda a=args, nm=name, o=opts: check_dense(gspmd, nm, a, tmp, **o))
+                  for name, args, opts in DENSE_TINY]
+        cases += [(name, lambda b=base, v=var, nm=name: check_remat_same(gspmd, nm, b, v, tmp))
+                  for name, base, var in REMAT_SAME]
+        cases += [(p + " 2d remat", lambda p=p: check_dense_large(gspmd, p + " 2d", p, tmp))
+                  for p in DENSE_LARGE]
+        cases += [(name, lambda a=args, nm=name, f=fits: check_moe_large(gspmd, nm, a, tmp, f))
+                  for name, args, fits in MOE_LARGE]
+        cases += [(name, lambda a=args, msg=msg: check_rejected(a, msg))
+                  for name, args, msg in REJECTED]
         for name, fn in cases:
             try:
                 print("PASS %-22s %s" % (name, fn()), flush=True)
