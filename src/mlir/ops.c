@@ -937,6 +937,15 @@ static bool transfer(reader *r, const char *hlo, size_t op_pos, gs_vec *kvs, int
                 : !mlir_sharding_from_kvs(r, kvs, shape, &sh))
         return false;
     if (sh && gs_instr_set_sharding(r->m, in, sh) != GS_OK) return mlir_oom(r);
+    if (sh && x && x != ops[0] && x->op == GS_OP_TUPLE) {
+        /* the tuple of the data sent: the data's part of the op's sharding (all but the
+         * token's), as the HLO it came from had on it */
+        gs_sharding *xs = sh->kind != GS_SHARDING_TUPLE ? sh
+                          : sh->n_tuple == n_data + 1 && n_data > 0
+                              ? gs_sharding_tuple(r->a, n_data, (gs_sharding *const *)sh->tuple)
+                              : NULL;
+        if (xs && gs_instr_set_sharding(r->m, x, xs) != GS_OK) return mlir_oom(r);
+    }
     for (size_t i = 0; i < kvs->n; i++) { /* the sharding is the HLO op's, set: not again */
         kv *k = &GS_VEC_AT(kvs, kv, i);
         if (strcmp(k->key, "mhlo.sharding") == 0) k->key = "";
