@@ -474,7 +474,9 @@ def root_shape(text):
         if s.startswith("ENTRY"):
             in_entry = True
         elif in_entry and s.startswith("ROOT"):
-            m = re.match(r"ROOT\s+%?[\w.\-]+\s*=\s*(\([^=]*?\)|[a-z0-9]+\[[\d,]*\])", s)
+            # (a dynamic dim's bound is written <=N)
+            m = re.match(r"ROOT\s+%?[\w.\-]+\s*=\s*(\((?:<=|[^=])*?\)|[a-z0-9]+\[(?:<=|[\d,])*\])",
+                         s)
             return m.group(1) if m else None
     return None
 

@@ -391,22 +391,26 @@ static gs_status k_dynamic_slice(gs_eval *ev, const gs_instr *in, gs_value *cons
         return gs_eval_error(ev, in, "the result has rank %d, the operand %d", s->rank, a->rank);
     int64_t starts[GS_MAX_RANK];
     if (read_starts(ev, in, ops + 1, in->n_operands - 1, a->rank, starts)) return GS_ERR;
+    /* a dynamic result dim takes at most what the operand holds (its size at run time) */
+    int64_t size[GS_MAX_RANK];
+    for (int d = 0; d < a->rank; d++)
+        size[d] = s->dynamic && s->dynamic[d] && a->dims[d] < s->dims[d] ? a->dims[d] : s->dims[d];
     int64_t as[GS_MAX_RANK], rs[GS_MAX_RANK];
     gs_strides(a->rank, a->dims, as);
-    gs_strides(s->rank, s->dims, rs);
+    gs_strides(s->rank, size, rs);
     box b = {.rank = a->rank};
     int64_t soff = 0;
     for (int d = 0; d < a->rank; d++) {
-        if (s->dims[d] > a->dims[d])
+        if (size[d] > a->dims[d])
             return gs_eval_error(ev, in, "slice size %lld exceeds operand dim %d (%lld)",
-                                 (long long)s->dims[d], d, (long long)a->dims[d]);
-        soff += clamp64(starts[d], 0, a->dims[d] - s->dims[d]) * as[d];
-        b.dims[d] = s->dims[d];
+                                 (long long)size[d], d, (long long)a->dims[d]);
+        soff += clamp64(starts[d], 0, a->dims[d] - size[d]) * as[d];
+        b.dims[d] = size[d];
         b.dst[d] = rs[d];
         b.src[d] = as[d];
     }
-    gs_value *r = gs_eval_new_result(ev, in);
-    if (!r) return GS_ERR;
+    gs_value *r = gs_value_new_array(s->type, s->rank, size);
+    if (!r) return gs_eval_oom(ev, in), GS_ERR;
     if (!copy_box(r->data, 0, r->n, a->data, soff, a->n, &b, gs_type_size(a->type)))
         return box_error(ev, in, r);
     *out = r;

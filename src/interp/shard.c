@@ -292,6 +292,26 @@ static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *
         }
         return *out ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
     }
+    gs_shape actual; /* tiled with dynamic dims, which the partitioner keeps whole: their
+                        size at run time, the same on every device */
+    int64_t actual_dims[GS_MAX_RANK];
+    if (shape->dynamic && s->kind == GS_SHARDING_TILED && n > 0) {
+        actual = *shape;
+        actual.dynamic = NULL;
+        actual.dims = actual_dims;
+        for (int i = 0; i < r; i++) {
+            actual_dims[i] = shape->dims[i];
+            if (!shape->dynamic[i]) continue;
+            if (i >= s->data_rank || s->tiles.dims[i] != 1 || parts[0]->rank != r ||
+                parts[0]->dims[i] > shape->dims[i])
+                return gs_error(d, gs_span_none(),
+                                "output %d splits dynamic dim %d, whose size is known only at "
+                                "run time",
+                                leaf, i);
+            actual_dims[i] = parts[0]->dims[i];
+        }
+        shape = &actual;
+    }
     gs_value *g = gs_value_new_array(shape->type, r, shape->dims);
     if (!g) return gs_error(d, gs_span_none(), "out of memory");
     int64_t zero[GS_MAX_RANK] = {0};

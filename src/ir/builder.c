@@ -534,6 +534,10 @@ gs_instr *gs_build_dynamic_slice(gs_builder *b, gs_instr *x, gs_instr *const *id
     ops[0] = x;
     for (int i = 0; i < r; i++) ops[i + 1] = idx[i];
     gs_shape s = {.type = x->shape->type, .rank = r, .dims = (int64_t *)sizes};
+    bool dyn[GS_MAX_RANK], any = false; /* a dynamic dim taken whole stays dynamic */
+    for (int i = 0; i < r; i++)
+        any |= dyn[i] = x->shape->dynamic && x->shape->dynamic[i] && sizes[i] == x->shape->dims[i];
+    if (any) s.dynamic = dyn;
     gs_instr *in = gs_build(b, GS_OP_DYNAMIC_SLICE, &s, r + 1, ops);
     gs_build_set_ints(b, in, GS_ATTR_DYNAMIC_SLICE_SIZES, r, sizes);
     return in;

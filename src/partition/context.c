@@ -115,6 +115,51 @@ static const gs_sharding *without_groups(gs_arena *a, const gs_sharding *s) {
     return gs_sharding_with_group(a, s, GS_SHARD_GROUP_NONE, 0);
 }
 
+/* Leaf sharding s of array shape t with t's dynamic dims whole: a device's part of a dim whose
+ * size is known only when the program runs has no size of its own, so such a dim is never
+ * split (XLA's partitioner does not split them either). NULL on allocation failure. */
+static const gs_sharding *dynamic_whole(gs_arena *a, const gs_shape *t, const gs_sharding *s) {
+    if (!s || s->kind != GS_SHARDING_TILED || !t || !gs_shape_is_array(t) || !t->dynamic ||
+        s->data_rank != t->rank)
+        return s;
+    int64_t dims[GS_MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dynamic[i] && s->tiles.dims[i] > 1) dims[n++] = i;
+    gs_sharding *out;
+    if (!n) return s;
+    return gs_sharding_replicate_dims(a, s, n, dims, &out) == GS_OK ? out : NULL;
+}
+
+/* Appends the array-or-token leaf shapes of t depth-first. */
+static void leaves_of(const gs_shape *t, const gs_shape **out, int *n, int max) {
+    if (!gs_shape_is_tuple(t)) {
+        if (*n < max) out[*n] = t;
+        (*n)++;
+        return;
+    }
+    for (int i = 0; i < t->n_tuple; i++) leaves_of(t->tuple[i], out, n, max);
+}
+
+/* Normalized sharding s of shape t with its dynamic dims whole (every leaf). */
+static const gs_sharding *keep_dynamic_whole(gs_arena *a, const gs_shape *t,
+                                             const gs_sharding *s) {
+    if (!s || s->kind != GS_SHARDING_TUPLE) return dynamic_whole(a, t, s);
+    int n = s->n_tuple, got = 0;
+    const gs_shape **ls = GS_NEW_ARRAY(a, const gs_shape *, n ? n : 1);
+    gs_sharding **v = GS_NEW_ARRAY(a, gs_sharding *, n ? n : 1);
+    if (!ls || !v) return NULL;
+    leaves_of(t, ls, &got, n);
+    bool changed = false;
+    for (int l = 0; l < n; l++) {
+        const gs_sharding *w = dynamic_whole(a, l < got ? ls[l] : NULL, s->tuple[l]);
+        if (!w) return NULL;
+        changed |= w != s->tuple[l];
+        v[l] = (gs_sharding *)w;
+    }
+    return changed ? gs_sharding_tuple(a, n, v) : s;
+}
+
 const gs_sharding *gs_part_sharding_of(gs_part_ctx *c, const gs_instr *in) {
     const char *why;
     const gs_sharding *s =
@@ -127,7 +172,9 @@ const gs_sharding *gs_part_sharding_of(gs_part_ctx *c, const gs_instr *in) {
             gs_part_oom(c);
         return gs_part_replicated(c, in->shape);
     }
-    return s;
+    const gs_sharding *w = keep_dynamic_whole(gs_part_arena(c), in->shape, s);
+    if (!w) gs_part_oom(c);
+    return w ? w : s;
 }
 
 const gs_sharding *gs_part_replicated(gs_part_ctx *c, const gs_shape *s) {
@@ -160,13 +207,15 @@ const gs_sharding *gs_part_replicated(gs_part_ctx *c, const gs_shape *s) {
 const gs_sharding *gs_partition_param_sharding(gs_arena *a, const gs_module *m, int param) {
     const gs_instr *p = m->entry->params[param];
     const char *why;
-    return gs_part_normalize(a, p->shape, gs_instr_get_sharding(p), &why);
+    return keep_dynamic_whole(a, p->shape,
+                              gs_part_normalize(a, p->shape, gs_instr_get_sharding(p), &why));
 }
 
 const gs_sharding *gs_partition_root_sharding(gs_arena *a, const gs_module *m) {
     const gs_instr *r = m->entry->root;
     const char *why;
-    return gs_part_normalize(a, r->shape, gs_instr_get_sharding(r), &why);
+    return keep_dynamic_whole(a, r->shape,
+                              gs_part_normalize(a, r->shape, gs_instr_get_sharding(r), &why));
 }
 
 static gs_shape *local_shape(gs_arena *a, const gs_shape *base, const gs_sharding *s, int *leaf) {
@@ -185,7 +234,10 @@ static gs_shape *local_shape(gs_arena *a, const gs_shape *base, const gs_shardin
     }
     int64_t dims[GS_MAX_RANK];
     gs_sharding_shard_dims(ls, base->rank, base->dims, dims);
-    return gs_shape_array(a, base->type, base->rank, dims);
+    gs_shape *r = gs_shape_array(a, base->type, base->rank, dims);
+    if (r && base->dynamic) /* a dim kept whole keeps its dynamic size */
+        r->dynamic = gs_arena_memdup(a, base->dynamic, sizeof(bool) * (size_t)base->rank);
+    return r;
 }
 
 gs_shape *gs_part_local_shape(gs_part_ctx *c, const gs_shape *base, const gs_sharding *s) {
