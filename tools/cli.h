@@ -60,6 +60,13 @@ int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out);
 struct gs_machine;
 int gs_cli_load_machine(const char *spec, struct gs_machine *mc);
 
+/* --auto of run and cost: autoshard m on the --mesh in sh for machine mc (no --shard), then
+ * compile it as annotated: co's devices become the mesh's (which must match any asked for) and
+ * propagation is off. Errors in d. */
+gs_status gs_cli_auto_shardings(gs_module *m, const gs_cli_shardings *sh,
+                                const struct gs_machine *mc, gs_compile_options *co,
+                                gs_diags *d);
+
 /* `gspmd autoshard ...` (cmd_autoshard.c); argv[0] is "autoshard". */
 int gs_cli_autoshard(int argc, char **argv);
 

@@ -4,6 +4,7 @@
  * diagnostics rendered (see cli.h).
  */
 #include "cli.h"
+#include "gspmd/autoshard.h"
 #include "gspmd/cost.h"
 #include "gspmd/text.h"
 
@@ -408,4 +409,27 @@ int gs_cli_load_machine(const char *spec, gs_machine *mc) {
     gs_diags_free(&d);
     gs_source_free(src);
     return st == GS_OK ? 0 : 1;
+}
+
+gs_status gs_cli_auto_shardings(gs_module *m, const gs_cli_shardings *sh,
+                                const struct gs_machine *mc, gs_compile_options *co,
+                                gs_diags *d) {
+    if (!sh->mesh) return gs_error(d, gs_span_none(), "--auto needs --mesh M (the devices)");
+    if (sh->n > 0)
+        return gs_error(d, gs_span_none(),
+                        "--auto chooses every sharding: pin some in FILE, not with --shard");
+    gs_mesh *mesh = GS_NEW(&m->arena, gs_mesh);
+    if (!mesh || gs_mesh_parse(&m->arena, sh->mesh, strlen(sh->mesh), mesh, d, gs_span_none()) !=
+                     GS_OK)
+        return mesh ? GS_ERR : gs_error(d, gs_span_none(), "out of memory");
+    if (co->num_partitions && co->num_partitions != mesh->n_devices)
+        return gs_error(d, gs_span_none(),
+                        "--mesh %s has %lld devices, but %lld are asked for", sh->mesh,
+                        (long long)mesh->n_devices, (long long)co->num_partitions);
+    gs_autoshard_options o = {.mesh = mesh, .machine = mc};
+    gs_autoshard_result r;
+    if (gs_autoshard(m, &o, &r, d) != GS_OK) return GS_ERR;
+    co->num_partitions = mesh->n_devices;
+    co->no_propagate = true; /* every instruction has its sharding */
+    return GS_OK;
 }

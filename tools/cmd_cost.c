@@ -22,7 +22,7 @@ static const char *COST_USAGE =
     "gspmd cost FILE [--num-partitions N] [--machine NAME|FILE] [--propagate|--no-propagate] "
     "[--spmd] [--json] [--model-flops F] [--strict] [--windowed-einsum-threshold-mib M | "
     "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]... "
-    "[--algorithm gspmd|shardy]";
+    "[--algorithm gspmd|shardy] [--auto --mesh M]";
 
 static const char *COST_HELP =
     "Predicts what one step of FILE, partitioned for N devices, costs each device on a machine:\n"
@@ -44,6 +44,8 @@ static const char *COST_HELP =
     "  --strict, --windowed-einsum-threshold-mib M, --no-windowed-einsum,\n"
     "  --bidirectional-windowed-einsum\n"
     "                       partition as `gspmd partition` does with them\n"
+    "  --auto --mesh M      choose every sharding on the mesh M for this machine (gspmd\n"
+    "                       autoshard) instead of propagating; the devices are the mesh's\n"
     "  --spmd               FILE is already a partitioned program (no MFU: its model FLOPs are\n"
     "                       unknown)\n"
     "  --json               print the figures as one JSON object\n"
@@ -130,6 +132,7 @@ typedef struct cost_args {
     double model_flops;     /* --model-flops, or 0 */
     long n;                 /* --num-partitions (0: what the module declares) */
     bool propagate, json;   /* --propagate, --json */
+    bool autoshard;         /* --auto */
     gs_compile_options co;  /* --spmd, --strict, the windowed einsum options */
     gs_cli_shardings sh;    /* --mesh / --shard */
     gs_machine mc;          /* the loaded --machine */
@@ -149,6 +152,8 @@ static int cost_parse_args(int argc, char **argv, cost_args *a) {
             a->co.spmd_input = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = true;
+        } else if (strcmp(argv[i], "--auto") == 0) {
+            a->autoshard = true;
         } else if (strcmp(argv[i], "--strict") == 0) {
             a->co.partition.strict = true;
             a->co.partition.no_warnings = false;
@@ -178,11 +183,18 @@ static gs_status cost_module(void *ctx, gs_module *m, gs_diags *d) {
     gs_mesh mesh;
     double compile_s = -1, model_flops = 0;
     gs_step_cost c, whole;
-    gs_status st = gs_cli_module_devices(m, &a->n, d);
-    if (st != GS_OK) goto done;
-    a->co.num_partitions = a->n;
+    gs_status st;
+    if (a->autoshard) { /* the devices are the mesh's */
+        a->co.num_partitions = a->n;
+        if ((st = gs_cli_auto_shardings(m, &a->sh, &a->mc, &a->co, d)) != GS_OK) goto done;
+        a->n = (long)a->co.num_partitions;
+    } else {
+        if ((st = gs_cli_module_devices(m, &a->n, d)) != GS_OK) goto done;
+        a->co.num_partitions = a->n;
+        st = GS_ERR;
+        if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) != 0) goto done;
+    }
     st = GS_ERR;
-    if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) != 0) goto done;
     double t0 = now_s();
     if ((st = gs_compile(m, &a->co, &out, d)) != GS_OK) goto done;
     const gs_module *p = out.program ? out.program : m;
