@@ -2119,6 +2119,15 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         return ok;
     }
     case GS_OP_RNG: return print_rng_distribution(p, s, in);
+    case GS_OP_SET_DIMENSION_SIZE:
+    case GS_OP_GET_DIMENSION_SIZE: { /* `stablehlo.set_dimension_size %x, %n, dim = D : ...` */
+        gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
+        if (d.n != 1) return fail(p, in, "'%s' needs one dimension", gs_op_name(in->op));
+        gs_sb_printf(&at, "dim = %" PRId64, d.v[0]);
+        ok = print_pretty(p, s, in, name, gs_sb_str(&at), true);
+        gs_sb_free(&at);
+        return ok;
+    }
     case GS_OP_TOPK: {
         /* `%N:2 = chlo.top_k(%x, k = K) : T -> (V, I)`: the largest only (chlo has no other) */
         const gs_attr *k = gs_instr_attr(in, GS_ATTR_K);
