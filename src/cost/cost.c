@@ -86,48 +86,57 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
     if (w->depth > 64) return; /* recursion: the verifier rejects it; stay finite */
     w->depth++;
     int n = c->n_instrs;
+    /* positions in an order with operands before users (the text may name an operand first) */
+    int *order = gs_cost_operands_first(c);
+    int *pos = calloc((size_t)n + 1, sizeof *pos);
     int *last = calloc((size_t)n + 1, sizeof *last);
     int64_t *free_at = calloc((size_t)n + 1, sizeof *free_at);
-    if (!last || !free_at) {
-        free(last);
-        free(free_at);
-        w->depth--;
-        return;
-    }
     /* A value XLA's fusion computes inside its users' kernels never exists in memory; nor does a
-     * transpose folded into the dots that read it (fusion.c). */
-    char *fused = calloc((size_t)n + 1, 1);
+     * transpose folded into the dots that read it (fusion.c). By instruction id. */
+    char *fused = calloc((size_t)n + 1, 1), *fused_node = NULL;
     gs_cost_graph g;
-    if (!fused || (!w->materialise && !gs_cost_graph_build(c, false, &g))) {
+    bool ok = order && pos && last && free_at && fused;
+    if (ok && !w->materialise) {
+        bool built = gs_cost_graph_build(c, false, &g);
+        if (built && (fused_node = calloc((size_t)g.n + 1, 1)) != NULL) {
+            gs_cost_fusion(&g, fused_node);
+            for (int v = 0; v < g.n; v++) fused[g.instr[v]->id] = fused_node[v];
+        }
+        ok = fused_node != NULL;
+        if (built) gs_cost_graph_free(&g);
+        free(fused_node);
+    }
+    if (!ok) {
+        free(order);
+        free(pos);
         free(last);
         free(free_at);
         free(fused);
         w->depth--;
         return;
     }
-    if (!w->materialise) {
-        gs_cost_fusion(&g, fused);
-        gs_cost_graph_free(&g);
-    }
-    for (int i = 0; i < n; i++) last[i] = c->instrs[i]->is_root ? n : i;
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < c->instrs[i]->n_operands; k++) {
-            const gs_instr *o = c->instrs[i]->operands[k];
-            if (o->parent == c && last[o->id] < i) last[o->id] = i;
-        }
-    /* Storage an alias reads, and the operands of a fused value, live as long as it does
-     * (latest users first). */
-    for (int i = n - 1; i >= 0; i--) {
-        const gs_instr *in = c->instrs[i];
-        if (!aliases(in) && !fused[i]) continue;
+    for (int p = 0; p < n; p++) pos[order[p]] = p;
+    for (int p = 0; p < n; p++) last[p] = c->instrs[order[p]]->is_root ? n : p;
+    for (int p = 0; p < n; p++) {
+        const gs_instr *in = c->instrs[order[p]];
         for (int k = 0; k < in->n_operands; k++) {
             const gs_instr *o = in->operands[k];
-            if (o->parent == c && last[o->id] < last[i]) last[o->id] = last[i];
+            if (o->parent == c && last[pos[o->id]] < p) last[pos[o->id]] = p;
+        }
+    }
+    /* Storage an alias reads, and the operands of a fused value, live as long as it does
+     * (latest users first). */
+    for (int p = n - 1; p >= 0; p--) {
+        const gs_instr *in = c->instrs[order[p]];
+        if (!aliases(in) && !fused[in->id]) continue;
+        for (int k = 0; k < in->n_operands; k++) {
+            const gs_instr *o = in->operands[k];
+            if (o->parent == c && last[pos[o->id]] < last[p]) last[pos[o->id]] = last[p];
         }
     }
     int64_t live = 0, peak = 0;
-    for (int i = 0; i < n; i++) {
-        const gs_instr *in = c->instrs[i];
+    for (int p = 0; p < n; p++) {
+        const gs_instr *in = c->instrs[order[p]];
         out->flops += gs_cost_instr_flops(in);
         if (in->op == GS_OP_DOT) out->n_dots++;
         if (in->op == GS_OP_CONVOLUTION) out->n_convs++;
@@ -145,21 +154,23 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
                 if (sub.peak_bytes > inner) inner = sub.peak_bytes;
             }
         }
-        bool free_slot =
-            aliases(in) || in->op == GS_OP_PARAMETER || fused[i] || (in_place && in_place[i]);
+        bool free_slot = aliases(in) || in->op == GS_OP_PARAMETER || fused[in->id] ||
+                         (in_place && in_place[in->id]);
         int64_t bytes = free_slot ? 0 : gs_shape_bytes(in->shape);
         if (in->op == GS_OP_WHILE) {
             /* The loop state is updated in place: an initial value that dies at the loop is the
              * loop's own buffer. */
-            live -= free_at[i];
-            free_at[i] = 0;
+            live -= free_at[p];
+            free_at[p] = 0;
         }
         if (live + inner + bytes > peak) peak = live + inner + bytes;
         live += bytes;
-        if (last[i] < n) free_at[last[i]] += bytes;
-        live -= free_at[i];
+        if (last[p] < n) free_at[last[p]] += bytes;
+        live -= free_at[p];
     }
     out->peak_bytes = peak;
+    free(order);
+    free(pos);
     free(last);
     free(free_at);
     free(fused);

@@ -66,13 +66,52 @@ static bool graph_reserve(gs_cost_graph *g, int n_ops) {
 
 /* Adds computation c's instructions to g; param[k] is the node of parameter k (NULL: parameters
  * are nodes of their own). *root is set to the node of c's root value. False when out of memory. */
+int *gs_cost_operands_first(const gs_computation *c) {
+    int n = c->n_instrs, k = 0;
+    int *order = malloc(((size_t)n + 1) * sizeof *order);
+    int *stack = malloc(((size_t)n + 1) * sizeof *stack), *next = calloc((size_t)n + 1, sizeof *next);
+    char *state = calloc((size_t)n + 1, 1); /* 0 new, 1 on the stack, 2 placed */
+    bool ok = order && stack && next && state;
+    for (int r = 0; ok && r < n; r++) {
+        if (state[r]) continue;
+        int sp = 0;
+        stack[sp++] = r;
+        state[r] = 1;
+        while (ok && sp > 0) {
+            int x = stack[sp - 1];
+            const gs_instr *in = c->instrs[x];
+            if (next[x] < in->n_operands) {
+                const gs_instr *o = in->operands[next[x]++];
+                if (o->parent != c || o->id < 0 || o->id >= n || c->instrs[o->id] != o) continue;
+                if (state[o->id] == 1) ok = false; /* a cycle */
+                else if (!state[o->id]) state[o->id] = 1, stack[sp++] = o->id;
+                continue;
+            }
+            state[x] = 2;
+            order[k++] = x;
+            sp--;
+        }
+    }
+    free(stack);
+    free(next);
+    free(state);
+    if (!ok) free(order);
+    return ok ? order : NULL;
+}
+
 static bool graph_add(gs_cost_graph *g, const gs_computation *c, const int *param,
                       bool inline_calls, int depth, int *root) {
     int n = c->n_instrs;
     int *value = malloc(((size_t)n + 1) * sizeof *value);
-    if (!value) return false;
+    int *order = gs_cost_operands_first(c);
+    if (!value || !order) {
+        free(value);
+        free(order);
+        return false;
+    }
     bool ok = true;
-    for (int i = 0; i < n && ok; i++) {
+    for (int oi = 0; oi < n && ok; oi++) {
+        int i = order[oi];
         const gs_instr *in = c->instrs[i];
         if (in->op == GS_OP_PARAMETER && param && in->parameter_number >= 0 &&
             in->parameter_number < c->n_params) {
@@ -116,6 +155,7 @@ static bool graph_add(gs_cost_graph *g, const gs_computation *c, const int *para
     }
     if (ok) *root = c->root ? value[c->root->id] : -1;
     free(value);
+    free(order);
     return ok;
 }
 

@@ -61,6 +61,10 @@ double gs_cost_kernel_writes(const gs_cost_graph *g, int r);
  * largest part any fused node needs). Scalar constants are immediates. */
 double gs_cost_kernel_reads(gs_cost_kernels *k, int r);
 
+/* c's instruction ids (malloc'd, n_instrs of them) with every operand before its users: HLO
+ * text may name an operand before it defines it. NULL when out of memory or c has a cycle. */
+int *gs_cost_operands_first(const gs_computation *c);
+
 /* Elements of an array shape (0 for others), and its bytes (0 for none), as doubles. */
 static inline double gs_cost_elements(const gs_shape *s) {
     if (!s || !gs_shape_is_array(s)) return 0;

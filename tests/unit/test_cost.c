@@ -360,6 +360,28 @@ static void test_step_kernels_reduce_input_fusion(void **state) {
     assert_int_equal(m.peak_bytes, 8192 + 4);
 }
 
+/* The same program with its instructions written out of order (an operand named before it is
+ * defined, which HLO text allows): the same kernels, bytes and peak. It read past its tables
+ * (fuzz_pipeline). */
+static void test_step_kernels_out_of_order(void **state) {
+    (void)state;
+    gs_machine mc = test_machine();
+    gs_step_cost c;
+    const char *text = "HloModule r\n"
+                       "add { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                       "  ROOT s = f32[] add(a, b)\n}\n"
+                       "ENTRY e {\n  x = f32[1024] parameter(0)\n  y = f32[1024] parameter(1)\n"
+                       "  z = f32[] constant(0)\n"
+                       "  ROOT r = f32[] reduce(ex, z), dimensions={0}, to_apply=add\n"
+                       "  ex = f32[1024] exponential(m)\n  m = f32[1024] multiply(x, y)\n}\n";
+    step_of(text, &mc, &c);
+    assert_true(c.kernels == 1);
+    assert_true(c.bytes == 8192 + 4);
+    gs_cost m;
+    cost_of(text, &m);
+    assert_int_equal(m.peak_bytes, 8192 + 4);
+}
+
 static void test_step_kernels_duplication(void **state) {
     (void)state;
     gs_machine mc = test_machine();
@@ -503,6 +525,7 @@ int main(void) {
         cmocka_unit_test(test_machine_profiles),
         cmocka_unit_test(test_step_kernels_elementwise_chain),
         cmocka_unit_test(test_step_kernels_reduce_input_fusion),
+        cmocka_unit_test(test_step_kernels_out_of_order),
         cmocka_unit_test(test_step_kernels_duplication),
         cmocka_unit_test(test_step_kernels_data_movement),
         cmocka_unit_test(test_step_kernels_calls_and_loops),
