@@ -59,6 +59,8 @@ typedef struct reader {
     gs_strmap defined; /* function name → (void *)1 once its body is read */
     int n_defined;     /* functions read so far */
     gs_vec funcs_list; /* gs_computation *, every function in order of first mention */
+    gs_vec pending_called; /* mlir_called: a custom-call's called_computations, resolved when
+                              every function is read (mlir_resolve_called) */
     gs_builder b;      /* appends to the computation being read */
     gs_vec mesh_names; /* const char *: the `sdy.mesh @NAME`s, in order */
     gs_vec meshes;     /* gs_mesh: their meshes */
@@ -132,6 +134,14 @@ const kv *mlir_find_kv(const gs_vec *v, const char *key);
 
 /* ---- ops.c */
 bool mlir_parse_op(reader *r, gs_computation *c, bool *ended);
+/* A custom-call's `called_computations = [@f, ...]` (pending: instruction and the position of
+ * the list), attached once every function is read: the functions the module defines, in
+ * order (a name it does not define is left out, as MLIR's verifier does not check them). */
+typedef struct mlir_called {
+    gs_instr *in;
+    size_t value_pos;
+} mlir_called;
+bool mlir_resolve_called(reader *r);
 
 /* ---- shardings.c */
 bool mlir_parse_mesh_decl(reader *r);

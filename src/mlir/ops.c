@@ -820,39 +820,42 @@ static gs_instr *build_call(reader *r, const char *callee, int n_ops, gs_instr *
     return r->b.failed ? NULL : in;
 }
 
-/* `called_computations = [@f, @g]` of a custom-call (a TopK's comparator, ...). */
+/* `called_computations = [@f, @g]` of a custom-call (a TopK's comparator, ...): resolved by
+ * mlir_resolve_called once every function is read. */
 static bool called_computations(reader *r, gs_instr *in, const kv *k) {
-    size_t save = r->pos;
-    r->pos = k->value_pos;
-    gs_computation *v[64];
-    int n = 0;
-    bool ok = mlir_expect(r, '[', "opening called_computations");
-    if (ok && !mlir_accept(r, ']')) {
-        do {
-            const char *f;
-            if (n >= 64) {
-                ok = FAIL(r, "too many called computations");
-                break;
-            }
-            mlir_skip_ws(r);
-            size_t at = r->pos;
-            if (!(ok = mlir_parse_symbol(r, &f))) break;
-            if (!(v[n++] = mlir_func_comp(r, f))) {
-                ok = r->failed ? false : mlir_fail_at(r, at, "no function @%s", f);
-                break;
-            }
-        } while (mlir_accept(r, ','));
-        ok = ok && mlir_expect(r, ']', "closing called_computations");
+    mlir_called c = {in, k->value_pos};
+    return gs_vec_push(&r->pending_called, &c) == GS_OK || mlir_oom(r);
+}
+
+bool mlir_resolve_called(reader *r) {
+    for (size_t i = 0; i < r->pending_called.n; i++) {
+        mlir_called pc = GS_VEC_AT(&r->pending_called, mlir_called, i);
+        size_t save = r->pos;
+        r->pos = pc.value_pos;
+        gs_computation *v[64];
+        int n = 0;
+        bool ok = mlir_expect(r, '[', "opening called_computations");
+        if (ok && !mlir_accept(r, ']')) {
+            do {
+                const char *f;
+                if (!(ok = mlir_parse_symbol(r, &f))) break;
+                gs_computation *c = gs_strmap_get(&r->funcs, f);
+                if (c && c->root && n < 64) v[n++] = c; /* (undefined: left out) */
+            } while (mlir_accept(r, ','));
+            ok = ok && mlir_expect(r, ']', "closing called_computations");
+        }
+        r->pos = save;
+        if (!ok) return false;
+        if (!n) continue;
+        gs_computation **keep = GS_NEW_ARRAY(r->a, gs_computation *, n);
+        if (!keep) return mlir_oom(r);
+        memcpy(keep, v, sizeof v[0] * (size_t)n);
+        gs_attr at = {.key = GS_ATTR_CALLED_COMPUTATIONS, .name = "called_computations"};
+        at.u.comps.n = n;
+        at.u.comps.v = keep;
+        if (gs_instr_set_attr(r->m, pc.in, &at) != GS_OK) return mlir_oom(r);
     }
-    r->pos = save;
-    if (!ok) return false;
-    gs_computation **keep = GS_NEW_ARRAY(r->a, gs_computation *, n ? n : 1);
-    if (!keep) return mlir_oom(r);
-    memcpy(keep, v, sizeof v[0] * (size_t)n);
-    gs_attr at = {.key = GS_ATTR_CALLED_COMPUTATIONS, .name = "called_computations"};
-    at.u.comps.n = n;
-    at.u.comps.v = keep;
-    return gs_instr_set_attr(r->m, in, &at) == GS_OK || mlir_oom(r);
+    return true;
 }
 
 /* stablehlo.composite: a call of its `decomposition = @f` (the composite's meaning). */
@@ -869,6 +872,20 @@ static bool composite(reader *r, size_t op_pos, const gs_vec *kvs, int n_ops, gs
     if (!ok) return false;
     *result = build_call(r, callee, n_ops, ops, outs, n_out, op_pos);
     return *result ? true : mlir_oom(r);
+}
+
+/* `"text"` with its quotes and backslashes escaped, as HLO and MLIR text write a string. */
+static char *quoted(gs_arena *a, const char *text) {
+    gs_sb sb = {0};
+    gs_sb_putc(&sb, '"');
+    for (const char *c = text; *c; c++) {
+        if (*c == '"' || *c == '\\') gs_sb_putc(&sb, '\\');
+        gs_sb_putc(&sb, *c);
+    }
+    gs_sb_putc(&sb, '"');
+    char *out = sb.failed ? NULL : gs_arena_strdup(a, gs_sb_str(&sb));
+    gs_sb_free(&sb);
+    return out;
 }
 
 /* A named attribute HLO text keeps as written (infeed_config="", is_host_transfer=true). */
@@ -953,7 +970,7 @@ static bool transfer(reader *r, const char *hlo, size_t op_pos, gs_vec *kvs, int
     if (op == GS_OP_INFEED || op == GS_OP_OUTFEED) {
         const char *name = op == GS_OP_INFEED ? "infeed_config" : "outfeed_config";
         const kv *cf = mlir_find_kv(kvs, name);
-        if (!set_raw(r, in, name, gs_arena_printf(r->a, "\"%s\"", cf && cf->ident ? cf->ident : "")))
+        if (!set_raw(r, in, name, quoted(r->a, cf && cf->ident ? cf->ident : "")))
             return false;
         *result = in;
         if (op == GS_OP_INFEED && tupled) { /* ((data...), token) -> (data..., token) */
@@ -1279,9 +1296,9 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
             if (result && se && se->is_int && se->a[0])
                 gs_build_set_bool(&r->b, result, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, true);
             const kv *bc = mlir_find_kv(&kvs, "backend_config");
-            if (result && bc && bc->ident) { /* kept quoted, as HLO text has it */
+            if (result && bc && bc->ident) { /* kept quoted and escaped, as HLO text has it */
                 gs_attr at = {.key = GS_ATTR_BACKEND_CONFIG, .name = "backend_config"};
-                at.u.s = gs_arena_printf(r->a, "\"%s\"", bc->ident);
+                at.u.s = quoted(r->a, bc->ident);
                 if (!at.u.s || gs_instr_set_attr(r->m, result, &at) != GS_OK) result = NULL;
             }
             const kv *cc = mlir_find_kv(&kvs, "called_computations");

@@ -532,7 +532,7 @@ static bool is_called(const gs_vec *called, const gs_computation *c) {
 }
 
 static bool finish(reader *r) {
-    if (!keep_meshes(r)) return false;
+    if (!keep_meshes(r) || !mlir_resolve_called(r)) return false;
     gs_computation *entry = gs_strmap_get(&r->funcs, "main");
     for (int i = 0; i < r->m->n_comps; i++) {
         gs_computation *c = r->m->comps[i];
@@ -597,12 +597,14 @@ gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_d
     gs_arena_reserve(r.a, 8 * src->len);
     gs_vec_init(&r.values, sizeof(value_ent));
     gs_vec_init(&r.funcs_list, sizeof(gs_computation *));
+    gs_vec_init(&r.pending_called, sizeof(mlir_called));
     gs_vec_init(&r.mesh_names, sizeof(const char *));
     gs_vec_init(&r.meshes, sizeof(gs_mesh));
     bool ok = mlir_scan_loc_aliases(&r) && parse_module(&r) && finish(&r);
     if (ok && m->arena.failed) ok = mlir_oom(&r);
     gs_vec_free(&r.values);
     gs_vec_free(&r.funcs_list);
+    gs_vec_free(&r.pending_called);
     gs_vec_free(&r.mesh_names);
     gs_vec_free(&r.meshes);
     gs_strmap_free(&r.funcs);
