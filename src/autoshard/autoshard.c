@@ -485,6 +485,19 @@ static int factor_dim(const gs_tensor_factors *t, int f) {
     return -1;
 }
 
+/* The candidate of value v (a tensor t of a rule) that splitting factor choice[a] by each mesh
+ * axis a gives (0 when v is not an array), or -1 when no candidate is that. */
+static int tensor_cand(const as_problem *p, const gs_tensor_factors *t, int v, const int *choice) {
+    if (v < 0) return 0;
+    int8_t dim[AS_MAX_AXES];
+    for (int a = 0; a < p->n_axes; a++) {
+        int d = choice[a] < 0 ? -1 : factor_dim(t, choice[a]);
+        if (d < -1) return -1;
+        dim[a] = (int8_t)d;
+    }
+    return cand_index(&p->values[v], dim, p->n_axes);
+}
+
 /* Adds the strategies of op `in` from its rule: each assignment of mesh axes to splittable
  * factors. */
 static void rule_strategies(builder *b, const gs_instr *in, const gs_op_rule *rule,
@@ -522,31 +535,12 @@ static void rule_strategies(builder *b, const gs_instr *in, const gs_op_rule *ru
         }
         if (ok && any && s->n < MAX_STRAT) {
             int k = s->n;
-            int8_t dim[AS_MAX_AXES];
-            for (int j = 0; j < n_res && ok; j++) {
-                if (res_value[j] < 0) {
-                    s->out[k * n_res + j] = 0;
-                    continue;
-                }
-                for (int a = 0; a < na; a++)
-                    dim[a] = (int8_t)(choice[a] < 0 ? -1 : factor_dim(&rule->results[j], choice[a]));
-                for (int a = 0; a < na; a++) if (dim[a] < -1) ok = false;
-                int c = ok ? cand_index(&p->values[res_value[j]], dim, na) : -1;
-                if (c < 0) ok = false;
-                s->out[k * n_res + j] = c;
-            }
-            for (int i = 0; i < n_opd && ok; i++) {
-                if (opd_value[i] < 0) {
-                    s->req[k * n_opd + i] = 0;
-                    continue;
-                }
-                for (int a = 0; a < na; a++)
-                    dim[a] = (int8_t)(choice[a] < 0 ? -1 : factor_dim(&rule->operands[i], choice[a]));
-                for (int a = 0; a < na; a++) if (dim[a] < -1) ok = false;
-                int c = ok ? cand_index(&p->values[opd_value[i]], dim, na) : -1;
-                if (c < 0) ok = false;
-                s->req[k * n_opd + i] = c;
-            }
+            for (int j = 0; j < n_res && ok; j++)
+                ok = (s->out[k * n_res + j] =
+                          tensor_cand(p, &rule->results[j], res_value[j], choice)) >= 0;
+            for (int i = 0; i < n_opd && ok; i++)
+                ok = (s->req[k * n_opd + i] =
+                          tensor_cand(p, &rule->operands[i], opd_value[i], choice)) >= 0;
             if (ok) {
                 double t = compute_s(p, in, (double)used);
                 if (reduced > 1) { /* the partial results are summed */
