@@ -614,9 +614,10 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
         if (nw) p.lhs_read = gs_part_replicate_dims(c, p.lhs, nw, whole);
         int64_t hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs_read, ls) : 0;
         if (hb < 0) continue; /* a window no halo exchange can read */
-        p.bytes = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs_read) +
-                  gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs) +
-                  gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t) + hb;
+        int64_t lb = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs_read),
+                rb = gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs),
+                ob = gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t);
+        p.bytes = lb + rb + ob + hb;
         for (int s = 0; s < sp.ns; s++) {
             int64_t k = gs_sharding_tiles_in_dim(p.f, s);
             p.flops *= (double)((sp.size[s] + k - 1) / k);
@@ -626,7 +627,13 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
             best = p;
             best_i = i;
         }
-        if (p.bytes > 0 && gs_part_windowed_applies(c, in, &sp, &p, t) &&
+        /* XLA loops over one operand where the other and the result stay as they are (the
+         * result scattered by the loop itself in the scatter form). */
+        int looped = -1;
+        bool scatters = false;
+        if (p.bytes > 0 && hb == 0 &&
+            gs_part_windowed_applies(c, in, &sp, &p, t, &looped, &scatters) &&
+            (scatters ? lb + rb == 0 : (looped == 0 ? rb : lb) == 0 && ob == 0) &&
             (windowed_i < 0 || p.bytes < windowed.bytes ||
              (p.bytes == windowed.bytes && p.flops < windowed.flops))) {
             windowed = p;

@@ -26,7 +26,9 @@
  *                     devices holding the same tile must agree bit for bit. f32/f64 only.
  *
  * Chosen, as XLA does, over any plan that moves data (h_dot.c asks gs_part_windowed_applies of
- * each candidate) when the gathered operand (or the partial output) is at least the threshold
+ * each candidate whose other operand, and whose result unless the loop scatters it, stay as
+ * they are: XLA keeps an operand that matches the result and loops over the other) when the
+ * gathered operand (or the partial output) is at least the threshold
  * per device (gs_partition_options: XLA's threshold_for_windowed_einsum_mib, 256 MiB unless
  * set), for dots (not convolutions) outside manual regions; an uneven dim is padded to k
  * whole blocks and the padding sliced off. With bidirectional_windowed_einsum the shards (or
@@ -533,9 +535,13 @@ static bool choose(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
 }
 
 bool gs_part_windowed_applies(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
-                              const gs_part_space_plan *plan, const gs_sharding *t) {
+                              const gs_part_space_plan *plan, const gs_sharding *t,
+                              int *looped, bool *scatters) {
     window_choice wc;
-    return choose(c, in, sp, plan, t, &wc);
+    if (!choose(c, in, sp, plan, t, &wc)) return false;
+    *looped = wc.xi;
+    *scatters = wc.form == WINDOW_SCATTER;
+    return true;
 }
 
 bool gs_part_windowed_dot(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,

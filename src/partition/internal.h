@@ -329,8 +329,9 @@ typedef struct gs_part_space_plan {
 /* The cheapest plan for `in` over space sp (operand values lv, rv as the space's lhs and rhs,
  * result sharding t wanted): candidates from the result, the operands, their merges and full
  * replication, costed by the bytes their reshards (and a convolution's halos) move, ties broken
- * by local FLOPs; but a plan a windowed einsum loop carries out (gs_part_windowed_applies) is
- * preferred to any plan that moves data, as XLA prefers it. False when none applies. */
+ * by local FLOPs; but a plan a windowed einsum loop carries out (gs_part_windowed_applies),
+ * leaving the other operand and the result as they are, is preferred to any plan that moves
+ * data, as XLA prefers it. False when none applies. */
 bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                         const gs_part_value *lv, const gs_part_value *rv, const gs_sharding *t,
                         gs_part_space_plan *best);
@@ -413,10 +414,12 @@ bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_s
                                   gs_part_value *out);
 bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                         gs_part_value *out);
-/* h_windowed.c: would a windowed loop carry out a dot's plan (see gs_partition_options)? And
- * that loop, emitted; false when it does not apply. */
+/* h_windowed.c: would a windowed loop carry out a dot's plan (see gs_partition_options)? Then
+ * *looped is the operand it loops over (0 lhs, 1 rhs) and *scatters whether it scatters the
+ * partial result. And that loop, emitted; false when it does not apply. */
 bool gs_part_windowed_applies(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
-                              const gs_part_space_plan *plan, const gs_sharding *t);
+                              const gs_part_space_plan *plan, const gs_sharding *t,
+                              int *looped, bool *scatters);
 bool gs_part_windowed_dot(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                           const gs_part_space_plan *best, const gs_sharding *t, gs_part_value *out);
 bool gs_part_handle_topk(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,

@@ -486,6 +486,22 @@ static void rung_align(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) 
     }
 }
 
+/* Tile assignment t with its dims split as `split`, those permuted by perm and merged into
+ * `dims` (the last one replicating): that partially replicated sharding, or NULL (out of
+ * memory, reported). */
+static const gs_sharding *regroup(gs_part_ctx *c, const gs_tile_assignment *t, int ns,
+                                  const int64_t *split, const int *perm, int nd,
+                                  const int64_t *dims) {
+    gs_tile_assignment u, w, z;
+    const gs_sharding *s = NULL;
+    if (gs_tile_reshape(gs_part_arena(c), t, ns, split, &u) == GS_OK &&
+        gs_tile_transpose(gs_part_arena(c), &u, perm, &w) == GS_OK &&
+        gs_tile_reshape(gs_part_arena(c), &w, nd, dims, &z) == GS_OK)
+        s = gs_sharding_partial(gs_part_arena(c), &z);
+    if (!s) gs_part_oom(c);
+    return s;
+}
+
 /* `to` coarsened to tile counts ks: each dim's tiles split [ks, m] and the m parts moved into
  * replication. Every device keeps the data of its `to` tile's enclosing coarse tile. */
 static const gs_sharding *coarsen(gs_part_ctx *c, const gs_sharding *to, int rank,
@@ -500,13 +516,10 @@ static const gs_sharding *coarsen(gs_part_ctx *c, const gs_sharding *to, int ran
     }
     int64_t rep = t->rank > rank ? t->dims[rank] : 1;
     split[ns++] = rep;
-    gs_tile_assignment u, w, z;
-    if (gs_tile_reshape(gs_part_arena(c), t, ns, split, &u) != GS_OK) goto oom;
     int perm[GS_MAX_TILE_RANK], np = 0;
     for (int i = 0; i < rank; i++) perm[np++] = 2 * i;
     for (int i = 0; i < rank; i++) perm[np++] = 2 * i + 1;
     perm[np++] = 2 * rank;
-    if (gs_tile_transpose(gs_part_arena(c), &u, perm, &w) != GS_OK) goto oom;
     int64_t dims[GS_MAX_TILE_RANK];
     int64_t r = rep;
     for (int i = 0; i < rank; i++) {
@@ -514,13 +527,56 @@ static const gs_sharding *coarsen(gs_part_ctx *c, const gs_sharding *to, int ran
         r *= t->dims[i] / ks[i];
     }
     dims[rank] = r;
-    if (gs_tile_reshape(gs_part_arena(c), &w, rank + 1, dims, &z) != GS_OK) goto oom;
-    const gs_sharding *s = gs_sharding_partial(gs_part_arena(c), &z);
-    if (!s) goto oom;
-    return s;
-oom:
-    gs_part_oom(c);
-    return to;
+    const gs_sharding *s = regroup(c, t, ns, split, perm, rank + 1, dims);
+    return s ? s : to;
+}
+
+/* `to` (whose tile counts divide ks in every dim) with its replicated devices split into each
+ * dim's minor factor ks / kt: a sharding of tile counts ks whose minor factors, gathered, give
+ * `to` with its own device order. NULL when `to` is not plain partial replication. */
+static const gs_sharding *uncoarsen(gs_part_ctx *c, const gs_sharding *to, int rank,
+                                    const int64_t *ks, int64_t rep_s) {
+    if (to->kind != GS_SHARDING_TILED || to->data_rank != rank) return NULL;
+    if (to->n_subgroups > 1 ||
+        (to->n_subgroups == 1 && to->subgroups[0] != GS_SUBGROUP_REPLICATED))
+        return NULL;
+    const gs_tile_assignment *t = &to->tiles;
+    int64_t rep_t = to->n_subgroups ? t->dims[rank] : 1, f_all = 1;
+    int64_t split[GS_MAX_TILE_RANK * 2 + 1];
+    int ns = 0;
+    if (2 * rank + 1 > GS_MAX_TILE_RANK) return NULL;
+    for (int i = 0; i < rank; i++) split[ns++] = t->dims[i];
+    for (int i = 0; i < rank; i++) {
+        split[ns++] = ks[i] / t->dims[i];
+        f_all *= ks[i] / t->dims[i];
+    }
+    if (f_all * rep_s != rep_t) return NULL;
+    split[ns++] = rep_s;
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    for (int i = 0; i < rank; i++) {
+        perm[np++] = i;
+        perm[np++] = rank + i;
+    }
+    perm[np++] = 2 * rank;
+    int64_t dims[GS_MAX_TILE_RANK];
+    for (int i = 0; i < rank; i++) dims[i] = ks[i];
+    dims[rank] = rep_s;
+    return regroup(c, t, ns, split, perm, rank + 1, dims);
+}
+
+/* Does every dim of `to` take whole unions of neighbouring shards of `from` (tile counts
+ * divide, boundaries line up)? Both plain; not every dim equal. */
+static bool coarsenable(const gs_shape *base, const gs_sharding *from, const gs_sharding *to) {
+    bool coarser = false;
+    for (int i = 0; i < base->rank; i++) {
+        int64_t ks = gs_sharding_tiles_in_dim(from, i), kt = gs_sharding_tiles_in_dim(to, i),
+                n = base->dims[i];
+        if (ks % kt != 0 || ks > n) return false;
+        if (ks == kt) continue;
+        coarser = true;
+        if ((n + kt - 1) / kt != (ks / kt) * ((n + ks - 1) / ks)) return false;
+    }
+    return coarser;
 }
 
 /* 5. Same tile counts, other device order: every device receives its tile from the device at
@@ -1001,6 +1057,24 @@ static void reshard_array(gs_part_ctx *c, const gs_part_value *in, const gs_shar
             if (!aligned) rung_align(c, &v, to);
             rung_refine(c, &v, to);
             break;
+        }
+        if (to->kind == GS_SHARDING_TILED && coarsenable(v.base, s, to)) {
+            /* The target only gathers: put the devices in its order first, while the shards
+             * are small, so the all-gathers land each tile where the target wants it (XLA's
+             * collective-permute to a reshard-compatible sharding, then all-gather). */
+            int64_t ks[GS_MAX_RANK], held = 1;
+            for (int i = 0; i < v.base->rank; i++) ks[i] = gs_sharding_tiles_in_dim(s, i);
+            if (s->kind == GS_SHARDING_TILED)
+                for (int k = 0; k < s->n_subgroups; k++) held *= s->tiles.dims[s->data_rank + k];
+            const gs_sharding *mid = uncoarsen(c, to, v.base->rank, ks, held);
+            if (mid && same_counts(mid, s)) {
+                if (!gs_sharding_equal(mid, s)) rung_permute(c, &v, mid);
+                for (int i = 0; i < v.base->rank && !c->failed; i++) {
+                    int64_t kt = gs_sharding_tiles_in_dim(to, i);
+                    if (ks[i] != kt) gather_minor(c, &v, i, ks[i] / kt);
+                }
+                continue;
+            }
         }
         if (rung_all_to_all(c, &v, to)) continue;
         rung_gather(c, &v, to);

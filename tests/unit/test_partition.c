@@ -239,6 +239,32 @@ static void test_rung_partial_replication(void **state) {
     expect(&r, 0, 0, 0, 0, ANY);
 }
 
+static void test_rung_permute_before_gather(void **state) {
+    (void)state;
+    result r;
+    /* Only coarser, in another device order (dim 1 split by the data axis, not the model
+     * axis): the devices are put in the target's order while the shards are small, then
+     * gathered (XLA's permute to a reshard-compatible sharding). It was gathered first and the
+     * gathered value permuted, 4x the bytes. */
+    reshard_case("f32[16,32]", "{devices=[2,4]<=[8]}",
+                 "{devices=[1,2,4]<=[8] last_tile_dim_replicate}", 8, &r);
+    expect(&r, 0, 2, 0, 0, 1);
+    assert_non_null(strstr(r.text, "f32[8,8] collective-permute("));
+    reshard_case("f32[64,128]", "{devices=[8,16]<=[128]}",
+                 "{devices=[1,8,16]<=[128] last_tile_dim_replicate}", 128, &r);
+    expect(&r, 0, 2, 0, 0, 1);
+    assert_non_null(strstr(r.text, "f32[8,8] collective-permute("));
+    /* Two dims coarsened, one of them whole, another order: still one small permute. */
+    reshard_case("f32[32,16]", "{devices=[4,2]<=[8]}",
+                 "{devices=[2,1,4]<=[2,2,2]T(1,0,2) last_tile_dim_replicate}", 8, &r);
+    expect(&r, 0, ANY, 0, 0, ANY);
+    assert_null(strstr(r.text, "f32[16,16] collective-permute("));
+    /* Already in order: no permute at all. */
+    reshard_case("f32[16,32]", "{devices=[2,4]<=[8]}",
+                 "{devices=[1,2,4]<=[2,4]T(1,0) last_tile_dim_replicate}", 8, &r);
+    expect(&r, 0, 2, 0, 0, 0);
+}
+
 static void test_rung_from_maximal(void **state) {
     (void)state;
     result r;
@@ -669,6 +695,7 @@ int main(void) {
         cmocka_unit_test(test_rung_all_gather),
         cmocka_unit_test(test_rung_dynamic_slice),
         cmocka_unit_test(test_rung_collective_permute),
+        cmocka_unit_test(test_rung_permute_before_gather),
         cmocka_unit_test(test_rung_all_to_all),
         cmocka_unit_test(test_rung_partial_replication),
         cmocka_unit_test(test_rung_from_maximal),
