@@ -696,6 +696,15 @@ static const gs_sharding *move_factor(gs_part_ctx *c, const gs_sharding *s, int 
     return make(c, &t, s->n_subgroups, s->subgroups);
 }
 
+static int64_t gcd64(int64_t x, int64_t y) {
+    while (y) {
+        int64_t t = x % y;
+        x = y;
+        y = t;
+    }
+    return x;
+}
+
 /* 7. Tiles of data dim i (all of them, or a minor factor f of them) move to data dim j (which
  * then holds them minor to its own): an all-to-all within the groups along those tiles, with
  * dim j split into chunks for the members. */
@@ -710,16 +719,20 @@ static bool rung_all_to_all(gs_part_ctx *c, gs_part_value *v, const gs_sharding 
     for (int i = 0; i < r && !(best && gs_sharding_equal(best, to)); i++) {
         int64_t a = gs_sharding_tiles_in_dim(s, i), ti = gs_sharding_tiles_in_dim(to, i);
         if (a == 1 || a % ti != 0) continue;
-        int64_t f = a / ti; /* the factor that leaves i with the target's count */
-        if (f == 1) continue;
-        /* Dim i keeps a / f tiles: its shards must stay whole tiles of the source's. */
-        if (f < a && base->dims[i] % a != 0) continue;
+        int64_t fi = a / ti; /* the factor that leaves i with the target's count */
+        if (fi == 1) continue;
         for (int j = 0; j < r; j++) {
             if (j == i) continue;
-            int64_t ks = gs_sharding_tiles_in_dim(s, j), n = base->dims[j];
-            /* Dim j gets the factor minor to its own: all of the target's count or a step
-             * towards it (several moves by steps). */
-            if (gs_sharding_tiles_in_dim(to, j) % (ks * f) != 0) continue;
+            int64_t ks = gs_sharding_tiles_in_dim(s, j), n = base->dims[j],
+                    kt = gs_sharding_tiles_in_dim(to, j);
+            /* Dim j gets a minor factor of i's tiles, minor to its own: all of the target's
+             * count or a step towards it (several moves by steps). The factor is as much of
+             * fi as j takes; what i keeps beyond the target's count is gathered later. */
+            if (kt % ks != 0) continue;
+            int64_t f = gcd64(fi, kt / ks);
+            if (f == 1) continue;
+            /* Dim i keeps a / f tiles: its shards must stay whole tiles of the source's. */
+            if (f < a && base->dims[i] % a != 0) continue;
             if (ks > 1 && (n + ks - 1) / ks != f * ((n + ks * f - 1) / (ks * f))) continue;
             const gs_sharding *cand = move_factor(c, s, i, j, f, NULL);
             if (!cand) return false;

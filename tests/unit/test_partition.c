@@ -222,6 +222,20 @@ static void test_rung_all_to_all(void **state) {
     expect(&r, 0, 0, 0, 2, ANY);
 }
 
+static void test_rung_all_to_all_minor_factor(void **state) {
+    (void)state;
+    result r;
+    /* Dim 0 over all 8 devices (data 2 major, expert 4 minor) to dim 1 over the expert axis,
+     * replicated over data (an MoE's expert outputs resharded to the batch): the minor factor
+     * moves by an all-to-all, the data factor left on dim 0 is gathered. It was a full
+     * rematerialization (the whole value gathered on every device, then sliced). */
+    reshard_case("f32[8,4,2,2]", "{devices=[8,1,1,1]<=[8]}",
+                 "{devices=[1,4,1,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}", 8, &r);
+    expect(&r, 0, 1, 0, 1, 0);
+    assert_int_equal(r.stats.n_full_remat, 0);
+    assert_int_equal(r.n_warnings, 0);
+}
+
 static void test_rung_partial_replication(void **state) {
     (void)state;
     result r;
@@ -696,6 +710,7 @@ int main(void) {
         cmocka_unit_test(test_rung_dynamic_slice),
         cmocka_unit_test(test_rung_collective_permute),
         cmocka_unit_test(test_rung_permute_before_gather),
+        cmocka_unit_test(test_rung_all_to_all_minor_factor),
         cmocka_unit_test(test_rung_all_to_all),
         cmocka_unit_test(test_rung_partial_replication),
         cmocka_unit_test(test_rung_from_maximal),
