@@ -88,6 +88,10 @@ static double traffic(const gs_instr *in) {
 /* Seconds of `in` computed on 1/shards of its work. */
 static double compute_s(const as_problem *p, const gs_instr *in, double shards) {
     const gs_machine *mc = p->mc;
+    if (in->op == GS_OP_CUSTOM_CALL) { /* a sharding marker: its reshard is all it costs */
+        const char *t = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
+        if (t && strcmp(t, "Sharding") == 0) return 0;
+    }
     double flops = gs_cost_instr_flops(in);
     gs_type t = gs_shape_is_array(in->shape) ? in->shape->type : GS_F32;
     double f = flops > 0 ? flops / peak_flops(mc, t) : 0;
@@ -498,6 +502,45 @@ static int tensor_cand(const as_problem *p, const gs_tensor_factors *t, int v, c
     return cand_index(&p->values[v], dim, p->n_axes);
 }
 
+/* Bytes of op `in`'s partial results, whole: a bf16 or f16 result's partial sums travel in f32
+ * (the partitioner rounds once, after the sum). */
+static double partial_bytes(const gs_instr *in) {
+    double b = (double)gs_shape_bytes(in->shape);
+    gs_type t = gs_shape_is_array(in->shape) ? in->shape->type : GS_F32;
+    return t == GS_BF16 || t == GS_F16 ? 2 * b : b;
+}
+
+/* For strategy k of op `in` (one result), which sums partial results over the mesh axes that
+ * split reduction factors: the same strategy with the sum scattered over one result dim by
+ * those axes (a reduce-scatter, half an all-reduce's bytes), for each dim whose candidate that
+ * is. */
+static void scatter_variants(as_problem *p, const gs_instr *in, const int *choice,
+                             const gs_op_rule *rule, int rv, int n_opd, double mult, int k,
+                             int64_t reduced, int64_t used, strat_buf *s) {
+    int na = p->n_axes;
+    const as_value *res = &p->values[rv];
+    const as_cand *base = &res->cand[s->out[k]];
+    double partial = partial_bytes(in) * (double)reduced / (double)used;
+    double frac = (double)(reduced - 1) / (double)reduced;
+    int a0 = 0;
+    for (int a = 0; a < na; a++)
+        if (choice[a] >= 0 && rule->factors[choice[a]].kind == GS_FACTOR_REDUCTION) a0 = a;
+    double t = compute_s(p, in, (double)used) + ring_s(axis_link(p, a0), reduced, frac * partial);
+    for (int d = 0; d < res->rank && s->n < MAX_STRAT; d++) {
+        int8_t dim[AS_MAX_AXES];
+        for (int a = 0; a < na; a++)
+            dim[a] = choice[a] >= 0 && rule->factors[choice[a]].kind == GS_FACTOR_REDUCTION
+                         ? (int8_t)d
+                         : base->dim[a];
+        int c = cand_index(res, dim, na);
+        if (c < 0) continue;
+        int n = s->n++;
+        s->cost[n] = t * mult;
+        s->out[n] = c;
+        memcpy(&s->req[n * n_opd], &s->req[k * n_opd], sizeof(int) * (size_t)n_opd);
+    }
+}
+
 /* Adds the strategies of op `in` from its rule: each assignment of mesh axes to splittable
  * factors. */
 static void rule_strategies(builder *b, const gs_instr *in, const gs_op_rule *rule,
@@ -544,7 +587,7 @@ static void rule_strategies(builder *b, const gs_instr *in, const gs_op_rule *ru
             if (ok) {
                 double t = compute_s(p, in, (double)used);
                 if (reduced > 1) { /* the partial results are summed */
-                    double bytes = (double)gs_shape_bytes(in->shape) * (double)reduced / (double)used;
+                    double bytes = partial_bytes(in) * (double)reduced / (double)used;
                     double frac = (double)(reduced - 1) / (double)reduced;
                     int a0 = 0;
                     for (int a = 0; a < na; a++)
@@ -554,6 +597,9 @@ static void rule_strategies(builder *b, const gs_instr *in, const gs_op_rule *ru
                 }
                 s->cost[k] = t * mult;
                 s->n++;
+                if (reduced > 1 && n_res == 1 && res_value[0] >= 0)
+                    scatter_variants(p, in, choice, rule, res_value[0], n_opd, mult, k, reduced,
+                                     used, s);
             }
         }
         int a = na - 1;
