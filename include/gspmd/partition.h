@@ -61,7 +61,8 @@ const gs_collective_ops *gs_collective_ops_default(void);
 /* What a partitioning emitted, per kind of collective. */
 typedef struct gs_partition_stats {
     int n[GS_N_COLL_KINDS];         /* collectives emitted */
-    int64_t bytes[GS_N_COLL_KINDS]; /* bytes of their per-device results */
+    int64_t bytes[GS_N_COLL_KINDS]; /* bytes of their per-device operands or results,
+                                       the larger (a reduce-scatter's operand) */
     int n_full_remat;               /* involuntary full rematerializations (each warned) */
     int n_default;                  /* instructions partitioned by the default action */
     int n_replicated;               /* of those and of the handlers' results, instructions

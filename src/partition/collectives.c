@@ -75,13 +75,19 @@ gs_computation *gs_part_reducer(gs_part_ctx *c, gs_opcode op, gs_type t) {
     return e->reducers[k][t];
 }
 
+/* Counts collective r; its bytes are the larger of its per-device operand and result (what a
+ * device holds of it: an all-gather's result, a reduce-scatter's operand, which the ring
+ * passes on almost whole). */
 static void count(gs_part_ctx *c, gs_coll_kind k, gs_instr *r) {
     if (!r) {
         gs_part_oom(c);
         return;
     }
+    int64_t b = gs_shape_bytes(r->shape);
+    if (r->n_operands == 1 && gs_shape_bytes(r->operands[0]->shape) > b)
+        b = gs_shape_bytes(r->operands[0]->shape);
     c->e->stats.n[k]++;
-    c->e->stats.bytes[k] += gs_shape_bytes(r->shape);
+    c->e->stats.bytes[k] += b;
 }
 
 static void *ctx_of(gs_part_ctx *c) {
