@@ -18,6 +18,7 @@
  * values used only by elementwise ops take none, as XLA fuses them), each over its shards.
  */
 #include "autoshard/internal.h"
+#include "cost/internal.h"
 #include "gspmd/builder.h"
 
 #include <math.h>
@@ -38,11 +39,12 @@ static const gs_link *axis_link(const as_problem *p, int a) {
     return intra ? &p->mc->intra : &p->mc->inter;
 }
 
-/* A ring collective moving `wire` bytes per device in g - 1 steps on link l. */
-static double ring_s(const gs_link *l, int64_t g, double wire) {
+/* Seconds of one collective of kind k over the g devices of a mesh axis's groups, each
+ * holding b bytes: `gspmd cost`'s algorithms (src/cost/step.c), with a kernel's fixed cost. */
+static double coll_s(const as_problem *p, int k, int64_t g, double b, const gs_link *l) {
     if (g <= 1) return 0;
-    double bw = l->bandwidth > 0 ? l->bandwidth : 1e12;
-    return wire / bw + (double)(g - 1) * l->latency;
+    double wire;
+    return gs_cost_coll_time(k, (int)g, b, l, &wire) + p->mc->op_overhead;
 }
 
 double as_reshard_s(const as_problem *p, const as_cand *f, const as_cand *t, double bytes) {
@@ -61,11 +63,15 @@ double as_reshard_s(const as_problem *p, const as_cand *f, const as_cand *t, dou
     for (int a = 0; a < p->n_axes; a++) {
         int fd = f->dim[a], td = t->dim[a];
         int64_t n = p->mesh->sizes[a];
-        double frac = (double)(n - 1) / (double)n;
+        /* an axis that stays on its dim keeps its slices when the axes major to it there are
+         * the same (the minor ones leaving or arriving are their own cost) */
+        bool stays = fd >= 0 && fd == td;
+        for (int b = 0; b < a && stays; b++)
+            stays = (f->dim[b] == fd) == (t->dim[b] == fd);
         if (fd >= 0 && td < 0) /* all-gather: each device ends with its shard */
-            s += ring_s(axis_link(p, a), n, frac * bytes / (double)t->shards);
-        else if ((fd >= 0 && (fd != td || !prefix[fd])) || (fd < 0 && td >= 0 && !prefix[td]))
-            s += ring_s(axis_link(p, a), n, frac * bytes / (double)f->shards); /* all-to-all */
+            s += coll_s(p, GS_COST_ALL_GATHER, n, bytes / (double)t->shards, axis_link(p, a));
+        else if ((fd >= 0 && !stays) || (fd < 0 && td >= 0 && !prefix[td]))
+            s += coll_s(p, GS_COST_ALL_TO_ALL, n, bytes / (double)f->shards, axis_link(p, a));
         /* (an axis that stays, or comes in order: no communication) */
     }
     return s;
@@ -521,11 +527,11 @@ static void scatter_variants(as_problem *p, const gs_instr *in, const int *choic
     const as_value *res = &p->values[rv];
     const as_cand *base = &res->cand[s->out[k]];
     double partial = partial_bytes(in) * (double)reduced / (double)used;
-    double frac = (double)(reduced - 1) / (double)reduced;
     int a0 = 0;
     for (int a = 0; a < na; a++)
         if (choice[a] >= 0 && rule->factors[choice[a]].kind == GS_FACTOR_REDUCTION) a0 = a;
-    double t = compute_s(p, in, (double)used) + ring_s(axis_link(p, a0), reduced, frac * partial);
+    double t = compute_s(p, in, (double)used) +
+               coll_s(p, GS_COST_REDUCE_SCATTER, reduced, partial, axis_link(p, a0));
     for (int d = 0; d < res->rank && s->n < MAX_STRAT; d++) {
         int8_t dim[AS_MAX_AXES];
         for (int a = 0; a < na; a++)
@@ -588,12 +594,11 @@ static void rule_strategies(builder *b, const gs_instr *in, const gs_op_rule *ru
                 double t = compute_s(p, in, (double)used);
                 if (reduced > 1) { /* the partial results are summed */
                     double bytes = partial_bytes(in) * (double)reduced / (double)used;
-                    double frac = (double)(reduced - 1) / (double)reduced;
                     int a0 = 0;
                     for (int a = 0; a < na; a++)
                         if (choice[a] >= 0 && rule->factors[choice[a]].kind == GS_FACTOR_REDUCTION)
                             a0 = a;
-                    t += ring_s(axis_link(p, a0), reduced, 2 * frac * bytes);
+                    t += coll_s(p, GS_COST_ALL_REDUCE, reduced, bytes, axis_link(p, a0));
                 }
                 s->cost[k] = t * mult;
                 s->n++;
@@ -752,12 +757,39 @@ static bool fused_away(const gs_computation *c, const gs_instr *in) {
     return used;
 }
 
-static bool points(builder *b) {
+enum { MAX_POINTS = 64, MAX_NEST = 8 };
+
+/* The values live around a point: each once, with its bytes (whole). */
+typedef struct live_set {
+    int n;
+    int *value;
+    double *bytes;
+} live_set;
+
+static void add_point(as_problem *p, const as_point *pt) {
+    if (p->n_points < MAX_POINTS) {
+        p->points[p->n_points++] = *pt;
+        return;
+    }
+    int lo = 0; /* replace the smallest when this one is larger */
+    for (int q = 1; q < p->n_points; q++)
+        if (p->points[q].whole < p->points[lo].whole) lo = q;
+    if (p->points[lo].whole < pt->whole) p->points[lo] = *pt;
+}
+
+/* The points of computation c's schedule (comp index k): at each, the values its instructions
+ * have made and not yet last used, with `outer` (what the callers hold live meanwhile; a value
+ * counted once). A while body's, a call's and a branch's points are their own, with what is
+ * live in c at the call added: the memory inside a loop is what a scanned layer's temporaries
+ * take, on top of the state and of everything the entry holds across the loop. */
+static bool comp_points(builder *b, int k, const live_set *outer, int depth) {
     as_problem *p = b->p;
-    const gs_computation *c = b->comps[0];
+    const gs_computation *c = b->comps[k];
     int n = c->n_instrs;
     int *last = GS_NEW_ARRAY(p->a, int, n ? n : 1);
-    if (!last) return false;
+    double *acc = GS_NEW_ARRAY(p->a, double, p->n_values ? p->n_values : 1);
+    int *vals = GS_NEW_ARRAY(p->a, int, p->n_values ? p->n_values : 1);
+    if (!last || !acc || !vals) return false;
     for (int i = 0; i < n; i++) last[i] = c->instrs[i]->is_root ? n - 1 : i;
     for (int i = n - 1; i >= 0; i--) { /* through tuples and get-tuple-elements */
         const gs_instr *in = c->instrs[i];
@@ -769,25 +801,29 @@ static bool points(builder *b) {
     }
     for (int i = 0; i < n; i++)
         if (c->instrs[i]->op == GS_OP_PARAMETER) last[i] = n - 1;
-    /* the points with the most bytes whole, at most 64 */
-    enum { MAX_POINTS = 64 };
-    p->points = GS_NEW_ARRAY(p->a, as_point, MAX_POINTS);
-    int *vals = GS_NEW_ARRAY(p->a, int, p->n_values ? p->n_values : 1);
-    double *acc = GS_NEW_ARRAY(p->a, double, p->n_values ? p->n_values : 1);
-    if (!p->points || !vals || !acc) return false;
     for (int v = 0; v < p->n_values; v++) acc[v] = 0;
     for (int t = 0; t < n; t++) {
         int nv = 0;
         double whole = 0;
+        for (int q = 0; q < outer->n; q++) {
+            int v = outer->value[q];
+            if (acc[v] == 0) vals[nv++] = v;
+            acc[v] += outer->bytes[q];
+            whole += outer->bytes[q];
+        }
+        int n_outer = nv;
         for (int i = 0; i <= t; i++) {
             const gs_instr *in = c->instrs[i];
             if (last[i] < t || in->op == GS_OP_TUPLE || in->op == GS_OP_GET_TUPLE_ELEMENT ||
                 fused_away(c, in))
                 continue;
-            int me = b->base[0][i], nl = n_leaves_of(in->shape);
+            int me = b->base[k][i], nl = n_leaves_of(in->shape);
             for (int l = 0; l < nl; l++) {
                 int v = b->leaf_value[me + l];
                 if (v < 0) continue;
+                bool held = false; /* the callers' value (a loop's state): counted there */
+                for (int q = 0; q < n_outer && !held; q++) held = vals[q] == v;
+                if (held) continue;
                 if (acc[v] == 0) vals[nv++] = v;
                 double by = (double)gs_shape_bytes(b->leaf_shape[me + l]);
                 acc[v] += by;
@@ -802,16 +838,33 @@ static bool points(builder *b) {
             pt.bytes[q] = acc[vals[q]];
             acc[vals[q]] = 0;
         }
-        if (p->n_points < MAX_POINTS) {
-            p->points[p->n_points++] = pt;
-        } else { /* replace the smallest when this one is larger */
-            int lo = 0;
-            for (int q = 1; q < p->n_points; q++)
-                if (p->points[q].whole < p->points[lo].whole) lo = q;
-            if (p->points[lo].whole < whole) p->points[lo] = pt;
+        add_point(p, &pt);
+        /* what this instruction calls runs here, with all of pt live around it */
+        const gs_instr *in = c->instrs[t];
+        gs_computation *called[64];
+        int nc = 0;
+        if (in->op == GS_OP_WHILE) {
+            called[nc++] = gs_instr_comp(in, GS_ATTR_BODY);
+        } else if (in->op == GS_OP_CALL || in->op == GS_OP_CONDITIONAL) {
+            nc = gs_instr_called(in, called, 64);
+            if (nc > 64) nc = 64;
+        }
+        if (depth >= MAX_NEST) nc = 0;
+        live_set around = {pt.n, pt.value, pt.bytes};
+        for (int j = 0; j < nc; j++) {
+            int kc = called[j] ? comp_of(b, called[j]) : -1;
+            if (kc > 0 && !comp_points(b, kc, &around, depth + 1)) return false;
         }
     }
     return true;
+}
+
+static bool points(builder *b) {
+    as_problem *p = b->p;
+    p->points = GS_NEW_ARRAY(p->a, as_point, MAX_POINTS);
+    if (!p->points) return false;
+    live_set none = {0, NULL, NULL};
+    return comp_points(b, 0, &none, 0);
 }
 
 /* ------------------------------------------------------------------ writing the choice */

@@ -234,6 +234,21 @@ static bool transport(ilp *q, const as_problem *p, int u, int n_r, const int *r_
 }
 
 /* Builds and solves the program; true with the choices set when CBC found a solution. */
+/* Strategy s of op o: its cost, with the reshard of each result it makes otherwise than a
+ * pinned value's sharding (the partitioner computes the op as the strategy says, then
+ * reshards: the pin fixes the value, not the op). */
+static double pinned_out_cost(const as_problem *p, const as_op *o, int s) {
+    double c = o->cost[s];
+    for (int j = 0; j < o->n_res; j++) {
+        int v = o->res_value[j];
+        if (v < 0 || p->values[v].pinned < 0) continue;
+        const as_value *x = &p->values[v];
+        c += as_reshard_s(p, &x->cand[o->out[s * o->n_res + j]], &x->cand[x->pinned], x->bytes) *
+             o->mult;
+    }
+    return c;
+}
+
 static bool solve_cbc(as_problem *p, double seconds, gs_autoshard_result *r, bool *infeasible) {
     *infeasible = false;
     /* its size first: too large a program goes to the greedy choice */
@@ -281,7 +296,7 @@ static bool solve_cbc(as_problem *p, double seconds, gs_autoshard_result *r, boo
     for (int k = 0; ok && k < p->n_ops; k++) {
         const as_op *o = &p->ops[k];
         q.ybase[k] = q.n_cols;
-        for (int s = 0; s < o->n_strat; s++) add_col(&q, 1, o->cost[s], true);
+        for (int s = 0; s < o->n_strat; s++) add_col(&q, 1, pinned_out_cost(p, o, s), true);
     }
     for (int v = 0; ok && v < p->n_values; v++) { /* one candidate per value */
         int n = p->values[v].n_cand;
@@ -294,7 +309,7 @@ static bool solve_cbc(as_problem *p, double seconds, gs_autoshard_result *r, boo
         add_row(&q, o->n_strat, colv, coef, 'E', 1); /* one strategy per op */
         for (int j = 0; j < o->n_res; j++) { /* its results are their values */
             int v = o->res_value[j];
-            if (v < 0) continue;
+            if (v < 0 || p->values[v].pinned >= 0) continue; /* (pinned: in its cost) */
             for (int c = 0; c < p->values[v].n_cand; c++) {
                 int n = 0;
                 for (int s = 0; s < o->n_strat; s++)

@@ -65,6 +65,12 @@ double gs_cost_kernel_reads(gs_cost_kernels *k, int r);
  * text may name an operand before it defines it. NULL when out of memory or c has a cycle. */
 int *gs_cost_operands_first(const gs_computation *c);
 
+/* step.c: seconds of one collective of kind k (GS_COST_ALL_REDUCE ...) over g devices holding
+ * b bytes each (an all-gather's result, a reduce-scatter's operand) on link l, by the
+ * algorithm that suits it; *wire gets the bytes each device sends. The search of
+ * src/autoshard costs its collectives by it too. */
+double gs_cost_coll_time(int k, int g, double b, const gs_link *l, double *wire);
+
 /* Elements of an array shape (0 for others), and its bytes (0 for none), as doubles. */
 static inline double gs_cost_elements(const gs_shape *s) {
     if (!s || !gs_shape_is_array(s)) return 0;

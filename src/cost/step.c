@@ -196,7 +196,7 @@ static int group_of(const gs_instr *in, const gs_module *m, const gs_machine *mc
 }
 
 /* Seconds and wire bytes of one collective of kind k over g devices holding b bytes each. */
-static double coll_time(int k, int g, double b, const gs_link *l, double *wire) {
+double gs_cost_coll_time(int k, int g, double b, const gs_link *l, double *wire) {
     if (g <= 1) {
         *wire = 0;
         return 0;
@@ -302,7 +302,7 @@ static void step_collective(step_walk *w, const gs_instr *in, int kind, gs_step_
     } else {
         for (int k = 0; k < in->n_operands; k++) b += gs_cost_bytes_of(in->operands[k]->shape);
     }
-    double wire, s = coll_time(kind, g, b, one_node ? &mc->intra : &mc->inter, &wire);
+    double wire, s = gs_cost_coll_time(kind, g, b, one_node ? &mc->intra : &mc->inter, &wire);
     if (g > 1) { /* one kernel (NCCL's, RCCL's) with its fixed cost; a group of one is none */
         s += mc->op_overhead;
         out->kernels += 1;

@@ -172,17 +172,16 @@ static void test_pin_kept(void **state) {
 }
 
 /* A dot summing over a split contraction (a long one: gathering an operand costs far more):
- * with its result split, the partial sums are reduce-scattered (half an all-reduce's bytes),
- * and a bf16 dot's partials travel in f32 as the partitioner sends them. The two pinned
- * programs differ by exactly that half. */
+ * with its result split, the partial sums are reduce-scattered (half an all-reduce's bytes,
+ * half its ring steps). The two pinned programs differ by exactly that half. */
 static double pinned_objective(const char *result_sharding) {
     char text[1024];
     snprintf(text, sizeof text,
              "HloModule rs\n"
              "ENTRY e {\n"
-             "  x = bf16[256,65536] parameter(0), sharding={devices=[1,2]<=[2]}\n"
-             "  w = bf16[65536,256] parameter(1), sharding={devices=[2,1]<=[2]}\n"
-             "  ROOT d = bf16[256,256] dot(x, w), lhs_contracting_dims={1}, "
+             "  x = f32[256,65536] parameter(0), sharding={devices=[1,2]<=[2]}\n"
+             "  w = f32[65536,256] parameter(1), sharding={devices=[2,1]<=[2]}\n"
+             "  ROOT d = f32[256,256] dot(x, w), lhs_contracting_dims={1}, "
              "rhs_contracting_dims={0}, sharding=%s\n"
              "}\n",
              result_sharding);
@@ -205,10 +204,10 @@ static void test_reduce_scatter(void **state) {
     double whole = pinned_objective("{replicated}");
     gs_machine mc;
     assert_true(gs_machine_builtin("h100", &mc));
-    /* f32 partials of 256 x 256 (256 KiB; gathering either operand instead moves 32 MiB): an
-     * all-reduce over 2 sends all of them per device, a reduce-scatter half (both with one
-     * latency per step of the ring) */
-    double half = 256.0 * 256 * 4 / 2 / mc.intra.bandwidth;
+    /* partials of 256 x 256 f32 (256 KiB; gathering either operand instead moves 64 MiB): a
+     * ring all-reduce over 2 sends all of them per device in 2 steps, a reduce-scatter half of
+     * them in 1 (gspmd cost's algorithms) */
+    double half = 256.0 * 256 * 4 / 2 / mc.intra.bandwidth + mc.intra.latency;
     assert_true(whole - split > half * 0.999);
     assert_true(whole - split < half * 1.001);
 }
@@ -238,6 +237,104 @@ static void test_memory_limit(void **state) {
     expect_error(&d, "the smallest peak autoshard finds is");
     gs_diags_free(&d);
     done(&q);
+}
+
+/* A pinned result the op computes otherwise and reshards: y = x @ w, x split by rows, w whole,
+ * y pinned split by columns. The partitioner computes by rows and all-to-alls the result (8
+ * MiB per device); the search was held to strategies that make the pinned sharding directly
+ * (columns: x all-gathered, 32 MiB per device). Against y pinned by rows, the difference is
+ * the all-to-all's time only. */
+static double row_dot_objective(const char *y_sharding) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "HloModule pinout\n"
+             "ENTRY e {\n"
+             "  x = f32[1024,8192] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+             "  w = f32[8192,8192] parameter(1), sharding={replicated}\n"
+             "  ROOT y = f32[1024,8192] dot(x, w), lhs_contracting_dims={1}, "
+             "rhs_contracting_dims={0}, sharding=%s\n"
+             "}\n",
+             y_sharding);
+    parsed p = parse(text, "m=4");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    partitions(p.m, 4, NULL);
+    double obj = r.objective;
+    gs_diags_free(&d);
+    done(&p);
+    return obj;
+}
+
+static void test_pinned_result_reshards(void **state) {
+    (void)state;
+    double cols = row_dot_objective("{devices=[1,4]<=[4]}");
+    double rows = row_dot_objective("{devices=[4,1]<=[4]}");
+    gs_machine mc;
+    assert_true(gs_machine_builtin("h100", &mc));
+    double a2a = 0.75 * 8 * 1048576 / mc.intra.bandwidth + 3 * mc.intra.latency;
+    assert_true(cols - rows > a2a * 0.999);
+    assert_true(cols - rows < a2a * 1.001);
+}
+
+/* Memory inside a loop body counts: the body's temporaries (two f32[16,64,64], 256 KiB each)
+ * with the state live around them. Replicated they do not fit 200 KB; split 4 ways they do.
+ * Only the entry's points were constrained, and the temporaries stayed whole. */
+static void test_memory_in_loop(void **state) {
+    (void)state;
+    const char *text = "HloModule loopmem\n"
+                       "cond {\n"
+                       "  s = (s32[], f32[64,64]) parameter(0)\n"
+                       "  i = s32[] get-tuple-element(s), index=0\n"
+                       "  n = s32[] constant(3)\n"
+                       "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                       "}\n"
+                       "add {\n"
+                       "  a = f32[] parameter(0)\n"
+                       "  b = f32[] parameter(1)\n"
+                       "  ROOT c = f32[] add(a, b)\n"
+                       "}\n"
+                       "body {\n"
+                       "  s = (s32[], f32[64,64]) parameter(0)\n"
+                       "  i = s32[] get-tuple-element(s), index=0\n"
+                       "  x = f32[64,64] get-tuple-element(s), index=1\n"
+                       "  big = f32[16,64,64] broadcast(x), dimensions={1,2}\n"
+                       "  e = f32[16,64,64] exponential(big)\n"
+                       "  z = f32[] constant(0)\n"
+                       "  r = f32[64,64] reduce(e, z), dimensions={0}, to_apply=add\n"
+                       "  one = s32[] constant(1)\n"
+                       "  j = s32[] add(i, one)\n"
+                       "  ROOT t = (s32[], f32[64,64]) tuple(j, r)\n"
+                       "}\n"
+                       "ENTRY e {\n"
+                       "  x = f32[64,64] parameter(0)\n"
+                       "  i = s32[] constant(0)\n"
+                       "  s = (s32[], f32[64,64]) tuple(i, x)\n"
+                       "  w = (s32[], f32[64,64]) while(s), condition=cond, body=body\n"
+                       "  ROOT y = f32[64,64] get-tuple-element(w), index=1\n"
+                       "}\n";
+    parsed p = parse(text, "x=4");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc, .memory_limit = 200000};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    assert_true(r.peak_bytes <= 200000);
+    assert_true(r.peak_bytes >= 16 * 64 * 64 * 4 / 4); /* the temporary's quarter is in it */
+    const gs_computation *body = NULL;
+    for (int k = 0; k < p.m->n_comps; k++)
+        if (strcmp(p.m->comps[k]->name, "body") == 0) body = p.m->comps[k];
+    assert_non_null(body);
+    const gs_instr *e = NULL;
+    for (int i = 0; i < body->n_instrs; i++)
+        if (strcmp(body->instrs[i]->name, "e") == 0) e = body->instrs[i];
+    assert_non_null(e);
+    const gs_sharding *es = gs_instr_get_sharding(e);
+    assert_non_null(es);
+    assert_true(es->kind == GS_SHARDING_TILED && gs_sharding_num_tiles(es) == 4);
+    partitions(p.m, 4, NULL);
+    gs_diags_free(&d);
+    done(&p);
 }
 
 /* Two pins of one value that differ (a tuple's element and its get-tuple-element). */
@@ -304,6 +401,8 @@ int main(void) {
         cmocka_unit_test(test_layer),          cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_tiny), cmocka_unit_test(test_pin_kept),
         cmocka_unit_test(test_reduce_scatter),
+        cmocka_unit_test(test_memory_in_loop),
+        cmocka_unit_test(test_pinned_result_reshards),
         cmocka_unit_test(test_memory_limit),   cmocka_unit_test(test_conflicting_pins),
         cmocka_unit_test(test_declined),
     };
