@@ -171,6 +171,22 @@ static void test_pin_kept(void **state) {
     done(&p);
 }
 
+/* The search's estimate for a program all of whose values are pinned (n devices); the result
+ * partitions. */
+static double objective_of(const char *text, const char *mesh, int n) {
+    parsed p = parse(text, mesh);
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
+    assert_int_equal(r.n_pinned, 3);
+    partitions(p.m, n, NULL);
+    double obj = r.objective;
+    gs_diags_free(&d);
+    done(&p);
+    return obj;
+}
+
 /* A dot summing over a split contraction (a long one: gathering an operand costs far more):
  * with its result split, the partial sums are reduce-scattered (half an all-reduce's bytes,
  * half its ring steps). The two pinned programs differ by exactly that half. */
@@ -185,17 +201,7 @@ static double pinned_objective(const char *result_sharding) {
              "rhs_contracting_dims={0}, sharding=%s\n"
              "}\n",
              result_sharding);
-    parsed p = parse(text, "m=2");
-    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
-    gs_autoshard_result r;
-    gs_diags d = {0};
-    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
-    assert_int_equal(r.n_pinned, 3);
-    partitions(p.m, 2, NULL);
-    double obj = r.objective;
-    gs_diags_free(&d);
-    done(&p);
-    return obj;
+    return objective_of(text, "m=2", 2);
 }
 
 static void test_reduce_scatter(void **state) {
@@ -255,16 +261,7 @@ static double row_dot_objective(const char *y_sharding) {
              "rhs_contracting_dims={0}, sharding=%s\n"
              "}\n",
              y_sharding);
-    parsed p = parse(text, "m=4");
-    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
-    gs_autoshard_result r;
-    gs_diags d = {0};
-    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_OK);
-    partitions(p.m, 4, NULL);
-    double obj = r.objective;
-    gs_diags_free(&d);
-    done(&p);
-    return obj;
+    return objective_of(text, "m=4", 4);
 }
 
 static void test_pinned_result_reshards(void **state) {
