@@ -44,7 +44,8 @@ def autoshard(gspmd, path, mesh, machine, extra):
         return None, p.stderr.strip().splitlines()[-1:]
     got = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in LINE.finditer(p.stderr)}
     s = SEARCH.search(p.stderr)
-    return (got, s.groups() if s else None, time.time() - t0), None
+    kept = "kept the input's own shardings" in p.stderr
+    return (got, s.groups() if s else None, time.time() - t0, kept), None
 
 
 def main():
@@ -88,10 +89,12 @@ def main():
             if not res:
                 print("| %s | %s, %s | failed: %s | | | |" % (label, mesh, machine, err))
                 continue
-            got, s, wall = res
+            got, s, wall, kept = res
             a, b = got.get("autoshard"), got.get("input's")
             search = "%s values, %s variables, %s%s (%.0f s)" % (
                 s[0], s[1], s[2], " %.1f s" % float(s[3]) if s[3] else "", wall) if s else "?"
+            if kept:  # not found from the mesh alone: the hand sharding was better and kept
+                search += "; KEPT THE HAND SHARDING"
             ma = " (%.0f%%)" % (100 * mfu / a[0]) if mfu else ""
             mb = " (%.0f%%)" % (100 * mfu / b[0]) if mfu else ""
             print("| %s | %s, %s | %s | %.4g s, %.3g GiB%s | %.4g s, %.3g GiB%s | %.3f |" % (

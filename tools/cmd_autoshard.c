@@ -153,6 +153,9 @@ static void report(const auto_args *a, const gs_module *m, const gs_autoshard_re
                 r->objective > 0 ? 100 * (r->objective - r->bound) / r->objective : 0);
     fprintf(stderr, "\n  search's estimate: %.4g s per step (all replicated: %.4g s), peak %.4g GiB\n",
             r->objective, r->replicated, r->peak_bytes / (1 << 30));
+    if (r->kept_input)
+        fprintf(stderr, "  kept the input's own shardings (pinned, the rest chosen): they predict "
+                        "faster than the choice made without them\n");
     if (mine) print_step("predicted (autoshard):", mine);
     if (theirs) print_step("predicted (input's):", theirs);
 }

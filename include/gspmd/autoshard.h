@@ -51,6 +51,9 @@ typedef struct gs_autoshard_result {
     double replicated;   /* the same estimate with every value replicated */
     double peak_bytes;   /* the search's estimate of the peak per device */
     double solve_s;      /* seconds the solver took */
+    bool kept_input;     /* ignore_shardings: the input's own shardings, pinned (the rest
+                            chosen), predicted faster than the choice made without them, and
+                            were kept (the result never predicts slower than they do) */
 } gs_autoshard_result;
 
 /* Whether this build has the CBC solver (else the choice is always greedy). */

@@ -924,20 +924,11 @@ static gs_status apply(builder *b) {
 
 /* ------------------------------------------------------------------ the pass */
 
-gs_status gs_autoshard(gs_module *m, const gs_autoshard_options *o, gs_autoshard_result *r,
-                       gs_diags *d) {
+/* One search over m: its own shardings pinned or not; the choice written into m when its
+ * estimate is below `beat` (GS_OK and r->objective >= beat otherwise: nothing written). */
+static gs_status search(gs_module *m, const gs_autoshard_options *o, bool pin, double beat,
+                        gs_autoshard_result *r, gs_diags *d) {
     memset(r, 0, sizeof *r);
-    if (!o || !o->mesh || !o->machine || !m || !m->entry)
-        return gs_error(d, gs_span_none(), "autoshard needs a module, a mesh and a machine");
-    if (o->mesh->n_axes < 1 || o->mesh->n_axes > AS_MAX_AXES)
-        return gs_error(d, gs_span_none(), "autoshard needs a mesh of 1 to %d axes",
-                        AS_MAX_AXES);
-    if (gs_module_verify(m, d) != GS_OK) return GS_ERR; /* what the search reads is sound */
-    if (m->replica_count > 1)
-        return gs_error(d, gs_span_none(),
-                        "autoshard does not choose shardings for a module that also runs as "
-                        "replicas (replica_count=%lld)",
-                        (long long)m->replica_count);
     gs_arena a;
     gs_arena_init(&a);
     as_problem p = {.a = &a, .mesh = o->mesh, .mc = o->machine, .n_axes = o->mesh->n_axes};
@@ -949,7 +940,7 @@ gs_status gs_autoshard(gs_module *m, const gs_autoshard_options *o, gs_autoshard
         gs_error(d, gs_span_none(), "out of memory");
         goto done;
     }
-    if (!o->ignore_shardings && pins(&b, r) != GS_OK) goto done;
+    if (pin && pins(&b, r) != GS_OK) goto done;
     if (!ops(&b) || !points(&b)) {
         gs_error(d, gs_span_none(), "out of memory");
         goto done;
@@ -975,9 +966,46 @@ gs_status gs_autoshard(gs_module *m, const gs_autoshard_options *o, gs_autoshard
     for (int k = 0; k < p.n_ops; k++) p.ops[k].choice = p.ops[k].whole;
     r->replicated = as_objective(&p);
     if (as_solve(&p, o, r, d) != GS_OK) goto done;
-    st = apply(&b);
+    st = r->objective < beat ? apply(&b) : GS_OK;
 done:
     gs_strmap_free(&b.comp_index);
     gs_arena_free(&a);
+    return st;
+}
+
+static bool has_shardings(const gs_module *m) {
+    for (int k = 0; k < m->n_comps; k++)
+        for (int i = 0; i < m->comps[k]->n_instrs; i++)
+            if (gs_instr_get_sharding(m->comps[k]->instrs[i])) return true;
+    return false;
+}
+
+gs_status gs_autoshard(gs_module *m, const gs_autoshard_options *o, gs_autoshard_result *r,
+                       gs_diags *d) {
+    memset(r, 0, sizeof *r);
+    if (!o || !o->mesh || !o->machine || !m || !m->entry)
+        return gs_error(d, gs_span_none(), "autoshard needs a module, a mesh and a machine");
+    if (o->mesh->n_axes < 1 || o->mesh->n_axes > AS_MAX_AXES)
+        return gs_error(d, gs_span_none(), "autoshard needs a mesh of 1 to %d axes",
+                        AS_MAX_AXES);
+    if (gs_module_verify(m, d) != GS_OK) return GS_ERR; /* what the search reads is sound */
+    if (m->replica_count > 1)
+        return gs_error(d, gs_span_none(),
+                        "autoshard does not choose shardings for a module that also runs as "
+                        "replicas (replica_count=%lld)",
+                        (long long)m->replica_count);
+    if (!o->ignore_shardings) return search(m, o, true, INFINITY, r, d);
+    /* The input's own shardings pinned (the rest chosen) are a choice too: the result never
+     * predicts slower than they do. (The search pinned may reshard a result once for all its
+     * users, which the free one cannot express.) */
+    gs_autoshard_result own;
+    gs_diags quiet = {0};
+    bool own_ok = has_shardings(m) && search(m, o, true, -INFINITY, &own, &quiet) == GS_OK;
+    gs_diags_free(&quiet);
+    double beat = own_ok ? own.objective * (1 - 1e-9) : INFINITY;
+    gs_status st = search(m, o, false, beat, r, d);
+    if (st != GS_OK || r->objective < beat) return st;
+    st = search(m, o, true, INFINITY, r, d);
+    r->kept_input = true;
     return st;
 }

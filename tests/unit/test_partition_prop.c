@@ -19,6 +19,11 @@
  * with the reference interpreter by gs_verify_outputs, the check `gspmd run --verify` makes: f32
  * within GS_VERIFY_MARGIN rounding-error bounds of each element, s32 exactly.
  *
+ * Every eighth case (threads) also checks gs_autoshard (issue 27's property): its choice on the
+ * case's mesh, the module's shardings ignored, predicts no slower than replicating everything
+ * nor than the module's own shardings (pinned, when the solver proves its choice optimal), and
+ * partitions as written, runs, and matches the reference (check_autoshard).
+ *
  * Under mpirun with GSPMD_PARTITION_MPI=1 (tests/soak_mpi.sh) every rank generates the same
  * cases and runs the ones whose device count is a multiple of the ranks on the MPI backend
  * (device count / ranks devices per rank, threads within a rank), through gs_run_sharded, the
@@ -39,6 +44,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "gspmd/autoshard.h"
+#include "gspmd/compile.h"
 #include "gspmd/partition.h"
 #include "gspmd/propagate.h"
 #include "gspmd/runtime.h"
@@ -1021,6 +1028,9 @@ static void case_free(one_case *c) {
     gs_source_free(c->src);
 }
 
+static const char *check_autoshard(one_case *c, double *worst_error);
+static int n_autoshard; /* cases whose autoshard property held */
+
 /* Parses, partitions, runs and compares one case: NULL when it passes, else what failed. */
 static const char *check_case(one_case *c, double *worst_error) {
     const mesh *m = c->m;
@@ -1074,6 +1084,94 @@ static const char *check_case(one_case *c, double *worst_error) {
                         checks[i].bound);
     }
     free(checks);
+    if (!what && !c->mpi && c->it % 8 == 5) what = check_autoshard(c, worst_error);
+    return what;
+}
+
+/* Autoshard's property, on every eighth case (threads backend): with the module's own
+ * shardings ignored, gs_autoshard on the case's mesh (axes a, b, c) chooses shardings whose
+ * estimate is no worse than replicating everything, nor (when the solver proves its choice
+ * optimal) than the module's own shardings pinned, where those are candidates; and the
+ * annotated module partitions as written, runs, and matches the reference on the case's
+ * inputs. NULL when it holds. */
+static const char *check_autoshard(one_case *c, double *worst_error) {
+    const mesh *m = c->m;
+    char spec[64];
+    int len = 0;
+    for (int a = 0; a < m->n_axes; a++)
+        len += snprintf(spec + len, sizeof spec - (size_t)len, "%s%c=%d", a ? "," : "", 'a' + a,
+                        m->size[a]);
+    gs_arena arena;
+    gs_arena_init(&arena);
+    gs_mesh gm;
+    gs_machine mc;
+    gs_diags scratch = {0};
+    gs_source *src = gs_source_from_string("prop.hlo", c->hlo);
+    gs_module *mine = gs_parse_module(src, &c->d), *own = gs_parse_module(src, &c->d);
+    gs_compiled out = {0};
+    gs_value *got = NULL;
+    const char *what = NULL;
+    gs_autoshard_result r, rp;
+    if (!mine || !own ||
+        gs_mesh_parse(&arena, spec, strlen(spec), &gm, &c->d, gs_span_none()) != GS_OK ||
+        !gs_machine_builtin("h100", &mc)) {
+        what = "autoshard: the case does not parse, or its mesh (a test bug)";
+        goto done;
+    }
+    gs_autoshard_options o = {.mesh = &gm, .machine = &mc, .ignore_shardings = true};
+    if (gs_autoshard(mine, &o, &r, &c->d) != GS_OK) {
+        what = "autoshard failed";
+        goto done;
+    }
+    if (r.objective > r.replicated * (1 + 1e-9)) {
+        what = "autoshard's choice predicts slower than replicating everything";
+        goto done;
+    }
+    o.ignore_shardings = false;
+    if (r.optimal && gs_autoshard(own, &o, &rp, &scratch) == GS_OK &&
+        r.objective > rp.objective * (1 + 1e-6) + 1e-12) {
+        fprintf(stderr, "autoshard %g s, the module's own shardings %g s\n", r.objective,
+                rp.objective);
+        what = "autoshard's choice predicts slower than the module's own shardings";
+        goto done;
+    }
+    gs_compile_options co;
+    gs_compile_options_init(&co, m->n);
+    co.no_propagate = true;
+    co.partition.no_warnings = true;
+    if (gs_compile(mine, &co, &out, &c->d) != GS_OK) {
+        what = "autoshard's choice does not partition";
+        goto done;
+    }
+    if (gs_run_partitioned(mine, out.program, m->n, c->args, c->n_args, 1, 30, &got, &c->d) !=
+        GS_OK) {
+        what = "autoshard's choice does not run";
+        goto done;
+    }
+    gs_leaf_check *checks = NULL;
+    int n_checks = 0;
+    bool all_ok = false;
+    if (gs_verify_outputs(c->mod, c->args, c->n_args, 1, m->n, got, &checks, &n_checks, &all_ok,
+                          &c->d) != GS_OK || !all_ok)
+        what = "autoshard's choice differs from the reference";
+    for (int i = 0; i < n_checks; i++)
+        if (!checks[i].exact && checks[i].limit > 1 && checks[i].error > *worst_error)
+            *worst_error = checks[i].error;
+    if (what && mine) {
+        char *t = gs_module_to_string(mine);
+        fprintf(stderr, "autoshard's choice:\n%s\n", t);
+        free(t);
+    }
+    free(checks);
+    n_autoshard += what == NULL;
+done:
+    gs_value_free(got);
+    gs_compiled_free(&out);
+    gs_module_free(mine);
+    gs_module_free(own);
+    gs_source_free(src);
+    gs_diags_free(&scratch);
+    gs_arena_free(&arena);
     return what;
 }
 
@@ -1182,8 +1280,9 @@ static void test_random_graphs(void **state) {
             (unsigned long long)seed);
     for (int n = 1; n <= 8; n++)
         if (by_devices[n]) fprintf(stderr, " %d:%d", n, by_devices[n]);
-    fprintf(stderr, ") in %.1f s of CPU; largest float error %.3g rounding bounds (limit %g)\n",
-            secs, worst_error, GS_VERIFY_MARGIN);
+    fprintf(stderr, ") in %.1f s of CPU; largest float error %.3g rounding bounds (limit %g); "
+            "autoshard's choice verified on %d\n",
+            secs, worst_error, GS_VERIFY_MARGIN, n_autoshard);
     if (keep_going) fprintf(stderr, "%d of %d cases failed\n", n_failed, cases);
     if (!mpi) free(g);
     assert_int_equal(n_failed, 0);
