@@ -46,6 +46,8 @@ volumes the mesh does not divide evenly) and unet3d-256-256 / unet3d-256-512 (25
   - (tiny) run --verify on threads (and under mpirun with 4 ranks for the 4-device case), and
     (f32 training steps) the weight gradients, read from the SGD update, agree with central
     finite differences of the loss along each weight's gradient direction.
+autoshard (issue 27) on tiny-transformer and tiny-moe, their shardings ignored: its choice runs
+--verify on the 8 devices as threads, and under mpirun as 2 ranks of 4 devices.
 Dense Transformer with the paper's finalized 2D sharding (gen.py transformer --sharding 2d:
 weights over data x model, all-gathered per layer; activations over both) and per-layer
 rematerialization (--train --remat; --no-remat saves every residual instead):
@@ -650,6 +652,50 @@ def mpirun_verify(gspmd, path, n):
     return "mpirun -np %d --verify %.2fs" % (n, time.monotonic() - t0)
 
 
+# autoshard on the tiny models (issue 27): (case name, preset, mesh)
+AUTO_TINY = [
+    ("auto tiny-transformer", "tiny-transformer", "data=2,model=4"),
+    ("auto tiny-moe", "tiny-moe", "data=2,expert=4"),
+]
+
+
+def check_auto(gspmd, name, preset, mesh, tmp):
+    """The preset with its shardings ignored, autoshard's choice on the mesh: run --verify on
+    its 8 devices as threads, and under mpirun (2 ranks of 4 devices) when it exists."""
+    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
+    n, _, _ = generate(["preset", preset], path)
+    auto = path + ".auto.hlo"
+    rc, _, err, t = run([gspmd, "autoshard", path, "--mesh", mesh, "--ignore-shardings",
+                         "--machine", "h100", "-o", auto])
+    if rc != 0:
+        raise ValueError("autoshard exited %d: %s" % (rc, last_line(err)))
+    notes = ["autoshard %.2fs" % t]
+    rc, out, err, t = run([gspmd, "run", auto, "--num-partitions", str(n), "--no-propagate",
+                           "--verify"])
+    if rc != 0 or "matches the reference" not in out:
+        raise ValueError("run --verify exited %d: %s" % (rc, last_line(err) or last_line(out)))
+    notes.append("run --verify %.2fs on %d threads" % (t, n))
+    if shutil.which("mpirun"):
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   ASAN_OPTIONS="detect_leaks=0")
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([shutil.which("mpirun"), "--oversubscribe", "-np", "2", gspmd,
+                                "run", auto, "--num-partitions", str(n), "--no-propagate",
+                                "--backend", "mpi", "--devices-per-rank", str(n // 2),
+                                "--verify"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True, timeout=TIMEOUT, env=env)
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired:
+            rc, out, err = 124, "", "timed out after %d s" % TIMEOUT
+        if rc != 0 or "matches the reference" not in out:
+            raise ValueError("mpirun -np 2 run --verify exited %d: %s"
+                             % (rc, last_line(err) or last_line(out)))
+        notes.append("mpirun -np 2 (%d devices each) --verify %.2fs"
+                     % (n // 2, time.monotonic() - t0))
+    return ", ".join(notes)
+
+
 def check_unet(gspmd, name, args, tmp, tiny=True, ratio=None, gather=False, mpi=False,
                grad=False):
     path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
@@ -994,6 +1040,8 @@ def main():
                   for name, args, fits in MOE_LARGE]
         cases += [(name, lambda a=args, msg=msg: check_rejected(a, msg))
                   for name, args, msg in REJECTED]
+        cases += [(name, lambda p=preset, m=mesh, nm=name: check_auto(gspmd, nm, p, m, tmp))
+                  for name, preset, mesh in AUTO_TINY]
         for name, fn in cases:
             try:
                 print("PASS %-22s %s" % (name, fn()), flush=True)
