@@ -959,6 +959,27 @@ static gs_status search(gs_module *m, const gs_autoshard_options *o, bool pin, d
                 goto done;
             }
         }
+    /* a mesh axis larger than every dimension of the program can split nothing: an error,
+     * not a silent replicate-everything (an axis that only divides no dimension evenly
+     * replicates, with the warning below) */
+    for (int ax = 0; ax < p.n_axes; ax++) {
+        bool used = false;
+        for (int v = 0; v < p.n_values && !used; v++)
+            for (int c = 0; c < p.values[v].n_cand && !used; c++)
+                used = p.values[v].cand[c].dim[ax] >= 0;
+        int64_t largest = 0;
+        for (int v = 0; v < p.n_values && !used; v++)
+            for (int i = 0; i < p.values[v].rank; i++)
+                if (p.values[v].dims[i] > largest) largest = p.values[v].dims[i];
+        if (!used && largest > 0 && o->mesh->sizes[ax] > largest) {
+            gs_error(d, gs_span_none(),
+                     "mesh axis '%s' has %lld devices, more than any dimension of the program "
+                     "has elements (the largest has %lld): it can split nothing; use a "
+                     "smaller mesh",
+                     o->mesh->names[ax], (long long)o->mesh->sizes[ax], (long long)largest);
+            goto done;
+        }
+    }
     r->n_values = p.n_values;
     r->n_ops = p.n_ops;
     /* the estimate with everything replicated, for the report */
@@ -966,7 +987,18 @@ static gs_status search(gs_module *m, const gs_autoshard_options *o, bool pin, d
     for (int k = 0; k < p.n_ops; k++) p.ops[k].choice = p.ops[k].whole;
     r->replicated = as_objective(&p);
     if (as_solve(&p, o, r, d) != GS_OK) goto done;
-    st = r->objective < beat ? apply(&b) : GS_OK;
+    if (r->objective < beat) {
+        bool all_whole = p.n_values > 0;
+        for (int v = 0; v < p.n_values && all_whole; v++) all_whole = p.values[v].choice == 0;
+        if (all_whole)
+            gs_warning(d, gs_span_none(),
+                       "autoshard replicated every value: on %s, no split predicts faster "
+                       "(%.3g s per step replicated)",
+                       o->machine->name, r->objective);
+        st = apply(&b);
+    } else {
+        st = GS_OK;
+    }
 done:
     gs_strmap_free(&b.comp_index);
     gs_arena_free(&a);

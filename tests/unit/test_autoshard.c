@@ -388,6 +388,29 @@ static void test_memory_in_loop(void **state) {
     done(&p);
 }
 
+/* A mesh axis larger than every dimension can split nothing: a located error, not a silent
+ * replicate-everything; a choice that replicates everything is said, as a warning. */
+static void test_mesh_too_large(void **state) {
+    (void)state;
+    parsed p = parse(LAYER, "x=8192");
+    gs_autoshard_options o = {.mesh = &p.mesh, .machine = &p.mc};
+    gs_autoshard_result r;
+    gs_diags d = {0};
+    assert_int_equal(gs_autoshard(p.m, &o, &r, &d), GS_ERR);
+    expect_error(&d, "mesh axis 'x' has 8192 devices, more than any dimension");
+    gs_diags_free(&d);
+    done(&p);
+    parsed q = parse("HloModule s\nENTRY e {\n  x = f32[] parameter(0)\n"
+                     "  ROOT y = f32[] negate(x)\n}\n",
+                     "x=2");
+    o.mesh = &q.mesh;
+    assert_int_equal(gs_autoshard(q.m, &o, &r, &d), GS_OK);
+    assert_int_equal(d.n_errors, 0);
+    assert_true(d.n == 1 && strstr(d.items[0].message, "autoshard replicated every value"));
+    gs_diags_free(&d);
+    done(&q);
+}
+
 /* Two pins of one value that differ (a tuple's element and its get-tuple-element). */
 static void test_conflicting_pins(void **state) {
     (void)state;
@@ -455,6 +478,7 @@ int main(void) {
         cmocka_unit_test(test_memory_in_loop),
         cmocka_unit_test(test_pinned_result_reshards),
         cmocka_unit_test(test_kept_input),
+        cmocka_unit_test(test_mesh_too_large),
         cmocka_unit_test(test_memory_limit),   cmocka_unit_test(test_conflicting_pins),
         cmocka_unit_test(test_declined),
     };
