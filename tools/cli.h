@@ -60,10 +60,30 @@ int gs_cli_parse_mesh(gs_arena *a, const char *text, gs_mesh *out);
 struct gs_machine;
 int gs_cli_load_machine(const char *spec, struct gs_machine *mc);
 
-/* --auto of run and cost: autoshard m on the --mesh in sh for machine mc (no --shard), then
- * compile it as annotated: co's devices become the mesh's (which must match any asked for) and
- * propagation is off. Errors in d. */
-gs_status gs_cli_auto_shardings(gs_module *m, const gs_cli_shardings *sh,
+/* A byte count: a number with an optional K M G T or Ki Mi Gi Ti suffix (both powers of
+ * 1024); -1 when bad or not > 0. --max-memory and --memory-limit read it. */
+double gs_cli_parse_bytes(const char *v);
+
+/* --auto of run and cost, and the autoshard options it takes. Zero-initialise. */
+typedef struct gs_cli_auto {
+    bool on;               /* --auto */
+    bool ignore_shardings; /* --ignore-shardings: choose every value, FILE's shardings aside */
+    double memory_limit;   /* --memory-limit B: bytes a device may hold (0: the machine's) */
+} gs_cli_auto;
+
+/* Parses one of --auto, --ignore-shardings, --memory-limit at argv[*i]: 1 when it is one, 0
+ * when not, -1 after a usage message for a bad value (exit 2). */
+int gs_cli_auto_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                       gs_cli_auto *au);
+
+/* After parsing: --ignore-shardings or --memory-limit without --auto is a usage error (2
+ * after its message; GS_CLI_CONTINUE when fine). */
+int gs_cli_auto_check(const gs_cli_auto *au, const char *cmd, const char *usage);
+
+/* --auto of run and cost: autoshard m on the --mesh in sh for machine mc (no --shard) with
+ * au's options, then compile it as annotated: co's devices become the mesh's (which must match
+ * any asked for) and propagation is off. Errors in d. */
+gs_status gs_cli_auto_shardings(gs_module *m, const gs_cli_shardings *sh, const gs_cli_auto *au,
                                 const struct gs_machine *mc, gs_compile_options *co,
                                 gs_diags *d);
 

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -356,22 +357,8 @@ int gs_cli_seed_option(int argc, char **argv, int *i, const char *cmd, const cha
 int gs_cli_memory_option(int argc, char **argv, int *i, const char *cmd, int64_t *max) {
     const char *v;
     if (!gs_cli_opt_value(argc, argv, i, "--max-memory", &v)) return 0;
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    double scale = 1;
-    if (*end && !end[1]) {
-        switch (*end) {
-        case 'K': case 'k': scale = 1024.0; break;
-        case 'M': case 'm': scale = 1048576.0; break;
-        case 'G': case 'g': scale = 1073741824.0; break;
-        case 'T': case 't': scale = 1099511627776.0; break;
-        default: scale = 0;
-        }
-        end++;
-    }
-    x *= scale;
-    if (end == v || *end || errno || !(x >= 1) || x > 9.0e18) {
+    double x = gs_cli_parse_bytes(v);
+    if (!(x >= 1)) {
         fprintf(stderr, "gspmd %s: --max-memory wants a size in bytes (K, M, G or T for KiB, "
                         "MiB, GiB, TiB), not '%s'\n", cmd, v);
         return -1;
@@ -411,7 +398,45 @@ int gs_cli_load_machine(const char *spec, gs_machine *mc) {
     return st == GS_OK ? 0 : 1;
 }
 
-gs_status gs_cli_auto_shardings(gs_module *m, const gs_cli_shardings *sh,
+double gs_cli_parse_bytes(const char *v) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end), k = 1;
+    if (end[0]) {
+        const char *u = strchr("KMGT", toupper((unsigned char)end[0]));
+        if (!u || (end[1] && (end[1] != 'i' || end[2]))) return -1;
+        for (long i = 0; i <= u - "KMGT"; i++) k *= 1024;
+    }
+    return end != v && !errno && x > 0 && x * k <= 9.0e18 ? x * k : -1;
+}
+
+int gs_cli_auto_option(int argc, char **argv, int *i, const char *cmd, const char *usage,
+                       gs_cli_auto *au) {
+    const char *v;
+    if (strcmp(argv[*i], "--auto") == 0) {
+        au->on = true;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--ignore-shardings") == 0) {
+        au->ignore_shardings = true;
+        return 1;
+    }
+    if (!gs_cli_opt_value(argc, argv, i, "--memory-limit", &v)) return 0;
+    if ((au->memory_limit = gs_cli_parse_bytes(v)) < 0) {
+        gs_cli_usage_error(cmd, usage, "--memory-limit wants bytes > 0 (e.g. 16G), not '%s'", v);
+        return -1;
+    }
+    return 1;
+}
+
+int gs_cli_auto_check(const gs_cli_auto *au, const char *cmd, const char *usage) {
+    if (!au->on && (au->ignore_shardings || au->memory_limit > 0))
+        return gs_cli_usage_error(cmd, usage, "%s is an option of --auto (autoshard)",
+                                  au->ignore_shardings ? "--ignore-shardings" : "--memory-limit");
+    return GS_CLI_CONTINUE;
+}
+
+gs_status gs_cli_auto_shardings(gs_module *m, const gs_cli_shardings *sh, const gs_cli_auto *au,
                                 const struct gs_machine *mc, gs_compile_options *co,
                                 gs_diags *d) {
     if (!sh->mesh) return gs_error(d, gs_span_none(), "--auto needs --mesh M (the devices)");
@@ -426,7 +451,10 @@ gs_status gs_cli_auto_shardings(gs_module *m, const gs_cli_shardings *sh,
         return gs_error(d, gs_span_none(),
                         "--mesh %s has %lld devices, but %lld are asked for", sh->mesh,
                         (long long)mesh->n_devices, (long long)co->num_partitions);
-    gs_autoshard_options o = {.mesh = mesh, .machine = mc};
+    gs_autoshard_options o = {.mesh = mesh,
+                              .machine = mc,
+                              .memory_limit = au->memory_limit,
+                              .ignore_shardings = au->ignore_shardings};
     gs_autoshard_result r;
     if (gs_autoshard(m, &o, &r, d) != GS_OK) return GS_ERR;
     co->num_partitions = mesh->n_devices;

@@ -27,7 +27,7 @@ static const char *AUTO_HELP =
     "\n"
     "  --mesh M             the devices as named axes: data=8,model=16 (N = their product)\n"
     "  --machine NAME|FILE  the machine the costs are of (default tpu-v3; see gspmd cost)\n"
-    "  --memory-limit B     bytes a device may hold at once (K M G T, Ki Mi Gi Ti suffixes;\n"
+    "  --memory-limit B     bytes a device may hold at once (K M G T or Ki Mi Gi Ti: powers of 1024;\n"
     "                       default: the machine's memory)\n"
     "  --time-limit S       seconds the solver may take (default 60)\n"
     "  --greedy             the greedy choice, without the solver\n"
@@ -49,25 +49,6 @@ typedef struct auto_args {
     gs_cli_emit emit;
 } auto_args;
 
-/* A byte count with an optional K M G T (1000s) or Ki Mi Gi Ti (1024s) suffix; -1 if bad. */
-static double parse_bytes(const char *v) {
-    char *end;
-    double x = strtod(v, &end);
-    double k = 1;
-    if (end[0] && end[1] == 'i' && !end[2]) {
-        const char *u = strchr("KMGT", end[0]);
-        if (!u) return -1;
-        for (long i = 0; i <= u - "KMGT"; i++) k *= 1024;
-    } else if (end[0] && !end[1]) {
-        const char *u = strchr("KMGT", end[0]);
-        if (!u) return -1;
-        for (long i = 0; i <= u - "KMGT"; i++) k *= 1000;
-    } else if (end[0]) {
-        return -1;
-    }
-    return end != v && x > 0 && x < 1e20 ? x * k : -1;
-}
-
 static int parse_args(int argc, char **argv, auto_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -86,9 +67,9 @@ static int parse_args(int argc, char **argv, auto_args *a) {
         } else if (gs_cli_opt_value(argc, argv, &i, "-o", &v)) {
             a->out = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--memory-limit", &v)) {
-            if ((a->memory_limit = parse_bytes(v)) < 0)
+            if ((a->memory_limit = gs_cli_parse_bytes(v)) < 0)
                 return gs_cli_usage_error("autoshard", AUTO_USAGE,
-                                          "--memory-limit wants bytes > 0 (e.g. 16Gi), not '%s'",
+                                          "--memory-limit wants bytes > 0 (e.g. 16G), not '%s'",
                                           v);
         } else if (gs_cli_opt_value(argc, argv, &i, "--time-limit", &v)) {
             char *end;

@@ -22,7 +22,7 @@ static const char *COST_USAGE =
     "gspmd cost FILE [--num-partitions N] [--machine NAME|FILE] [--propagate|--no-propagate] "
     "[--spmd] [--json] [--model-flops F] [--strict] [--windowed-einsum-threshold-mib M | "
     "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]... "
-    "[--algorithm gspmd|shardy] [--auto --mesh M]";
+    "[--algorithm gspmd|shardy] [--auto --mesh M [--ignore-shardings] [--memory-limit BYTES]]";
 
 static const char *COST_HELP =
     "Predicts what one step of FILE, partitioned for N devices, costs each device on a machine:\n"
@@ -45,7 +45,10 @@ static const char *COST_HELP =
     "  --bidirectional-windowed-einsum\n"
     "                       partition as `gspmd partition` does with them\n"
     "  --auto --mesh M      choose every sharding on the mesh M for this machine (gspmd\n"
-    "                       autoshard) instead of propagating; the devices are the mesh's\n"
+    "                       autoshard) instead of propagating; the devices are the mesh's;\n"
+    "                       FILE's shardings pin their values unless --ignore-shardings;\n"
+    "                       --memory-limit BYTES: what a device may hold (default: the\n"
+    "                       machine's memory)\n"
     "  --spmd               FILE is already a partitioned program (no MFU: its model FLOPs are\n"
     "                       unknown)\n"
     "  --json               print the figures as one JSON object\n"
@@ -132,7 +135,7 @@ typedef struct cost_args {
     double model_flops;     /* --model-flops, or 0 */
     long n;                 /* --num-partitions (0: what the module declares) */
     bool propagate, json;   /* --propagate, --json */
-    bool autoshard;         /* --auto */
+    gs_cli_auto au;         /* --auto and its options */
     gs_compile_options co;  /* --spmd, --strict, the windowed einsum options */
     gs_cli_shardings sh;    /* --mesh / --shard */
     gs_machine mc;          /* the loaded --machine */
@@ -152,8 +155,8 @@ static int cost_parse_args(int argc, char **argv, cost_args *a) {
             a->co.spmd_input = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = true;
-        } else if (strcmp(argv[i], "--auto") == 0) {
-            a->autoshard = true;
+        } else if ((k = gs_cli_auto_option(argc, argv, &i, "cost", COST_USAGE, &a->au)) != 0) {
+            if (k < 0) return 2;
         } else if (strcmp(argv[i], "--strict") == 0) {
             a->co.partition.strict = true;
             a->co.partition.no_warnings = false;
@@ -173,7 +176,8 @@ static int cost_parse_args(int argc, char **argv, cost_args *a) {
             return k;
         }
     }
-    return gs_cli_need_file_devices("cost", COST_USAGE, a->file);
+    int rc = gs_cli_auto_check(&a->au, "cost", COST_USAGE);
+    return rc != GS_CLI_CONTINUE ? rc : gs_cli_need_file_devices("cost", COST_USAGE, a->file);
 }
 
 /* Compiles m, predicts a step of the program on the machine and prints it. */
@@ -184,9 +188,10 @@ static gs_status cost_module(void *ctx, gs_module *m, gs_diags *d) {
     double compile_s = -1, model_flops = 0;
     gs_step_cost c, whole;
     gs_status st;
-    if (a->autoshard) { /* the devices are the mesh's */
+    if (a->au.on) { /* the devices are the mesh's */
         a->co.num_partitions = a->n;
-        if ((st = gs_cli_auto_shardings(m, &a->sh, &a->mc, &a->co, d)) != GS_OK) goto done;
+        if ((st = gs_cli_auto_shardings(m, &a->sh, &a->au, &a->mc, &a->co, d)) != GS_OK)
+            goto done;
         a->n = (long)a->co.num_partitions;
     } else {
         if ((st = gs_cli_module_devices(m, &a->n, d)) != GS_OK) goto done;

@@ -37,7 +37,8 @@ static const char *RUN_USAGE =
     "          [--stats] [--strict] [--fill-elided] [--windowed-einsum-threshold-mib M]\n"
     "          [--no-windowed-einsum] [--max-memory BYTES]\n"
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
-    "          [--share-work | --no-share-work] [--algorithm gspmd|shardy] [--auto --mesh M]\n"
+    "          [--share-work | --no-share-work] [--algorithm gspmd|shardy]\n"
+    "          [--auto --mesh M [--ignore-shardings] [--memory-limit BYTES]]\n"
     "       gspmd run --spmd FILE [--num-partitions N] [--num-replicas R] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
     "          [--max-memory BYTES] [--share-work | --no-share-work] [--stats]\n"
@@ -57,7 +58,9 @@ static const char *RUN_HELP =
     "                       for a module that declares sdy.mesh)\n"
     "  --auto --mesh M      choose every sharding on the mesh M by predicted cost on this\n"
     "                       machine (gspmd autoshard, profile this-cpu) instead of propagating;\n"
-    "                       the devices are the mesh's\n"
+    "                       the devices are the mesh's; FILE's shardings pin their values\n"
+    "                       unless --ignore-shardings; --memory-limit BYTES: what a device\n"
+    "                       may hold (default: the profile's memory)\n"
     "  --verify             also run the reference interpreter on the same inputs and compare\n"
     "                       element by element: integers and predicates exactly, floats within\n"
     "                       16 times the element's rounding-error bound (0 for data that was\n"
@@ -120,7 +123,7 @@ typedef struct run_args {
     bool stats;               /* --stats */
     bool fill_elided;         /* --fill-elided */
     bool strict;              /* --strict */
-    bool autoshard;           /* --auto */
+    gs_cli_auto au;           /* --auto and its options */
     int share_work;           /* --share-work 1, --no-share-work 0, else -1 (the default) */
     long n_devices;           /* --num-partitions (0: what the module declares) */
     long per_rank;            /* --devices-per-rank (MPI) */
@@ -438,10 +441,10 @@ static gs_status compile_for_run(const run_args *a, gs_module *m, bool rank0, gs
     co.runnable = true;
     co.fill_elided = a->fill_elided;
     co.seed = a->seed;
-    if (a->autoshard) { /* the shardings autoshard chooses for this machine */
+    if (a->au.on) { /* the shardings autoshard chooses for this machine */
         gs_machine mc;
         gs_machine_builtin("this-cpu", &mc);
-        if (gs_cli_auto_shardings(m, &a->sh, &mc, &co, d) != GS_OK) return GS_ERR;
+        if (gs_cli_auto_shardings(m, &a->sh, &a->au, &mc, &co, d) != GS_OK) return GS_ERR;
         return gs_compile(m, &co, out, d);
     }
     gs_mesh mesh;
@@ -555,7 +558,6 @@ static bool run_flag(const char *arg, run_args *a) {
     else if (strcmp(arg, "--stats") == 0) a->stats = true;
     else if (strcmp(arg, "--fill-elided") == 0) a->fill_elided = true;
     else if (strcmp(arg, "--strict") == 0) a->strict = true;
-    else if (strcmp(arg, "--auto") == 0) a->autoshard = true;
     else if (strcmp(arg, "--share-work") == 0) a->share_work = 1;
     else if (strcmp(arg, "--no-share-work") == 0) a->share_work = 0;
     else return false;
@@ -571,6 +573,7 @@ static int run_number_option(int argc, char **argv, int *i, run_args *a) {
     if ((k = gs_cli_count_option(argc, argv, i, "run", "--num-replicas", "replicas", 65536,
                                  &a->num_replicas)) != 0 ||
         (k = gs_cli_memory_option(argc, argv, i, "run", &a->max_memory)) != 0 ||
+        (k = gs_cli_auto_option(argc, argv, i, "run", RUN_USAGE, &a->au)) != 0 ||
         (k = gs_cli_seed_option(argc, argv, i, "run", RUN_USAGE, &a->seed)) != 0)
         return k;
     if (gs_cli_opt_value(argc, argv, i, "--devices-per-rank", &v)) {
@@ -660,9 +663,10 @@ int gs_cli_run(int argc, char **argv) {
     run_args a = {.propagate = true, .timeout = 60, .per_rank = 1, .share_work = -1};
     a.max_memory = gs_cli_machine_memory();
     int rc = run_parse_args(argc, argv, &a);
-    if (rc == GS_CLI_CONTINUE && a.autoshard && a.spmd)
+    if (rc == GS_CLI_CONTINUE) rc = gs_cli_auto_check(&a.au, "run", RUN_USAGE);
+    if (rc == GS_CLI_CONTINUE && a.au.on && a.spmd)
         rc = gs_cli_usage_error("run", RUN_USAGE, "--auto needs a module to shard (drop --spmd)");
-    if (rc == GS_CLI_CONTINUE && a.autoshard && !a.n_devices && a.sh.mesh) {
+    if (rc == GS_CLI_CONTINUE && a.au.on && !a.n_devices && a.sh.mesh) {
         gs_arena ar; /* the devices default to the mesh's */
         gs_arena_init(&ar);
         gs_mesh mesh;
