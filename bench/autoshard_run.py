@@ -10,9 +10,9 @@ Each in three shardings: data parallel (the batch split, weights whole), tensor 
 (Megatron: weights split over the 2 devices), and autoshard's from the mesh alone
 (`gspmd autoshard --mesh d=2 --machine this-cpu --ignore-shardings`).
 
-Measured per layer, as issue 28 measures `gspmd run`: the wall time of a run with L2 layers
-less one with L1 layers, over L2 - L1 (what the program adds per layer; input generation and
-process start cancel), the best of --reps runs (default 3) of each. Predicted the same way
+Measured per layer: the step time `gspmd run --steps 4` reports (the program alone, steps after
+the first, best of --reps runs, default 3) with L2 layers less that with L1 layers, over L2 - L1
+(what the program adds per layer). Predicted the same way
 from `gspmd cost --machine this-cpu` (the profile of one core of this kind of machine;
 --machine FILE takes another, e.g. the one `gspmd calibrate` writes for this machine), the
 profile autoshard chooses by too. The data and tensor parallel programs annotate the inputs
@@ -25,7 +25,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
@@ -66,13 +65,15 @@ def transformer(layers, mesh, out):
 
 
 def timed(cmd, reps):
+    """The best per-step time `gspmd run ... --steps 4` reports (steps after the first), over
+    reps runs."""
     best = None
     for _ in range(reps):
-        t0 = time.time()
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        dt = time.time() - t0
-        if p.returncode != 0:
+        p = subprocess.run(cmd + ["--steps", "4"], capture_output=True, text=True)
+        m = re.search(r"then ([0-9.e+-]+) s per step \(best ([0-9.e+-]+) s\)", p.stderr)
+        if p.returncode != 0 or not m:
             raise RuntimeError("%s: %s" % (" ".join(cmd), p.stderr.strip()[-300:]))
+        dt = float(m.group(2))
         best = dt if best is None else min(best, dt)
     return best
 

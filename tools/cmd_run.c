@@ -39,6 +39,7 @@ static const char *RUN_USAGE =
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "          [--share-work | --no-share-work] [--algorithm gspmd|shardy]\n"
     "          [--auto --mesh M [--ignore-shardings] [--memory-limit BYTES]]\n"
+    "          [--steps K [--tokens-per-step N]]\n"
     "       gspmd run --spmd FILE [--num-partitions N] [--num-replicas R] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
     "          [--max-memory BYTES] [--share-work | --no-share-work] [--stats]\n"
@@ -61,6 +62,12 @@ static const char *RUN_HELP =
     "                       the devices are the mesh's; FILE's shardings pin their values\n"
     "                       unless --ignore-shardings; --memory-limit BYTES: what a device\n"
     "                       may hold (default: the profile's memory)\n"
+    "  --steps K            run the program K times, its arguments staying on the devices:\n"
+    "                       where the module declares input_output_alias, step k's outputs\n"
+    "                       are step k+1's arguments (each sharded as its parameter); prints\n"
+    "                       the steps' times, FLOP/s per device and gspmd cost's prediction\n"
+    "                       (--tokens-per-step N: and tokens/s); --verify steps the\n"
+    "                       reference the same way\n"
     "  --verify             also run the reference interpreter on the same inputs and compare\n"
     "                       element by element: integers and predicates exactly, floats within\n"
     "                       16 times the element's rounding-error bound (0 for data that was\n"
@@ -133,6 +140,8 @@ typedef struct run_args {
     gs_interp_inputs inputs;  /* --input */
     gs_cli_shardings sh;      /* --mesh / --shard */
     gs_partition_options win; /* --windowed-einsum-threshold-mib */
+    long steps;               /* --steps K (0: not given; one step) */
+    double tokens_per_step;   /* --tokens-per-step N (0: not given) */
 } run_args;
 
 static int write_dev_outputs(const char *dir, gs_value *const *all, int n, gs_diags *d) {
@@ -491,6 +500,62 @@ static int verify_run(const run_args *a, const gs_module *m, gs_value **args, in
     return rc;
 }
 
+/* --steps: each step's time (the first apart: caches, page faults), throughput, and the
+ * achieved FLOP/s per device against the this-cpu profile and gspmd cost's prediction. */
+static void print_steps(const run_args *a, const gs_module *p, const double *step_s, int steps) {
+    double total = 0, best = steps > 1 ? step_s[1] : step_s[0]; /* the first step apart */
+    for (int k = 1; k < steps; k++) {
+        total += step_s[k];
+        if (step_s[k] < best) best = step_s[k];
+    }
+    double mean = steps > 1 ? total / (steps - 1) : step_s[0];
+    fprintf(stderr, "steps: %d; first %.4g s", steps, step_s[0]);
+    if (steps > 1) fprintf(stderr, ", then %.4g s per step (best %.4g s)", mean, best);
+    fprintf(stderr, "\n");
+    if (a->tokens_per_step > 0)
+        fprintf(stderr, "  throughput: %.4g tokens/s (%.4g tokens per step)\n",
+                a->tokens_per_step / mean, a->tokens_per_step);
+    gs_cost c;
+    gs_cost_module(p, &c);
+    gs_machine mc;
+    gs_step_cost pred;
+    gs_diags quiet = {0};
+    if (!gs_machine_builtin("this-cpu", &mc)) return;
+    bool predicted = gs_cost_step(p, &mc, &pred, &quiet) == GS_OK;
+    gs_diags_free(&quiet);
+    if (c.flops > 0)
+        fprintf(stderr, "  per device: %.4g matmul FLOP/s, %.1f%% of the this-cpu profile's "
+                        "%.4g\n",
+                c.flops / mean, 100 * c.flops / mean / mc.flops_f32, mc.flops_f32);
+    if (predicted)
+        fprintf(stderr, "  gspmd cost predicts %.4g s per step on this-cpu (%.2fx the measured)\n",
+                pred.step_s, pred.step_s / mean);
+}
+
+/* --verify --steps K: the reference's arguments for the last step, stepped K - 1 times from
+ * *args by the module's input_output_alias (*args replaced). */
+static gs_status reference_steps(const gs_module *m, gs_value ***args, int n_args,
+                                 uint64_t seed, int steps, int64_t n_devices, gs_diags *d) {
+    /* as gs_verify_outputs evaluates the reference (manual collectives per device bundle) */
+    gs_collectives manual = {NULL, (void *)m, gs_collective_execute_bundle, NULL};
+    gs_interp_env env = {0, 0, 1, &manual, seed, NULL, NULL, n_devices};
+    for (int k = 0; k + 1 < steps; k++) {
+        gs_value *result = NULL, **next = malloc(sizeof *next * (size_t)(n_args ? n_args : 1));
+        if (!next) return gs_error(d, gs_span_none(), "out of memory");
+        gs_status st = gs_interp_eval(m, &env, *args, n_args, &result, d);
+        if (st == GS_OK) st = gs_step_arguments(m, *args, n_args, result, next, d);
+        gs_value_free(result);
+        if (st != GS_OK) {
+            free(next);
+            return st;
+        }
+        for (int i = 0; i < n_args; i++) gs_value_free((*args)[i]);
+        free(*args);
+        *args = next;
+    }
+    return GS_OK;
+}
+
 /* After a successful run: the outputs into --output-dir (or, without it and --verify, the line
  * saying it ran). */
 static int report_sharded(const run_args *a, bool mpi, gs_value *global, gs_diags *d) {
@@ -533,8 +598,23 @@ static int run_sharded(const run_args *given, bool mpi) {
     if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, a->n_devices, &args, &n_args, &d) !=
         GS_OK)
         goto finish;
-    if (gs_run_sharded(m, p, comm, args, n_args, a->seed, &global, &d) != GS_OK) goto finish;
+    int steps = a->steps > 0 ? (int)a->steps : 1;
+    double *step_s = calloc((size_t)steps, sizeof *step_s);
+    if (!step_s) {
+        gs_error(&d, gs_span_none(), "out of memory");
+        goto finish;
+    }
+    if (gs_run_sharded_steps(m, p, comm, args, n_args, a->seed, steps, step_s, &global, &d) !=
+        GS_OK) {
+        free(step_s);
+        goto finish;
+    }
     if (rank0) print_shared(a, comm);
+    if (rank0 && a->steps) print_steps(a, p, step_s, steps);
+    free(step_s);
+    if (global && a->verify && steps > 1 &&
+        reference_steps(m, &args, n_args, a->seed, steps, a->n_devices, &d) != GS_OK)
+        goto finish;
     rc = global && a->verify ? verify_run(a, m, args, n_args, global, &d) : 0;
 finish:
     rc = finish_run(comm, mpi, rc, &d);
@@ -576,7 +656,21 @@ static int run_number_option(int argc, char **argv, int *i, run_args *a) {
         (k = gs_cli_auto_option(argc, argv, i, "run", RUN_USAGE, &a->au)) != 0 ||
         (k = gs_cli_seed_option(argc, argv, i, "run", RUN_USAGE, &a->seed)) != 0)
         return k;
-    if (gs_cli_opt_value(argc, argv, i, "--devices-per-rank", &v)) {
+    if (gs_cli_opt_value(argc, argv, i, "--steps", &v)) {
+        a->steps = strtol(v, &end, 10);
+        if (*end || end == v || a->steps < 1 || a->steps > 1000000) {
+            gs_cli_usage_error("run", RUN_USAGE, "--steps wants a number in 1..1000000, not '%s'",
+                               v);
+            return -1;
+        }
+    } else if (gs_cli_opt_value(argc, argv, i, "--tokens-per-step", &v)) {
+        a->tokens_per_step = strtod(v, &end);
+        if (*end || end == v || !(a->tokens_per_step > 0) || a->tokens_per_step > 1e18) {
+            gs_cli_usage_error("run", RUN_USAGE,
+                               "--tokens-per-step wants a number > 0, not '%s'", v);
+            return -1;
+        }
+    } else if (gs_cli_opt_value(argc, argv, i, "--devices-per-rank", &v)) {
         a->per_rank = strtol(v, &end, 10);
         if (*end || a->per_rank < 1 || a->per_rank > 1024) {
             gs_cli_usage_error("run", RUN_USAGE,
@@ -630,6 +724,10 @@ static int run_check_args(const run_args *a) {
     if (a->num_replicas && a->n_devices && a->n_devices % a->num_replicas != 0)
         return gs_cli_usage_error("run", RUN_USAGE,
                                   "--num-replicas must divide the devices (--num-partitions)");
+    if (a->tokens_per_step > 0 && !a->steps)
+        return gs_cli_usage_error("run", RUN_USAGE, "--tokens-per-step is an option of --steps");
+    if (a->spmd && a->steps)
+        return gs_cli_usage_error("run", RUN_USAGE, "--steps needs a module (drop --spmd)");
     if (a->spmd && (a->verify || a->sh.n > 0 || a->save || a->strict || a->fill_elided))
         return gs_cli_usage_error("run", RUN_USAGE,
                                   "--verify, --shard, --save-program, --strict and "

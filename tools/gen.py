@@ -944,6 +944,9 @@ def build(m):
 
     kind = "transformer" if m.kind == "transformer" else "moe"
     head = "HloModule gspmd_gen_%s%s" % (kind, "_train" if m.train else "")
+    if m.train:  # the updated weights are the next step's (a donated training state)
+        head += ", input_output_alias={ %s }" % ", ".join(
+            "{%d}: (%d, {}, may-alias)" % (j + 1, j + 1) for j in range(len(wn)))
     text = head + "\n\n" + "\n\n".join(c.text() for c in comps) + "\n"
     fwd_f = fb.dot_flops
     bwd_f = bb.dot_flops if bb else 0

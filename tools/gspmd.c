@@ -171,6 +171,7 @@ typedef struct eval_args {
     bool print, fill;        /* --print, --fill-elided */
     gs_interp_inputs inputs; /* --input */
     int64_t max_memory;      /* --max-memory */
+    long steps;              /* --steps K (0: not given; one step) */
 } eval_args;
 
 /* The argument loop: GS_CLI_CONTINUE, or the exit code (0 after --help, 1 out of memory, 2 bad
@@ -189,6 +190,11 @@ static int eval_parse_args(int argc, char **argv, eval_args *a) {
             a->fill = true;
         } else if (gs_cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
             a->out_dir = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--steps", &v)) {
+            char *end;
+            a->steps = strtol(v, &end, 10);
+            if (*end || end == v || a->steps < 1 || a->steps > 1000000)
+                return usage_error("eval", "--steps wants a number in 1..1000000");
         } else if (gs_cli_opt_value(argc, argv, &i, "--input", &v)) {
             if ((k = gs_cli_input_option("eval", v, &a->inputs)) != 0) return k;
         } else if ((k = file_operand("eval", argv[i], &a->file)) != GS_CLI_CONTINUE) {
@@ -219,7 +225,22 @@ static gs_status eval_module(void *ctx, gs_module *m, gs_diags *d) {
     }
     gs_value **outs = NULL;
     int n_outs = 0;
-    if (gs_interp_run_entry(m, &a->inputs, a->seed, &outs, &n_outs, d) != GS_OK) return GS_ERR;
+    int steps = a->steps > 0 ? (int)a->steps : 1;
+    double *step_s = calloc((size_t)steps, sizeof *step_s);
+    if (!step_s) return gs_error(d, gs_span_none(), "out of memory");
+    if (gs_interp_run_entry_steps(m, &a->inputs, a->seed, steps, step_s, &outs, &n_outs, d) !=
+        GS_OK) {
+        free(step_s);
+        return GS_ERR;
+    }
+    if (a->steps) { /* each step's arguments the previous one's outputs (input_output_alias) */
+        double total = 0;
+        for (int k = 1; k < steps; k++) total += step_s[k];
+        fprintf(stderr, "steps: %d; first %.4g s", steps, step_s[0]);
+        if (steps > 1) fprintf(stderr, ", then %.4g s per step", total / (steps - 1));
+        fprintf(stderr, "\n");
+    }
+    free(step_s);
     gs_status st = GS_OK;
     for (int i = 0; i < n_outs && st == GS_OK; i++) {
         char path[4096], label[32];
@@ -265,7 +286,7 @@ static const command COMMANDS[] = {
      "its op's rules (XLA's shape inference). Prints FILE: ok, or one located error per problem.\n"},
     {"eval", cmd_eval,
      "gspmd eval FILE [--input NAME=FILE.npy]... [--seed S] [--fill-elided] "
-     "[--max-memory BYTES] [--output-dir DIR] [--print]",
+     "[--max-memory BYTES] [--output-dir DIR] [--print] [--steps K]",
      "Runs the reference interpreter on one device and writes one .npy per output leaf:\n"
      "DIR/out0.npy, DIR/out1.npy, ... in depth-first order (a non-tuple root is out0.npy).\n"
      "--print also prints each output's shape, min/max/mean and first values. With neither,\n"
@@ -279,6 +300,9 @@ static const command COMMANDS[] = {
      "float32 file (rounded to nearest even). f16 is numpy float16.\n"
      "--fill-elided gives constants whose values were elided ({...}) seeded random values\n"
      "(else they are an error).\n"
+     "--steps K evaluates K times, each step's arguments the previous step's outputs where\n"
+     "the module declares input_output_alias (a training step's state); the outputs are the\n"
+     "last step's, and each step's time goes to stderr.\n"
      "--max-memory BYTES (K, M, G, T suffixes; default: this machine's memory): a module whose\n"
      "peak of live values would need more is refused before anything is allocated, saying\n"
      "how much it needs.\n"},

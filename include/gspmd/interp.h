@@ -194,6 +194,20 @@ gs_status gs_module_fill_elided(gs_module *m, uint64_t seed, int *n_filled, gs_d
 gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
                               gs_value ***outs, int *n_outs, gs_diags *d);
 
+/* The global arguments of the next step of m after one whose arguments were args and whose
+ * global result is `result`: next[i] is the output aliased to parameter i (input_output_alias),
+ * else args[i] (new references either way; n_args of them). `eval --steps` and `run --steps
+ * --verify` step the reference by it. */
+gs_status gs_step_arguments(const gs_module *m, gs_value *const *args, int n_args,
+                            gs_value *result, gs_value **next, gs_diags *d);
+
+/* gs_interp_run_entry `steps` times (>= 1), each step's arguments the previous step's by
+ * gs_step_arguments; step_s (NULL, or `steps` entries) gets each evaluation's wall seconds.
+ * The outputs are the last step's. */
+gs_status gs_interp_run_entry_steps(const gs_module *m, const gs_interp_inputs *inputs,
+                                    uint64_t seed, int steps, double *step_s, gs_value ***outs,
+                                    int *n_outs, gs_diags *d);
+
 /* ------------------------------------------------------------------ sharded values */
 
 /* Device `device`'s part of the global value v under sharding s (a tuple sharding for tuples, or

@@ -405,6 +405,14 @@ gs_instr *gs_module_find_instr(const gs_module *m, const char *name);
 /* The device count the module declares (`num_partitions=N` in an HLO header, or
  * `mhlo.num_partitions = N` on an MLIR module), or 0 when it declares none. */
 int64_t gs_module_declared_partitions(const gs_module *m);
+/* The module's input_output_alias (`{i}: (p, {}, may-alias)` entries): out_param[i] = the
+ * entry parameter that output i of the root tuple updates (a training step's state), -1 for
+ * an output nothing aliases; n_out outputs (the root tuple's, or 1 for a root that is not a
+ * tuple, whose index is `{}`). Nested output or parameter indices are not supported. A located
+ * error (GS_ERR) for malformed text, an index out of range, a parameter aliased twice, or an
+ * output whose size in bytes is not its parameter's (XLA reuses the buffer: a reshape may
+ * alias). */
+gs_status gs_module_output_aliases(const gs_module *m, int *out_param, int n_out, gs_diags *d);
 /* Frees the module and its arena. */
 void gs_module_free(gs_module *m);
 

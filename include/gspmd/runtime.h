@@ -187,6 +187,17 @@ gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
                          gs_value *const *args, int n_args, uint64_t seed, gs_value **out,
                          gs_diags *d);
 
+/* gs_run_sharded `steps` times (>= 1), the arguments staying on the devices: where m declares
+ * input_output_alias (a training step: parameters and optimizer state in, updated ones out),
+ * step k's outputs are step k+1's arguments on each device (each aliased output must be sharded
+ * as its parameter: a located error before the first step otherwise); the other arguments stay
+ * as they were. step_s (NULL, or `steps` entries) gets each step's wall seconds on this process
+ * (the run of the program only: slicing, gathering and reassembling are outside). *out is the
+ * last step's global result. */
+gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *comm,
+                               gs_value *const *args, int n_args, uint64_t seed, int steps,
+                               double *step_s, gs_value **out, gs_diags *d);
+
 /* gs_run_sharded on n_devices threads of this process (a new threads communicator). */
 gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,
                              gs_value *const *args, int n_args, uint64_t seed, double timeout_s,

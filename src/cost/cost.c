@@ -177,29 +177,6 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
     w->depth--;
 }
 
-/* For each entry output leaf `{i}` that input_output_alias={ {i}: (param, {}, ...), ... } lets
- * reuse a parameter's buffer: out_param[i] = param (else -1). Nested output indices are ignored. */
-static void read_aliases(const gs_module *m, int *out_param, int n_out) {
-    for (int i = 0; i < n_out; i++) out_param[i] = -1;
-    for (int a = 0; a < m->n_attrs; a++) {
-        if (strcmp(m->attrs[a].name, "input_output_alias") != 0 || !m->attrs[a].text) continue;
-        const char *p = m->attrs[a].text;
-        while ((p = strchr(p, '{')) != NULL) {
-            char *end;
-            long out = strtol(p + 1, &end, 10);
-            if (end == p + 1 || *end != '}') {
-                p++;
-                continue;
-            }
-            const char *q = strchr(end, '(');
-            if (!q) break;
-            long param = strtol(q + 1, NULL, 10);
-            if (out >= 0 && out < n_out) out_param[out] = (int)param;
-            p = q;
-        }
-    }
-}
-
 void gs_cost_module(const gs_module *m, gs_cost *out) {
     memset(out, 0, sizeof *out);
     if (!m->entry) return;
@@ -209,7 +186,7 @@ void gs_cost_module(const gs_module *m, gs_cost *out) {
     int *out_param = calloc((size_t)n_out + 1, sizeof *out_param);
     bool *in_place = calloc((size_t)m->entry->n_instrs + 1, sizeof *in_place);
     if (out_param && in_place) {
-        read_aliases(m, out_param, n_out);
+        gs_module_output_aliases(m, out_param, n_out, NULL); /* (none where malformed) */
         for (int i = 0; i < n_out; i++) {
             const gs_instr *o = root->operands[i];
             /* Through bitcasts to the instruction that writes the bytes. */

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 gs_status gs_interp_inputs_add(gs_interp_inputs *in, const char *name, size_t name_len,
                                const char *path) {
@@ -325,14 +326,88 @@ gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs
 
 gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
                               gs_value ***outs, int *n_outs, gs_diags *d) {
+    return gs_interp_run_entry_steps(m, inputs, seed, 1, NULL, outs, n_outs, d);
+}
+
+gs_status gs_step_arguments(const gs_module *m, gs_value *const *args, int n_args,
+                            gs_value *result, gs_value **next, gs_diags *d) {
+    const gs_instr *root = m->entry->root;
+    bool tuple = root->op == GS_OP_TUPLE;
+    int n_out = tuple ? root->n_operands : 1;
+    int *out_param = calloc((size_t)n_out, sizeof *out_param);
+    if (!out_param) return gs_error(d, gs_span_none(), "out of memory");
+    gs_status st = gs_module_output_aliases(m, out_param, n_out, d);
+    if (st != GS_OK) {
+        free(out_param);
+        return st;
+    }
+    for (int i = 0; i < n_args; i++) {
+        next[i] = args[i];
+        next[i]->refs++;
+    }
+    for (int i = 0; st == GS_OK && i < n_out; i++) {
+        int j = out_param[i];
+        if (j < 0 || j >= n_args) continue;
+        gs_value *v = tuple ? (result->type == GS_TUPLE && i < result->n_tuple ? result->tuple[i]
+                                                                               : NULL)
+                            : result;
+        if (!v) {
+            st = gs_error(d, gs_span_none(), "internal: no output %d", i);
+            break;
+        }
+        if (!gs_shape_equal(tuple ? root->operands[i]->shape : root->shape,
+                            m->entry->params[j]->shape)) {
+            st = gs_error(d, m->entry->params[j]->span,
+                          "steps: output %d updates parameter %%%s but has another shape: it "
+                          "cannot be the next step's argument",
+                          i, m->entry->params[j]->name);
+            break;
+        }
+        v->refs++;
+        gs_value_free(next[j]);
+        next[j] = v;
+    }
+    free(out_param);
+    return st;
+}
+
+gs_status gs_interp_run_entry_steps(const gs_module *m, const gs_interp_inputs *inputs,
+                                    uint64_t seed, int steps, double *step_s, gs_value ***outs,
+                                    int *n_outs, gs_diags *d) {
+    if (steps < 1) return gs_error(d, gs_span_none(), "steps must be at least 1, not %d", steps);
     gs_value **args;
     int n_args;
     if (gs_interp_make_args(m, inputs, seed, &args, &n_args, d) != GS_OK) return GS_ERR;
     gs_value *result = NULL;
-    gs_status st = gs_interp_eval(m, NULL, args, n_args, &result, d);
+    gs_status st = GS_OK;
+    for (int step = 0; st == GS_OK && step < steps; step++) {
+        if (result) { /* the aliased outputs are the next step's arguments */
+            gs_value **next = malloc(sizeof *next * (size_t)(n_args ? n_args : 1));
+            st = next ? gs_step_arguments(m, args, n_args, result, next, d)
+                      : gs_error(d, gs_span_none(), "out of memory");
+            gs_value_free(result);
+            result = NULL;
+            if (st != GS_OK) {
+                free(next);
+                break;
+            }
+            for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
+            free(args);
+            args = next;
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = gs_interp_eval(m, NULL, args, n_args, &result, d);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (step_s)
+            step_s[step] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    }
     for (int i = 0; i < n_args; i++) gs_value_free(args[i]);
     free(args);
-    if (st != GS_OK) return GS_ERR;
+    if (st != GS_OK) {
+        gs_value_free(result);
+        return GS_ERR;
+    }
     gs_value **leaves;
     int n;
     if (gs_value_leaves(result, &leaves, &n) != GS_OK) {

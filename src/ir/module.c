@@ -197,6 +197,78 @@ gs_instr *gs_module_find_instr(const gs_module *m, const char *name) {
     return NULL;
 }
 
+/* Skips blanks. */
+static const char *blank(const char *p) {
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    return p;
+}
+
+gs_status gs_module_output_aliases(const gs_module *m, int *out_param, int n_out, gs_diags *d) {
+    for (int i = 0; i < n_out; i++) out_param[i] = -1;
+    const gs_instr *root = m->entry ? m->entry->root : NULL;
+    bool tuple = root && root->op == GS_OP_TUPLE;
+    const char *text = NULL;
+    for (int a = 0; a < m->n_attrs; a++) {
+        if (strcmp(m->attrs[a].name, "input_output_alias") != 0 || !m->attrs[a].text) continue;
+        text = m->attrs[a].text;
+        const char *p = blank(text);
+        if (*p == '{') p = blank(p + 1);
+        while (*p && *p != '}') {
+            /* {i}: (param, {}, kind) */
+            char *end;
+            long out = 0;
+            if (*p++ != '{') goto bad;
+            p = blank(p);
+            if (*p == '}') {
+                if (tuple) goto bad; /* {} names a root that is not a tuple */
+            } else {
+                out = strtol(p, &end, 10);
+                if (end == p) goto bad;
+                p = blank(end);
+            }
+            if (*p++ != '}') goto bad;
+            p = blank(p);
+            if (*p++ != ':') goto bad;
+            p = blank(p);
+            if (*p++ != '(') goto bad;
+            long param = strtol(p, &end, 10);
+            if (end == p) goto bad;
+            p = blank(end);
+            if (*p++ != ',') goto bad;
+            p = blank(p);
+            if (*p++ != '{') goto bad;
+            if (*blank(p) != '}') goto bad; /* a nested parameter index */
+            p = strchr(p, ')');
+            if (!p) goto bad;
+            p = blank(p + 1);
+            if (*p == ',') p = blank(p + 1);
+            if (out < 0 || out >= n_out || param < 0 || param >= m->entry->n_params)
+                return gs_error(d, gs_span_none(),
+                                "input_output_alias: output {%ld} or parameter %ld out of range "
+                                "(%d outputs, %d parameters)",
+                                out, param, n_out, m->entry->n_params);
+            for (int i = 0; i < n_out; i++)
+                if (out_param[i] == param)
+                    return gs_error(d, gs_span_none(),
+                                    "input_output_alias: parameter %ld is aliased twice", param);
+            const gs_shape *os = tuple ? root->operands[out]->shape : root->shape;
+            const gs_shape *ps = m->entry->params[param]->shape;
+            if (gs_shape_bytes(os) != gs_shape_bytes(ps))
+                return gs_error(d, gs_span_none(),
+                                "input_output_alias: output {%ld} does not have the size of "
+                                "parameter %ld (%%%s) it updates",
+                                out, param, m->entry->params[param]->name);
+            out_param[out] = (int)param;
+        }
+    }
+    return GS_OK;
+bad:
+    for (int i = 0; i < n_out; i++) out_param[i] = -1;
+    return gs_error(d, gs_span_none(),
+                    "input_output_alias: cannot read '%s' (entries are {i}: (param, {}, kind))",
+                    text);
+}
+
 int64_t gs_module_declared_partitions(const gs_module *m) {
     for (int i = 0; i < m->n_attrs; i++)
         if (strcmp(m->attrs[i].name, "num_partitions") == 0) return m->num_partitions;
