@@ -39,7 +39,7 @@ static const char *RUN_USAGE =
     "          [--seed S] [--timeout SEC] [--save-program FILE] [--mesh M --shard NAME=SPEC]...\n"
     "          [--share-work | --no-share-work] [--algorithm gspmd|shardy]\n"
     "          [--auto --mesh M [--ignore-shardings] [--memory-limit BYTES]]\n"
-    "          [--steps K [--tokens-per-step N]]\n"
+    "          [--steps K [--tokens-per-step N]] [--trace FILE.json]\n"
     "       gspmd run --spmd FILE [--num-partitions N] [--num-replicas R] [--backend threads|mpi]\n"
     "          [--devices-per-rank K] [--input NAME=FILE.npy]... [--seed S] [--timeout SEC]\n"
     "          [--max-memory BYTES] [--share-work | --no-share-work] [--stats]\n"
@@ -68,6 +68,10 @@ static const char *RUN_HELP =
     "                       the steps' times, FLOP/s per device and gspmd cost's prediction\n"
     "                       (--tokens-per-step N: and tokens/s); --verify steps the\n"
     "                       reference the same way\n"
+    "  --trace FILE.json    a timeline of what each device ran, every step: its instructions\n"
+    "                       (collectives with their bytes), as Chrome trace-event JSON, one\n"
+    "                       process per device; open it in ui.perfetto.dev or\n"
+    "                       chrome://tracing (under MPI: FILE.json.rank<r> per rank)\n"
     "  --verify             also run the reference interpreter on the same inputs and compare\n"
     "                       element by element: integers and predicates exactly, floats within\n"
     "                       16 times the element's rounding-error bound (0 for data that was\n"
@@ -141,6 +145,7 @@ typedef struct run_args {
     gs_cli_shardings sh;      /* --mesh / --shard */
     gs_partition_options win; /* --windowed-einsum-threshold-mib */
     long steps;               /* --steps K (0: not given; one step) */
+    const char *trace;        /* --trace FILE.json, or NULL */
     double tokens_per_step;   /* --tokens-per-step N (0: not given) */
 } run_args;
 
@@ -500,6 +505,23 @@ static int verify_run(const run_args *a, const gs_module *m, gs_value **args, in
     return rc;
 }
 
+/* --trace: this process's file (under MPI with several ranks, rank r's is FILE.rank<r>),
+ * checked writable before anything runs, and the recorder on comm. */
+static gs_status open_trace(const run_args *a, bool mpi, gs_comm *comm, char *path, size_t cap,
+                            gs_diags *d) {
+    int ranks = mpi ? gs_mpi_world_size() : 1;
+    if (ranks > 1) snprintf(path, cap, "%s.rank%d", a->trace, gs_mpi_rank());
+    else snprintf(path, cap, "%s", a->trace);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
+                        strerror(errno));
+    fclose(f);
+    if (!(comm->trace = gs_trace_new(comm->local_devices, comm->first_device)))
+        return gs_error(d, gs_span_none(), "out of memory");
+    return GS_OK;
+}
+
 /* --steps: each step's time (the first apart: caches, page faults), throughput, and the
  * achieved FLOP/s per device against the this-cpu profile and gspmd cost's prediction. */
 static void print_steps(const run_args *a, const gs_module *p, const double *step_s, int steps) {
@@ -538,7 +560,7 @@ static gs_status reference_steps(const gs_module *m, gs_value ***args, int n_arg
                                  uint64_t seed, int steps, int64_t n_devices, gs_diags *d) {
     /* as gs_verify_outputs evaluates the reference (manual collectives per device bundle) */
     gs_collectives manual = {NULL, (void *)m, gs_collective_execute_bundle, NULL};
-    gs_interp_env env = {0, 0, 1, &manual, seed, NULL, NULL, n_devices};
+    gs_interp_env env = {0, 0, 1, &manual, seed, NULL, NULL, n_devices, NULL};
     for (int k = 0; k + 1 < steps; k++) {
         gs_value *result = NULL, **next = malloc(sizeof *next * (size_t)(n_args ? n_args : 1));
         if (!next) return gs_error(d, gs_span_none(), "out of memory");
@@ -594,6 +616,9 @@ static int run_sharded(const run_args *given, bool mpi) {
     if (check_memory(a, m, p, mpi) != 0) goto finish;
     if (a->save && rank0 && save_program(a->save, p, &d) != GS_OK) goto finish;
     if (!(comm = make_comm(a, mpi, &d)) || d.n_errors) goto finish;
+    char trace_path[4096];
+    if (a->trace && open_trace(a, mpi, comm, trace_path, sizeof trace_path, &d) != GS_OK)
+        goto finish;
     if (rank0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, compiled.n_filled);
     if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, a->n_devices, &args, &n_args, &d) !=
         GS_OK)
@@ -611,6 +636,13 @@ static int run_sharded(const run_args *given, bool mpi) {
     }
     if (rank0) print_shared(a, comm);
     if (rank0 && a->steps) print_steps(a, p, step_s, steps);
+    if (comm->trace && gs_trace_write(comm->trace, trace_path, &d) != GS_OK) {
+        free(step_s);
+        goto finish;
+    }
+    if (comm->trace && rank0)
+        fprintf(stderr, "trace: %s (open it in ui.perfetto.dev or chrome://tracing)\n",
+                trace_path);
     free(step_s);
     if (global && a->verify && steps > 1 &&
         reference_steps(m, &args, n_args, a->seed, steps, a->n_devices, &d) != GS_OK)
@@ -622,7 +654,10 @@ finish:
     gs_diags_free(&d);
     free_run_values(comm, NULL, args, n_args, NULL, NULL, (int)a->n_devices);
     gs_value_free(global);
-    if (comm) comm->ops->free(comm);
+    if (comm) {
+        gs_trace_free(comm->trace);
+        comm->ops->free(comm);
+    }
     gs_compiled_free(&compiled);
     gs_module_free(m);
     gs_source_free(src);
@@ -706,6 +741,8 @@ static int run_name_option(int argc, char **argv, int *i, run_args *a) {
         a->out_dir = v;
     } else if (gs_cli_opt_value(argc, argv, i, "--save-program", &v)) {
         a->save = v;
+    } else if (gs_cli_opt_value(argc, argv, i, "--trace", &v)) {
+        a->trace = v;
     } else {
         return 0;
     }
@@ -726,8 +763,9 @@ static int run_check_args(const run_args *a) {
                                   "--num-replicas must divide the devices (--num-partitions)");
     if (a->tokens_per_step > 0 && !a->steps)
         return gs_cli_usage_error("run", RUN_USAGE, "--tokens-per-step is an option of --steps");
-    if (a->spmd && a->steps)
-        return gs_cli_usage_error("run", RUN_USAGE, "--steps needs a module (drop --spmd)");
+    if (a->spmd && (a->steps || a->trace))
+        return gs_cli_usage_error("run", RUN_USAGE,
+                                  "--steps and --trace need a module (drop --spmd)");
     if (a->spmd && (a->verify || a->sh.n > 0 || a->save || a->strict || a->fill_elided))
         return gs_cli_usage_error("run", RUN_USAGE,
                                   "--verify, --shard, --save-program, --strict and "

@@ -102,6 +102,13 @@ typedef struct gs_work_sharing {
     void *ctx;
 } gs_work_sharing;
 
+/* Told of each instruction an evaluation runs (a fused elementwise chain: its root), with its
+ * start and end on CLOCK_MONOTONIC in seconds: `run --trace` records them. */
+typedef struct gs_instr_observer {
+    void (*done)(void *ctx, const gs_instr *in, double t0_s, double t1_s, const gs_value *result);
+    void *ctx;
+} gs_instr_observer;
+
 struct gs_interp_env {
     int64_t partition_id;             /* partition-id() */
     int64_t replica_id;               /* replica-id() */
@@ -113,6 +120,7 @@ struct gs_interp_env {
     int64_t manual_devices;           /* > 1: the reference of a program for that many devices:
                                          a partition-id whose sharding is manual is evaluated
                                          once per device, with its id (a per-device value) */
+    const gs_instr_observer *observer; /* NULL: nobody watches */
 };
 
 /* ------------------------------------------------------------------ running */

@@ -93,7 +93,23 @@ struct gs_comm {
     int64_t work_reused;    /* results taken that way, over the runs on this communicator */
     bool async_collectives; /* each device's -start collectives run on a helper thread while
                                the device computes on (src/runtime/async.c; threads backend) */
+    struct gs_trace *trace; /* NULL, or where this process's devices record what they ran
+                               (run --trace; gs_trace_new) */
 };
+
+/* A timeline of the instructions a process's devices ran (src/runtime/trace.c), for `run
+ * --trace`: each device's instructions (a fused elementwise chain as its root) with their
+ * start and end, collectives with their bytes. */
+typedef struct gs_trace gs_trace;
+/* A recorder for local_devices devices numbered from first_device. NULL on allocation failure. */
+gs_trace *gs_trace_new(int local_devices, int first_device);
+void gs_trace_free(gs_trace *t);
+/* The observer device k (local) evaluates with (gspmd/interp.h). */
+const gs_instr_observer *gs_trace_observer(gs_trace *t, int k);
+/* Writes the timeline as Chrome trace-event JSON (what Perfetto and chrome://tracing open):
+ * one process per device, complete ("X") events in microseconds from the first one; a
+ * located error when path cannot be written. */
+gs_status gs_trace_write(const gs_trace *t, const char *path, gs_diags *d);
 
 /* The threads communicator: n devices, all in this process. NULL on allocation failure. */
 gs_comm *gs_comm_threads_new(int n_devices, double timeout_s);

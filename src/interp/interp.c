@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { GS_MAX_CALL_DEPTH = 256 };
 
@@ -844,6 +845,12 @@ static gs_status eval_operation(gs_eval *ev, const gs_computation *c, const gs_i
     return st;
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Evaluates c on args; in bound mode (bargs non-NULL) also every value's rounding-error bound
  * (bounds.c), with the results' bound in *bout. */
 static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const *args,
@@ -873,10 +880,12 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
     signed char *plan = NULL;
     if (st == GS_OK && !bounded && gs_fusion_plan(c, order, n, uses, &plan) != GS_OK)
         st = gs_eval_oom(ev, c->root);
+    const gs_instr_observer *obs = ev->env ? ev->env->observer : NULL;
     for (int i = 0; st == GS_OK && i < n; i++) {
         const gs_instr *in = order[i];
         gs_value *r = NULL, *br = NULL;
         if (plan && plan[in->id] == GS_FUSED_MEMBER) continue; /* computed in its user's loop */
+        double t0 = obs ? now_s() : 0;
         if (plan && plan[in->id] == GS_FUSED_ROOT) {
             st = gs_fusion_eval(ev, c, in, plan, vals, uses, &r);
         } else if (in->op == GS_OP_PARAMETER) {
@@ -899,6 +908,7 @@ static gs_status eval_comp(gs_eval *ev, const gs_computation *c, gs_value *const
             st = eval_operation(ev, c, in, vals, bvals, uses, bounded, &r, &br);
         }
         if (st != GS_OK) break;
+        if (obs) obs->done(obs->ctx, in, t0, now_s(), r);
         vals[in->id] = r;
         if (bounded) bvals[in->id] = br;
         release_operands(ev, c, in, plan, uses, vals, bvals);
@@ -938,7 +948,7 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
-    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0};
+    gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0, NULL};
     gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     gs_status st = gs_eval_call(&ev, c, args, n_args, result);

@@ -52,7 +52,8 @@ static void *device_main(void *arg) {
     if (r->async) ctx.async = gs_async_new(&ctx);
     gs_collectives coll = {gs_collective_execute, &ctx, NULL,
                            ctx.async ? gs_collective_finish : NULL};
-    gs_interp_env env = {r->device % P, r->device / P, N, &coll, r->seed, label, r->sharing, 0};
+    gs_interp_env env = {r->device % P, r->device / P, N, &coll, r->seed, label, r->sharing, 0,
+                         gs_trace_observer(r->comm->trace, r->device - r->comm->first_device)};
     r->status = gs_interp_eval(r->m, &env, r->args, r->m->entry->n_params, &r->result, &r->diags);
     if (r->status != GS_OK) {
         pthread_mutex_lock(r->order_mu);

@@ -131,7 +131,7 @@ gs_status gs_verify_outputs(const gs_module *m, gs_value *const *args, int n_arg
     *n_checks = 0;
     *all_ok = false;
     gs_collectives manual = {NULL, (void *)m, gs_collective_execute_bundle, NULL};
-    gs_interp_env env = {0, 0, 1, &manual, seed, NULL, NULL, n_devices};
+    gs_interp_env env = {0, 0, 1, &manual, seed, NULL, NULL, n_devices, NULL};
     gs_value *want = NULL, *bound = NULL;
     if (gs_interp_eval_bounded(m, &env, args, n_args, &want, &bound, d) != GS_OK) return GS_ERR;
     gs_value **g = NULL, **w = NULL, **b = NULL;

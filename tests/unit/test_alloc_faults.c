@@ -159,7 +159,7 @@ static gs_status run_once(const subject *s, bool *had_error, gs_value **result,
             st = gs_run_partitioned(s->m, s->p, s->n_devices, args, n_args, 7, 30, &out, &d);
         } else {
             gs_collectives manual = {NULL, (void *)s->m, gs_collective_execute_bundle, NULL};
-            gs_interp_env env = {0, 0, 1, &manual, 7, NULL, NULL, 0};
+            gs_interp_env env = {0, 0, 1, &manual, 7, NULL, NULL, 0, NULL};
             st = gs_interp_eval_bounded(s->m, &env, args, n_args, &out, &bound, &d);
         }
     }

@@ -47,7 +47,7 @@ static bool check_same(const char *name, const char *text) {
     if (m && gs_module_verify(m, &d) == GS_OK &&
         gs_interp_make_args(m, NULL, 3, &args, &n_args, &d) == GS_OK) {
         gs_collectives manual = {NULL, (void *)m, gs_collective_execute_bundle, NULL};
-        gs_interp_env env = {0, 0, 1, &manual, 3, NULL, NULL, 0};
+        gs_interp_env env = {0, 0, 1, &manual, 3, NULL, NULL, 0, NULL};
         gs_status a = gs_interp_eval(m, &env, args, n_args, &fused, &d);
         gs_status b = gs_interp_eval_bounded(m, &env, args, n_args, &plain, &bound, &d);
         ran = a == GS_OK && b == GS_OK;

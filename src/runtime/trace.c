@@ -1,0 +1,134 @@
+/*
+ * trace.c — what a process's devices ran, on a timeline (`gspmd run --trace FILE.json`): every
+ * instruction the interpreter evaluates on a device (a fused elementwise chain as its root;
+ * parameters, constants, tuples and get-tuple-elements are plumbing and left out), with its
+ * start and end, and for a collective the bytes of its result. Written as Chrome's trace-event
+ * JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open: one process per device, one
+ * complete event ("ph": "X") per instruction, a while loop's or call's event enclosing those of
+ * its body.
+ */
+#include "internal.h"
+#include "base/sysalloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct trace_event {
+    const gs_instr *in;
+    double t0, t1; /* seconds, CLOCK_MONOTONIC */
+    int64_t bytes; /* a collective's result bytes, else -1 */
+} trace_event;
+
+typedef struct device_trace {
+    gs_instr_observer obs;
+    trace_event *ev;
+    int64_t n, cap;
+    bool oom; /* an event could not be recorded: the file says so */
+} device_trace;
+
+struct gs_trace {
+    int local, first;
+    device_trace *dev;
+};
+
+static bool plumbing(gs_opcode op) {
+    return op == GS_OP_PARAMETER || op == GS_OP_CONSTANT || op == GS_OP_TUPLE ||
+           op == GS_OP_GET_TUPLE_ELEMENT;
+}
+
+static void record(void *ctx, const gs_instr *in, double t0, double t1, const gs_value *r) {
+    device_trace *t = ctx;
+    if (plumbing(in->op)) return;
+    if (t->n == t->cap) {
+        int64_t cap = t->cap ? 2 * t->cap : 1024;
+        trace_event *e = realloc(t->ev, sizeof *e * (size_t)cap);
+        if (!e) {
+            t->oom = true;
+            return;
+        }
+        t->ev = e;
+        t->cap = cap;
+    }
+    int64_t bytes = -1;
+    gs_op_family fam = gs_op_info_of(in->op)->family;
+    if ((fam == GS_FAM_COLLECTIVE || fam == GS_FAM_ASYNC) && r && r->type != GS_TUPLE)
+        bytes = (int64_t)gs_value_bytes(r);
+    t->ev[t->n++] = (trace_event){in, t0, t1, bytes};
+}
+
+gs_trace *gs_trace_new(int local_devices, int first_device) {
+    gs_trace *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->local = local_devices;
+    t->first = first_device;
+    t->dev = calloc((size_t)(local_devices > 0 ? local_devices : 1), sizeof *t->dev);
+    if (!t->dev) {
+        free(t);
+        return NULL;
+    }
+    for (int k = 0; k < local_devices; k++) t->dev[k].obs = (gs_instr_observer){record, &t->dev[k]};
+    return t;
+}
+
+void gs_trace_free(gs_trace *t) {
+    if (!t) return;
+    for (int k = 0; k < t->local; k++) free(t->dev[k].ev);
+    free(t->dev);
+    free(t);
+}
+
+const gs_instr_observer *gs_trace_observer(gs_trace *t, int k) {
+    return t && k >= 0 && k < t->local ? &t->dev[k].obs : NULL;
+}
+
+/* s as a JSON string's contents (instruction names are HLO identifiers; escaped anyway). */
+static void json_str(FILE *f, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+}
+
+gs_status gs_trace_write(const gs_trace *t, const char *path, gs_diags *d) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
+                        strerror(errno));
+    double origin = -1;
+    for (int k = 0; k < t->local; k++)
+        for (int64_t i = 0; i < t->dev[k].n; i++)
+            if (origin < 0 || t->dev[k].ev[i].t0 < origin) origin = t->dev[k].ev[i].t0;
+    if (origin < 0) origin = 0;
+    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+    bool first = true;
+    for (int k = 0; k < t->local; k++) {
+        int dev = t->first + k;
+        fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, "
+                   "\"args\": {\"name\": \"device %d%s\"}}",
+                first ? "" : ",\n", dev, dev, t->dev[k].oom ? " (some events lost: out of memory)" : "");
+        first = false;
+        fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": %d, \"tid\": 0, "
+                   "\"args\": {\"sort_index\": %d}}",
+                dev, dev);
+        for (int64_t i = 0; i < t->dev[k].n; i++) {
+            const trace_event *e = &t->dev[k].ev[i];
+            fprintf(f, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"name\": \"", dev);
+            json_str(f, e->in->name);
+            fprintf(f, "\", \"cat\": \"%s\", \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"op\": \"%s\"",
+                    gs_op_name(e->in->op), (e->t0 - origin) * 1e6, (e->t1 - e->t0) * 1e6,
+                    gs_op_name(e->in->op));
+            if (e->bytes >= 0) fprintf(f, ", \"bytes\": %lld", (long long)e->bytes);
+            fprintf(f, "}}");
+        }
+    }
+    fprintf(f, "\n]}\n");
+    bool ok = !ferror(f);
+    if (fclose(f) != 0) ok = false;
+    return ok ? GS_OK
+              : gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
+                         strerror(errno));
+}
