@@ -29,6 +29,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 static const char *RUN_USAGE =
@@ -505,6 +506,24 @@ static int verify_run(const run_args *a, const gs_module *m, gs_value **args, in
     return rc;
 }
 
+/* The progress line of a long --steps run on a terminal: step k of K, the time so far, and
+ * about how long the rest takes at the mean step time; shown once 2 s have passed. */
+typedef struct progress_line {
+    double elapsed;
+    bool shown;
+} progress_line;
+
+static void show_progress(void *ctx, int k, int steps, const double *step_s) {
+    progress_line *pl = ctx;
+    pl->elapsed += step_s[k];
+    if (pl->elapsed < 2 && !pl->shown) return;
+    double left = pl->elapsed / (k + 1) * (steps - k - 1);
+    fprintf(stderr, "\rstep %d of %d, %.1f s, about %.0f s left   ", k + 1, steps, pl->elapsed,
+            left);
+    fflush(stderr);
+    pl->shown = true;
+}
+
 /* --trace: this process's file (under MPI with several ranks, rank r's is FILE.rank<r>),
  * checked writable before anything runs, and the recorder on comm. */
 static gs_status open_trace(const run_args *a, bool mpi, gs_comm *comm, char *path, size_t cap,
@@ -629,11 +648,16 @@ static int run_sharded(const run_args *given, bool mpi) {
         gs_error(&d, gs_span_none(), "out of memory");
         goto finish;
     }
-    if (gs_run_sharded_steps(m, p, comm, args, n_args, a->seed, steps, step_s, &global, &d) !=
-        GS_OK) {
+    progress_line line = {0};
+    gs_step_progress progress = {show_progress, &line};
+    if (gs_run_sharded_steps(m, p, comm, args, n_args, a->seed, steps, step_s,
+                             rank0 && steps > 1 && isatty(2) ? &progress : NULL, &global,
+                             &d) != GS_OK) {
+        if (line.shown) fputc('\n', stderr);
         free(step_s);
         goto finish;
     }
+    if (line.shown) fputc('\n', stderr);
     if (rank0) print_shared(a, comm);
     if (rank0 && a->steps) print_steps(a, p, step_s, steps);
     if (comm->trace && gs_trace_write(comm->trace, trace_path, &d) != GS_OK) {

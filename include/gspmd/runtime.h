@@ -208,11 +208,17 @@ gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
  * step k's outputs are step k+1's arguments on each device (each aliased output must be sharded
  * as its parameter: a located error before the first step otherwise); the other arguments stay
  * as they were. step_s (NULL, or `steps` entries) gets each step's wall seconds on this process
- * (the run of the program only: slicing, gathering and reassembling are outside). *out is the
- * last step's global result. */
+ * (the run of the program only: slicing, gathering and reassembling are outside); progress
+ * (NULL: none) is told after each step. *out is the last step's global result. */
+typedef struct gs_step_progress {
+    /* after step k (0-based) of `steps`, with the steps' times so far */
+    void (*step_done)(void *ctx, int k, int steps, const double *step_s);
+    void *ctx;
+} gs_step_progress;
 gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *comm,
                                gs_value *const *args, int n_args, uint64_t seed, int steps,
-                               double *step_s, gs_value **out, gs_diags *d);
+                               double *step_s, const gs_step_progress *progress,
+                               gs_value **out, gs_diags *d);
 
 /* gs_run_sharded on n_devices threads of this process (a new threads communicator). */
 gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,

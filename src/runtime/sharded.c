@@ -74,7 +74,8 @@ static gs_status aliases_sharded_alike(gs_arena *a, const gs_module *m, const in
 
 gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *comm,
                                gs_value *const *args, int n_args, uint64_t seed, int steps,
-                               double *step_s, gs_value **out, gs_diags *d) {
+                               double *step_s, const gs_step_progress *progress,
+                               gs_value **out, gs_diags *d) {
     *out = NULL;
     if (n_args != m->entry->n_params)
         return gs_error(d, gs_span_none(), "%d arguments for %d parameters", n_args,
@@ -115,6 +116,7 @@ gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *
         double t0 = now_s();
         st = gs_run_spmd(p, comm, (gs_value **const *)dev, &results, seed, d);
         if (step_s) step_s[step] = now_s() - t0;
+        if (st == GS_OK && progress && step_s) progress->step_done(progress->ctx, step, steps, step_s);
     }
     if (st == GS_OK) st = gs_gather_results(comm, p, results, &all, d);
     if (st == GS_OK && all) {
@@ -139,7 +141,7 @@ gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *
 gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
                          gs_value *const *args, int n_args, uint64_t seed, gs_value **out,
                          gs_diags *d) {
-    return gs_run_sharded_steps(m, p, comm, args, n_args, seed, 1, NULL, out, d);
+    return gs_run_sharded_steps(m, p, comm, args, n_args, seed, 1, NULL, NULL, out, d);
 }
 
 gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,
