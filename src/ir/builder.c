@@ -648,6 +648,15 @@ gs_instr *gs_build_all_reduce(gs_builder *b, gs_instr *x, const gs_replica_group
     return in;
 }
 
+/* The dynamic flags of x's dims but `except` (which a collective concatenates or splits: its
+ * size is static) into dyn; whether any is set. */
+static bool dynamic_but(const gs_shape *x, int except, bool *dyn) {
+    bool any = false;
+    for (int i = 0; i < x->rank; i++)
+        any |= dyn[i] = i != except && x->dynamic && x->dynamic[i];
+    return any;
+}
+
 gs_instr *gs_build_all_gather(gs_builder *b, gs_instr *x, int dim, int64_t group_size,
                               const gs_replica_groups *g, int64_t channel) {
     if (!x) return fail(b);
@@ -655,6 +664,8 @@ gs_instr *gs_build_all_gather(gs_builder *b, gs_instr *x, int dim, int64_t group
     memcpy(dims, x->shape->dims, sizeof *dims * (size_t)x->shape->rank);
     dims[dim] *= group_size;
     gs_shape s = {.type = x->shape->type, .rank = x->shape->rank, .dims = dims};
+    bool dyn[GS_MAX_RANK]; /* the other dims keep their run-time sizes */
+    if (dynamic_but(x->shape, dim, dyn)) s.dynamic = dyn;
     gs_instr *in = gs_build(b, GS_OP_ALL_GATHER, &s, 1, &x);
     gs_build_set_int(b, in, GS_ATTR_CHANNEL_ID, channel);
     gs_build_set_groups(b, in, g);
@@ -672,6 +683,8 @@ gs_instr *gs_build_reduce_scatter(gs_builder *b, gs_instr *x, int dim, int64_t g
     GS_ASSERT(dims[dim] % group_size == 0);
     dims[dim] /= group_size;
     gs_shape s = {.type = x->shape->type, .rank = x->shape->rank, .dims = dims};
+    bool dyn[GS_MAX_RANK];
+    if (dynamic_but(x->shape, dim, dyn)) s.dynamic = dyn;
     gs_instr *in = gs_build(b, GS_OP_REDUCE_SCATTER, &s, 1, &x);
     gs_build_set_int(b, in, GS_ATTR_CHANNEL_ID, channel);
     gs_build_set_groups(b, in, g);
