@@ -20,8 +20,8 @@ sys.path.insert(0, HERE)
 from autoshard_run import mlp  # noqa: E402
 
 
-def per_step(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def per_step(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     m = re.search(r"then ([0-9.e+-]+) s per step", p.stderr)
     if p.returncode != 0 or not m:
         raise RuntimeError("%s: %s" % (" ".join(cmd), p.stderr.strip()[-300:]))
@@ -47,7 +47,8 @@ def main():
                         "--ffn", "2048", "--heads", "8", "--mesh", "data=1,model=2", "--train",
                         "-o", t], check=True, capture_output=True)
         for name, path in (("MLP, 8 layers, Megatron", m), ("Transformer step, 2 layers", t)):
-            e = per_step([gspmd, "eval", path, "--steps", steps])
+            one = dict(os.environ, OPENBLAS_NUM_THREADS="1")  # eval on one thread
+            e = per_step([gspmd, "eval", path, "--steps", steps], one)
             r = per_step([gspmd, "run", path, "--num-partitions", "2", "--steps", steps])
             print("| %s | %.4g s | %.4g s | %.2f |" % (name, e, r, e / r), flush=True)
     return 0
