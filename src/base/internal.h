@@ -62,4 +62,14 @@ void *gs_strmap_get(const gs_strmap *m, const char *key);
 void *gs_strmap_getn(const gs_strmap *m, const char *s, size_t n);
 void gs_strmap_free(gs_strmap *m);
 
+/* The greatest common divisor of a and b (>= 0; gcd(a, 0) = a). */
+static inline int64_t gs_gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 #endif /* GSPMD_BASE_INTERNAL_H */

@@ -696,15 +696,6 @@ static const gs_sharding *move_factor(gs_part_ctx *c, const gs_sharding *s, int 
     return make(c, &t, s->n_subgroups, s->subgroups);
 }
 
-static int64_t gcd64(int64_t x, int64_t y) {
-    while (y) {
-        int64_t t = x % y;
-        x = y;
-        y = t;
-    }
-    return x;
-}
-
 /* 7. Tiles of data dim i (all of them, or a minor factor f of them) move to data dim j (which
  * then holds them minor to its own): an all-to-all within the groups along those tiles, with
  * dim j split into chunks for the members. */
@@ -729,7 +720,7 @@ static bool rung_all_to_all(gs_part_ctx *c, gs_part_value *v, const gs_sharding 
              * count or a step towards it (several moves by steps). The factor is as much of
              * fi as j takes; what i keeps beyond the target's count is gathered later. */
             if (kt % ks != 0) continue;
-            int64_t f = gcd64(fi, kt / ks);
+            int64_t f = gs_gcd64(fi, kt / ks);
             if (f == 1) continue;
             /* Dim i keeps a / f tiles: its shards must stay whole tiles of the source's. */
             if (f < a && base->dims[i] % a != 0) continue;

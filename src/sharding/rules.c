@@ -166,15 +166,6 @@ static bool pointwise_mismatch(builder *b, gs_factor_kind k, bool blocked) {
     return true;
 }
 
-static int64_t gcd64(int64_t a, int64_t c) {
-    while (c) {
-        int64_t t = a % c;
-        a = c;
-        c = t;
-    }
-    return a;
-}
-
 /* reshape, once the factor products so far (smaller on the side behind, larger) diverged: the
  * factor that makes them meet when next (the side's remaining size) allows it, else next
  * without the gcd g of both sides' remaining sizes, else next. */
@@ -747,7 +738,7 @@ static bool rule_reshape(builder *b) {
         if (i < ir && dims_in == fin) dims_in *= is->dims[i];
         if (o < orr && dims_out == fout) dims_out *= os->dims[o];
         int64_t next_in = dims_in / fin, next_out = dims_out / fout;
-        int64_t g = gcd64(next_in, next_out);
+        int64_t g = gs_gcd64(next_in, next_out);
         if (fin == fout) {
             if (g > 1) {
                 b->od[0] = i;

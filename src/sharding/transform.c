@@ -28,15 +28,6 @@ static gs_status done(gs_sharding *s, const char *metadata, gs_sharding **out) {
 /* Non-tiled leaves pass through every transform unchanged. */
 static bool passes_through(const gs_sharding *s) { return s->kind != GS_SHARDING_TILED; }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* ------------------------------------------------------------------ transpose */
 
 gs_status gs_sharding_transpose(gs_arena *a, const gs_sharding *s, int n, const int *perm,
@@ -255,7 +246,7 @@ static int reshape_target(const gs_sharding *s, int src_rank, const int64_t *src
         if (s_size == t_size) {
             /* Merged as the minor part of a target dim, a padded dim keeps only the parts that
              * divide it (the rest replicate); alone it keeps them all. */
-            int64_t parts = inplace && s_size % s_parts != 0 ? gcd64(s_size, s_parts) : s_parts;
+            int64_t parts = inplace && s_size % s_parts != 0 ? gs_gcd64(s_size, s_parts) : s_parts;
             APPEND(parts);
         } else if (t_size == 1) {
             APPEND(1);
@@ -271,7 +262,7 @@ static int reshape_target(const gs_sharding *s, int src_rank, const int64_t *src
         } else if (s_size % s_parts != 0) {
             return -1;
         } else {
-            int64_t g = gcd64(s_parts, t_size);
+            int64_t g = gs_gcd64(s_parts, t_size);
             if (g == 1) break;
             SRC_PUSH(s_size / g, s_parts / g);
             push(&dst, t_size / g);
