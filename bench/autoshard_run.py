@@ -64,18 +64,19 @@ def transformer(layers, mesh, out):
                     "--mesh", mesh, "--train", "-o", out], check=True, capture_output=True)
 
 
+def step_times(cmd, env=None):
+    """(mean, best) seconds per step after the first that `gspmd run|eval ... --steps K`
+    reports on stderr (eval reports no best: the mean twice)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    m = re.search(r"then ([0-9.e+-]+) s per step(?: \(best ([0-9.e+-]+) s\))?", p.stderr)
+    if p.returncode != 0 or not m:
+        raise RuntimeError("%s: %s" % (" ".join(cmd), p.stderr.strip()[-300:]))
+    return float(m.group(1)), float(m.group(2) or m.group(1))
+
+
 def timed(cmd, reps):
-    """The best per-step time `gspmd run ... --steps 4` reports (steps after the first), over
-    reps runs."""
-    best = None
-    for _ in range(reps):
-        p = subprocess.run(cmd + ["--steps", "4"], capture_output=True, text=True)
-        m = re.search(r"then ([0-9.e+-]+) s per step \(best ([0-9.e+-]+) s\)", p.stderr)
-        if p.returncode != 0 or not m:
-            raise RuntimeError("%s: %s" % (" ".join(cmd), p.stderr.strip()[-300:]))
-        dt = float(m.group(2))
-        best = dt if best is None else min(best, dt)
-    return best
+    """The best per-step time of `gspmd run ... --steps 4` over reps runs."""
+    return min(step_times(cmd + ["--steps", "4"])[1] for _ in range(reps))
 
 
 def predicted(gspmd, path, prop, machine):

@@ -9,7 +9,6 @@ devices (threads) against `gspmd eval --steps` on one thread, for
 Both report the mean of the steps after the first. Issue 28 asks run >= 1.8x eval per step.
 A timing: on a shared machine, compare ratios from one run."""
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -17,15 +16,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from autoshard_run import mlp  # noqa: E402
+from autoshard_run import mlp, step_times  # noqa: E402
 
 
 def per_step(cmd, env=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    m = re.search(r"then ([0-9.e+-]+) s per step", p.stderr)
-    if p.returncode != 0 or not m:
-        raise RuntimeError("%s: %s" % (" ".join(cmd), p.stderr.strip()[-300:]))
-    return float(m.group(1))
+    return step_times(cmd, env)[0]
 
 
 def main():
