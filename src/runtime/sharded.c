@@ -22,23 +22,21 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Step k's results become step k+1's arguments on each local device, where m aliases an output
- * to a parameter (out_param): the device's part of the output is the parameter's part when the
- * two shardings are equal, which is checked before the first step. */
-static gs_status feed(const gs_module *m, const int *out_param, int n_out, gs_value ***dev,
-                      gs_value **results, int local, gs_diags *d) {
+/* Step k's results become step k+1's arguments on each local device (gs_step_arguments on the
+ * device's parts: an aliased output's part is its parameter's part, the shardings being equal,
+ * which is checked before the first step). */
+static gs_status feed(const gs_module *m, gs_value ***dev, gs_value **results, int local,
+                      int n_args, gs_diags *d) {
     for (int k = 0; k < local; k++) {
-        gs_value *r = results[k];
-        bool tuple = m->entry->root->op == GS_OP_TUPLE;
-        for (int i = 0; i < n_out; i++) {
-            int j = out_param[i];
-            if (j < 0) continue;
-            gs_value *v = tuple ? (r->type == GS_TUPLE && i < r->n_tuple ? r->tuple[i] : NULL) : r;
-            if (!v) return gs_error(d, gs_span_none(), "internal: no output %d to feed", i);
-            v->refs++;
-            gs_value_free(dev[k][j]);
-            dev[k][j] = v;
+        gs_value **next = malloc(sizeof *next * (size_t)(n_args ? n_args : 1));
+        if (!next) return gs_error(d, gs_span_none(), "out of memory");
+        if (gs_step_arguments(m, dev[k], n_args, results[k], next, d) != GS_OK) {
+            free(next);
+            return GS_ERR;
         }
+        for (int i = 0; i < n_args; i++) gs_value_free(dev[k][i]);
+        free(dev[k]);
+        dev[k] = next;
     }
     return GS_OK;
 }
@@ -107,7 +105,7 @@ gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *
     gs_value **results = NULL, **all = NULL;
     for (int step = 0; st == GS_OK && step < steps; step++) {
         if (results) {
-            st = feed(m, out_param, n_out, dev, results, local, d);
+            st = feed(m, dev, results, local, n_args, d);
             for (int k = 0; k < local; k++) gs_value_free(results[k]);
             free(results);
             results = NULL;
