@@ -320,13 +320,16 @@ static const command COMMANDS[] = {
      "alone). See gspmd partition --help.\n"},
     {"run", gs_cli_run,
      "gspmd run [--spmd] FILE --num-partitions N [--propagate|--no-propagate] [--verify] "
-     "[--backend threads|mpi] [--input NAME=FILE.npy]... [--output-dir DIR]",
-     "Propagates shardings (unless --no-propagate), partitions FILE and runs it on N devices\n"
-     "(threads, or MPI ranks under mpirun), optionally verifying against the reference\n"
-     "interpreter; --spmd runs an already partitioned program as it is. See gspmd run --help.\n"},
+     "[--backend threads|mpi] [--input NAME=FILE.npy]... [--output-dir DIR] [--auto --mesh M] "
+     "[--steps K] [--trace FILE.json]",
+     "Propagates shardings (unless --no-propagate; --auto: autoshard's), partitions FILE and\n"
+     "runs it on N devices (threads, or MPI ranks under mpirun), optionally verifying against\n"
+     "the reference interpreter; --steps K runs it as a loop with its state on the devices,\n"
+     "--trace writes each device's timeline; --spmd runs an already partitioned program as it\n"
+     "is. See gspmd run --help.\n"},
     {"cost", gs_cli_cost,
      "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--propagate|--no-propagate] "
-     "[--spmd] [--json] [--mesh M --shard NAME=SPEC]...",
+     "[--spmd] [--json] [--mesh M --shard NAME=SPEC]... [--auto --mesh M]",
      "Compiles FILE as run does (propagating unless --no-propagate) and predicts one step's\n"
      "per-device FLOPs, memory traffic, collectives, peak memory, step time and model FLOPs\n"
      "utilization on a machine profile. See gspmd cost --help.\n"},
