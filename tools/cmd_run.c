@@ -625,6 +625,7 @@ static int run_sharded(const run_args *given, bool mpi) {
     gs_comm *comm = NULL;
     gs_compiled compiled = {0};
     gs_value **args = NULL, *global = NULL;
+    gs_arg_source *source = NULL;
     int n_args = 0, rc = 1;
     bool rank0 = !mpi || gs_mpi_rank() == 0;
     if (resolve_devices(&resolved, m, &d) != GS_OK ||
@@ -639,8 +640,10 @@ static int run_sharded(const run_args *given, bool mpi) {
     if (a->trace && open_trace(a, mpi, comm, trace_path, sizeof trace_path, &d) != GS_OK)
         goto finish;
     if (rank0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, compiled.n_filled);
-    if (gs_interp_make_sharded_args(m, &a->inputs, a->seed, a->n_devices, &args, &n_args, &d) !=
-        GS_OK)
+    /* Each device makes its own arguments; the reference's are made whole (--verify only). */
+    if (gs_arg_source_new(m, &a->inputs, a->seed, a->n_devices, &source, &d) != GS_OK ||
+        (a->verify && gs_interp_make_sharded_args(m, &a->inputs, a->seed, a->n_devices, &args,
+                                                  &n_args, &d) != GS_OK))
         goto finish;
     int steps = a->steps > 0 ? (int)a->steps : 1;
     double *step_s = calloc((size_t)steps, sizeof *step_s);
@@ -650,7 +653,7 @@ static int run_sharded(const run_args *given, bool mpi) {
     }
     progress_line line = {0};
     gs_step_progress progress = {show_progress, &line};
-    if (gs_run_sharded_steps(m, p, comm, args, n_args, a->seed, steps, step_s,
+    if (gs_run_sharded_steps(m, p, comm, source, a->seed, steps, step_s,
                              rank0 && steps > 1 && isatty(2) ? &progress : NULL, &global,
                              &d) != GS_OK) {
         if (line.shown) fputc('\n', stderr);
@@ -677,6 +680,7 @@ finish:
     if (rc == 0 && global) rc = report_sharded(a, mpi, global, &d);
     gs_diags_free(&d);
     free_run_values(comm, NULL, args, n_args, NULL, NULL, (int)a->n_devices);
+    gs_arg_source_free(source);
     gs_value_free(global);
     if (comm) {
         gs_trace_free(comm->trace);

@@ -176,6 +176,25 @@ gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs
 gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs *inputs,
                                       uint64_t seed, int64_t n_devices, gs_value ***args,
                                       int *n_args, gs_diags *d);
+/* A sharded run's arguments, made per device where they are used: a random parameter's part is
+ * drawn alone (each element from its own place in the parameter's stream, so a device's part
+ * holds exactly what gs_value_shard of gs_interp_make_sharded_args's value gives it, and no
+ * global copy is ever made), while a parameter read from .npy (or a tuple or manual one) is
+ * made whole once and sliced. gs_arg_source_part may be called from several threads at once. */
+typedef struct gs_arg_source gs_arg_source;
+/* The arguments gs_interp_make_sharded_args would make (its errors alike), for n_devices. */
+gs_status gs_arg_source_new(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                            int64_t n_devices, gs_arg_source **out, gs_diags *d);
+/* Given global arguments (one per entry parameter of m, borrowed: they must outlive the source),
+ * sliced per device. NULL on allocation failure. */
+gs_arg_source *gs_arg_source_of(const gs_module *m, gs_value *const *args);
+/* The number of arguments (m's entry parameters). */
+int gs_arg_source_count(const gs_arg_source *src);
+/* Device `device`'s part of argument i under sharding s (as gs_value_shard; a new value). */
+gs_status gs_arg_source_part(const gs_arg_source *src, int i, const gs_sharding *s,
+                             int64_t device, gs_value **out, gs_diags *d);
+void gs_arg_source_free(gs_arg_source *src);
+
 /* A seeded random value of shape s (as above). */
 gs_value *gs_random_value(const gs_shape *s, uint64_t seed);
 

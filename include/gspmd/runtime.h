@@ -78,6 +78,12 @@ typedef struct gs_comm_ops {
     void (*abort)(gs_comm *c, int dev);
     /* Releases the communicator. */
     void (*free)(gs_comm *c);
+    /* As all_gather, each member's block being `outer` pieces of `run` bytes that land
+     * interleaved: member j's piece o at out + (o * group size + j) * run (a concatenation
+     * along a dim with `outer` elements before it), with no intermediate copy. NULL: the
+     * caller gathers blocks with all_gather and interleaves them. */
+    gs_status (*all_gather_interleaved)(gs_comm *c, int dev, const gs_group *g, const void *in,
+                                        int64_t outer, int64_t run, void *out, gs_diags *d);
 } gs_comm_ops;
 
 struct gs_comm {
@@ -203,7 +209,9 @@ gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
                          gs_value *const *args, int n_args, uint64_t seed, gs_value **out,
                          gs_diags *d);
 
-/* gs_run_sharded `steps` times (>= 1), the arguments staying on the devices: where m declares
+/* gs_run_sharded `steps` times (>= 1), its arguments from `args` (each local device's parts
+ * made by the device's own thread: random ones drawn for the device alone, gs_arg_source_new),
+ * the arguments staying on the devices: where m declares
  * input_output_alias (a training step: parameters and optimizer state in, updated ones out),
  * step k's outputs are step k+1's arguments on each device (each aliased output must be sharded
  * as its parameter: a located error before the first step otherwise); the other arguments stay
@@ -216,7 +224,7 @@ typedef struct gs_step_progress {
     void *ctx;
 } gs_step_progress;
 gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *comm,
-                               gs_value *const *args, int n_args, uint64_t seed, int steps,
+                               const gs_arg_source *args, uint64_t seed, int steps,
                                double *step_s, const gs_step_progress *progress,
                                gs_value **out, gs_diags *d);
 

@@ -2,6 +2,7 @@
  * args.c — entry arguments for a run: .npy inputs by parameter name, seeded random values for
  * the rest, and gs_interp_run_entry which ties arguments, evaluation and output leaves together.
  */
+#include "kernels.h"
 #include "gspmd/npy.h"
 #include "base/sysalloc.h"
 #include "gspmd/numeric.h"
@@ -44,20 +45,68 @@ void gs_interp_inputs_free(gs_interp_inputs *in) {
     memset(in, 0, sizeof *in);
 }
 
-/* splitmix64: a small, well-mixed generator; one stream per parameter. */
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+/* splitmix64: a small, well-mixed generator; one stream per parameter. Its k-th draw (from 1)
+ * mixes seed + k * GOLDEN alone, so any element of a random value can be drawn without the
+ * ones before it (gs_random_draw): a device draws its shard alone. */
+#define GOLDEN 0x9e3779b97f4a7c15ull
+
+static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
-gs_value *gs_random_value(const gs_shape *s, uint64_t seed) {
+/* Whether a draw of type t is scaled by limit (as an initialiser's weights are). */
+static bool scaled(gs_type t, double limit) {
+    return limit != 1 && gs_type_is_float(t) && t != GS_F8E8M0FNU;
+}
+
+void gs_random_draw(gs_type t, void *dst, int64_t at, uint64_t seed, int64_t first, int64_t len,
+                    double limit) {
+    bool scale = scaled(t, limit);
+    if (t == GS_F32) { /* the common case, vectorisable: the same values as the general path */
+        float *o = (float *)dst + at;
+        uint64_t z = seed + (uint64_t)(first + 1) * GOLDEN;
+        for (int64_t i = 0; i < len; i++, z += GOLDEN) {
+            double u = (double)(mix64(z) >> 11) * 0x1.0p-53; /* [0,1) */
+            float f = (float)(2 * u - 1);
+            o[i] = scale ? (float)((double)f * limit) : f;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < len; i++) {
+        int64_t g = first + i, k = at + i;
+        if (gs_type_is_complex(t)) { /* two draws an element: 2g+1 and 2g+2 */
+            uint64_t z = seed + (uint64_t)(2 * g + 1) * GOLDEN;
+            double u = (double)(mix64(z) >> 11) * 0x1.0p-53;
+            double u2 = (double)(mix64(z + GOLDEN) >> 11) * 0x1.0p-53;
+            gs_elem_set_c(dst, t, k, 2 * u - 1, 2 * u2 - 1);
+            continue;
+        }
+        uint64_t r = mix64(seed + (uint64_t)(g + 1) * GOLDEN);
+        double u = (double)(r >> 11) * 0x1.0p-53;
+        if (t == GS_F8E8M0FNU) { /* scales: powers of two, 2^-4 .. 2^3 */
+            gs_elem_set_f(dst, t, k, ldexp(1.0, (int)(r >> 61) - 4));
+        } else if (gs_type_is_float(t)) {
+            gs_elem_set_f(dst, t, k, 2 * u - 1);
+            if (scale) gs_elem_set_f(dst, t, k, gs_elem_get_f(dst, t, k) * limit);
+        } else if (t == GS_PRED) {
+            gs_elem_set_i(dst, t, k, (int64_t)(r >> 63));
+        } else if (gs_type_is_signed_int(t)) {
+            gs_elem_set_i(dst, t, k, (int64_t)(r >> 60) - 8);
+        } else {
+            gs_elem_set_i(dst, t, k, (int64_t)(r >> 60));
+        }
+    }
+}
+
+/* A random value of shape s, its array leaves' floats scaled by limit. */
+static gs_value *random_scaled(const gs_shape *s, uint64_t seed, double limit) {
     if (s->type == GS_TUPLE) {
         gs_value **elems = gs_sys_calloc((size_t)(s->n_tuple ? s->n_tuple : 1), sizeof *elems);
         if (!elems) return NULL;
         for (int i = 0; i < s->n_tuple; i++) {
-            elems[i] = gs_random_value(s->tuple[i], seed * 31 + (uint64_t)i + 1);
+            elems[i] = random_scaled(s->tuple[i], seed * 31 + (uint64_t)i + 1, limit);
             if (!elems[i]) {
                 for (int j = 0; j < i; j++) gs_value_free(elems[j]);
                 free(elems);
@@ -70,28 +119,11 @@ gs_value *gs_random_value(const gs_shape *s, uint64_t seed) {
     }
     if (s->type == GS_TOKEN) return gs_value_new_token();
     gs_value *v = gs_value_new_array(s->type, s->rank, s->dims);
-    if (!v) return NULL;
-    uint64_t st = seed;
-    for (int64_t i = 0; i < v->n; i++) {
-        uint64_t r = splitmix(&st);
-        double u = (double)(r >> 11) * 0x1.0p-53; /* [0,1) */
-        if (gs_type_is_complex(s->type)) {
-            double u2 = (double)(splitmix(&st) >> 11) * 0x1.0p-53;
-            gs_elem_set_c(v->data, s->type, i, 2 * u - 1, 2 * u2 - 1);
-        } else if (s->type == GS_F8E8M0FNU) { /* scales: powers of two, 2^-4 .. 2^3 */
-            gs_elem_set_f(v->data, s->type, i, ldexp(1.0, (int)(r >> 61) - 4));
-        } else if (gs_type_is_float(s->type)) {
-            gs_elem_set_f(v->data, s->type, i, 2 * u - 1);
-        } else if (s->type == GS_PRED) {
-            gs_elem_set_i(v->data, s->type, i, (int64_t)(r >> 63));
-        } else if (gs_type_is_signed_int(s->type)) {
-            gs_elem_set_i(v->data, s->type, i, (int64_t)(r >> 60) - 8);
-        } else {
-            gs_elem_set_i(v->data, s->type, i, (int64_t)(r >> 60));
-        }
-    }
+    if (v) gs_random_draw(s->type, v->data, 0, seed, 0, v->n, limit);
     return v;
 }
+
+gs_value *gs_random_value(const gs_shape *s, uint64_t seed) { return random_scaled(s, seed, 1); }
 
 /* ------------------------------------------------------------------ initialiser scales */
 
@@ -173,19 +205,19 @@ static void scale_floats(gs_value *v, double limit) {
 /* A random value for `value` (of shape s), its weights scaled by their fan-in. */
 static gs_value *initial_value(const gs_module *m, const gs_instr *value, const gs_shape *s,
                                uint64_t seed) {
+    if (s->type != GS_TUPLE)
+        return random_scaled(s, seed, gs_init_limit(gs_init_fan_in(m, value, -1)));
     gs_value *v = gs_random_value(s, seed);
     if (!v) return NULL;
-    if (v->type != GS_TUPLE) {
-        scale_floats(v, gs_init_limit(gs_init_fan_in(m, value, -1)));
-    } else if (s == value->shape) {
+    if (s == value->shape) {
         for (int i = 0; i < v->n_tuple; i++)
             scale_floats(v->tuple[i], gs_init_limit(gs_init_fan_in(m, value, i)));
     }
     return v;
 }
 
-gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
-                              gs_value ***args, int *n_args, gs_diags *d) {
+/* An error unless every input names an entry parameter. */
+static gs_status check_inputs(const gs_module *m, const gs_interp_inputs *inputs, gs_diags *d) {
     const gs_computation *e = m->entry;
     for (int k = 0; inputs && k < inputs->n; k++) {
         bool found = false;
@@ -199,24 +231,44 @@ gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs
             return GS_ERR;
         }
     }
+    return GS_OK;
+}
+
+/* The .npy file the inputs give parameter p, or NULL. */
+static const char *input_path(const gs_interp_inputs *inputs, const gs_instr *p) {
+    const char *path = NULL;
+    for (int k = 0; inputs && k < inputs->n; k++)
+        if (strcmp(inputs->names[k], p->name) == 0) path = inputs->paths[k];
+    return path;
+}
+
+/* Parameter i's stream: every random value of parameter i is drawn from it. */
+static uint64_t param_seed(uint64_t seed, int i) { return seed * 1000003ull + (uint64_t)i; }
+
+/* Entry parameter i's global value: read from its .npy input, or drawn. */
+static gs_status param_value(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                             int i, gs_value **out, gs_diags *d) {
+    const gs_instr *p = m->entry->params[i];
+    const char *path = input_path(inputs, p);
+    if (path) {
+        if (!gs_shape_is_array(p->shape))
+            return gs_error(d, p->span, "--input %s: only array parameters can be read from .npy",
+                            p->name);
+        return gs_npy_read_as(path, p->shape, p->name, out, d);
+    }
+    *out = initial_value(m, p, p->shape, param_seed(seed, i));
+    return *out ? GS_OK
+                : gs_error(d, p->span, "out of memory creating a value for parameter %s", p->name);
+}
+
+gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                              gs_value ***args, int *n_args, gs_diags *d) {
+    const gs_computation *e = m->entry;
+    if (check_inputs(m, inputs, d) != GS_OK) return GS_ERR;
     gs_value **a = gs_sys_calloc((size_t)(e->n_params ? e->n_params : 1), sizeof *a);
     if (!a) return gs_error(d, gs_span_none(), "out of memory");
     for (int i = 0; i < e->n_params; i++) {
-        const gs_instr *p = e->params[i];
-        const char *path = NULL;
-        for (int k = 0; inputs && k < inputs->n; k++)
-            if (strcmp(inputs->names[k], p->name) == 0) path = inputs->paths[k];
-        gs_status st = GS_OK;
-        if (path) {
-            if (!gs_shape_is_array(p->shape))
-                st = gs_error(d, p->span, "--input %s: only array parameters can be read from .npy", p->name);
-            else
-                st = gs_npy_read_as(path, p->shape, p->name, &a[i], d);
-        } else {
-            a[i] = initial_value(m, p, p->shape, seed * 1000003ull + (uint64_t)i);
-            if (!a[i]) st = gs_error(d, p->span, "out of memory creating a value for parameter %s", p->name);
-        }
-        if (st != GS_OK) {
+        if (param_value(m, inputs, seed, i, &a[i], d) != GS_OK) {
             for (int j = 0; j < i; j++) gs_value_free(a[j]);
             free(a);
             return GS_ERR;
@@ -296,32 +348,169 @@ static gs_value *bundle_manual(const gs_module *m, const gs_instr *p, gs_value *
     return b;
 }
 
+/* *v (parameter i's global value) with its manual leaves made bundles of one value per device
+ * (bundle_manual): replaced in place. */
+static gs_status bundle_param(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                              int64_t n_devices, int i, gs_value **v, gs_diags *d) {
+    const gs_instr *p = m->entry->params[i];
+    const gs_sharding *s = gs_instr_get_sharding(p);
+    if (!s || n_devices <= 0) return GS_OK;
+    int leaf = 0;
+    gs_value *b = bundle_manual(m, p, *v, p->shape, s, &leaf, n_devices, param_seed(seed, i),
+                                input_path(inputs, p) != NULL);
+    if (!b)
+        return gs_error(d, p->span, "cannot give parameter %s a value per manual group", p->name);
+    gs_value_free(*v);
+    *v = b;
+    return GS_OK;
+}
+
 gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs *inputs,
                                       uint64_t seed, int64_t n_devices, gs_value ***args,
                                       int *n_args, gs_diags *d) {
     if (gs_interp_make_args(m, inputs, seed, args, n_args, d) != GS_OK) return GS_ERR;
-    const gs_computation *e = m->entry;
-    for (int i = 0; i < e->n_params && n_devices > 0; i++) {
-        const gs_instr *p = e->params[i];
-        const gs_sharding *s = gs_instr_get_sharding(p);
-        if (!s) continue;
-        bool same = false;
-        for (int k = 0; inputs && k < inputs->n; k++)
-            same |= strcmp(inputs->names[k], p->name) == 0;
-        int leaf = 0;
-        gs_value *b = bundle_manual(m, p, (*args)[i], p->shape, s, &leaf, n_devices,
-                                    seed * 1000003ull + (uint64_t)i, same);
-        if (!b) {
+    for (int i = 0; i < m->entry->n_params; i++)
+        if (bundle_param(m, inputs, seed, n_devices, i, &(*args)[i], d) != GS_OK) {
             for (int j = 0; j < *n_args; j++) gs_value_free((*args)[j]);
             free(*args);
             *args = NULL;
-            return gs_error(d, p->span, "cannot give parameter %s a value per manual group",
-                            p->name);
+            return GS_ERR;
         }
-        gs_value_free((*args)[i]);
-        (*args)[i] = b;
-    }
     return GS_OK;
+}
+
+/* ------------------------------------------------------------------ arguments made per device */
+
+struct gs_arg_source {
+    const gs_module *m;
+    int n;            /* entry parameters */
+    gs_value **whole; /* per parameter: its global value, sliced per device; NULL: drawn per
+                         device */
+    bool owned;       /* the whole values are the source's (else the caller's) */
+    uint64_t *seed;   /* per parameter: its random stream */
+    double *limit;    /* per parameter: its initialiser's scale */
+};
+
+/* Whether a sharding (or a tuple one's leaf) is manual, fully or in a subgroup. */
+static bool any_manual(const gs_sharding *s) {
+    if (!s) return false;
+    if (s->kind == GS_SHARDING_TUPLE) {
+        for (int i = 0; i < s->n_tuple; i++)
+            if (any_manual(s->tuple[i])) return true;
+        return false;
+    }
+    return is_manual(s);
+}
+
+static gs_arg_source *source_alloc(const gs_module *m) {
+    gs_arg_source *a = gs_sys_calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->m = m;
+    a->n = m->entry->n_params;
+    size_t n = (size_t)(a->n ? a->n : 1);
+    a->whole = gs_sys_calloc(n, sizeof *a->whole);
+    a->seed = gs_sys_calloc(n, sizeof *a->seed);
+    a->limit = gs_sys_calloc(n, sizeof *a->limit);
+    if (!a->whole || !a->seed || !a->limit) {
+        free(a->whole);
+        free(a->seed);
+        free(a->limit);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+gs_status gs_arg_source_new(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
+                            int64_t n_devices, gs_arg_source **out, gs_diags *d) {
+    *out = NULL;
+    if (check_inputs(m, inputs, d) != GS_OK) return GS_ERR;
+    gs_arg_source *a = source_alloc(m);
+    if (!a) return gs_error(d, gs_span_none(), "out of memory");
+    a->owned = true;
+    for (int i = 0; i < a->n; i++) {
+        const gs_instr *p = m->entry->params[i];
+        a->seed[i] = param_seed(seed, i);
+        a->limit[i] = 1;
+        if (!input_path(inputs, p) && gs_shape_is_array(p->shape) &&
+            !any_manual(gs_instr_get_sharding(p))) {
+            a->limit[i] = gs_init_limit(gs_init_fan_in(m, p, -1)); /* drawn per device */
+            continue;
+        }
+        if (param_value(m, inputs, seed, i, &a->whole[i], d) != GS_OK ||
+            bundle_param(m, inputs, seed, n_devices, i, &a->whole[i], d) != GS_OK) {
+            gs_arg_source_free(a);
+            return GS_ERR;
+        }
+    }
+    *out = a;
+    return GS_OK;
+}
+
+gs_arg_source *gs_arg_source_of(const gs_module *m, gs_value *const *args) {
+    gs_arg_source *a = source_alloc(m);
+    if (!a) return NULL;
+    for (int i = 0; i < a->n; i++) a->whole[i] = args[i];
+    return a;
+}
+
+int gs_arg_source_count(const gs_arg_source *src) { return src->n; }
+
+/* The box `sd` (rank r) of parameter i's random value of dims `gd`, drawn into v. */
+static void draw_box(const gs_arg_source *src, int i, gs_value *v, const int64_t *gd,
+                     const gs_shard_dim *sd, int r) {
+    int64_t run = r ? sd[r - 1].valid : 1, rows = 1;
+    for (int k = 0; k + 1 < r; k++) rows *= sd[k].valid;
+    if (run <= 0 || rows <= 0) return;
+    int64_t idx[GS_MAX_RANK] = {0};
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t g = 0, l = 0; /* the row's first element: global and local positions */
+        for (int k = 0; k < r; k++) {
+            g = g * gd[k] + sd[k].offset + idx[k];
+            l = l * sd[k].size + idx[k];
+        }
+        gs_random_draw(v->type, v->data, l, src->seed[i], g, run, src->limit[i]);
+        for (int k = r - 2; k >= 0; k--) {
+            if (++idx[k] < sd[k].valid) break;
+            idx[k] = 0;
+        }
+    }
+}
+
+gs_status gs_arg_source_part(const gs_arg_source *src, int i, const gs_sharding *s,
+                             int64_t device, gs_value **out, gs_diags *d) {
+    *out = NULL;
+    if (i < 0 || i >= src->n)
+        return gs_error(d, gs_span_none(), "no parameter %d of %d", i, src->n);
+    if (src->whole[i]) return gs_value_shard(src->whole[i], s, device, out, d);
+    if (s && s->kind == GS_SHARDING_TUPLE) s = s->n_tuple > 0 ? s->tuple[0] : NULL;
+    if (!s) return gs_error(d, gs_span_none(), "a tuple sharding has fewer leaves than its value");
+    const gs_shape *sh = src->m->entry->params[i]->shape;
+    int r = sh->rank;
+    gs_shard_dim sd[GS_MAX_RANK];
+    bool holds = true;
+    if (s->kind == GS_SHARDING_TILED) {
+        if (gs_shard_box(s, r, sh->dims, device, sd, &holds, d) != GS_OK) return GS_ERR;
+    } else { /* the whole value; partial values ({unreduced}) on device 0 alone */
+        for (int k = 0; k < r; k++) sd[k] = (gs_shard_dim){0, sh->dims[k], sh->dims[k]};
+        holds = s->kind != GS_SHARDING_UNREDUCED || device == 0;
+    }
+    int64_t dims[GS_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = sd[k].size;
+    gs_value *v = gs_value_new_array(sh->type, r, dims);
+    if (!v) return gs_error(d, gs_span_none(), "out of memory");
+    if (holds) draw_box(src, i, v, sh->dims, sd, r);
+    *out = v;
+    return GS_OK;
+}
+
+void gs_arg_source_free(gs_arg_source *src) {
+    if (!src) return;
+    for (int i = 0; src->owned && i < src->n; i++) gs_value_free(src->whole[i]);
+    free(src->whole);
+    free(src->seed);
+    free(src->limit);
+    free(src);
 }
 
 gs_status gs_interp_run_entry(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,

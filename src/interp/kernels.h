@@ -14,6 +14,7 @@
 
 #include "gspmd/interp.h"
 #include "gspmd/numeric.h"
+#include "gspmd/sharding.h"
 
 #include <complex.h>
 #include <math.h>
@@ -246,5 +247,20 @@ gs_kernel_fn gs_kernel_fft(gs_opcode op);
 gs_kernel_fn gs_kernel_random(gs_opcode op);
 gs_kernel_fn gs_kernel_batch_norm(gs_opcode op);
 gs_kernel_fn gs_kernel_linalg(gs_opcode op);
+
+/* ------------------------------------------------------------------ arguments (args.c, shard.c) */
+
+/* Elements [first, first + len) of gs_random_value's array of type t seeded `seed` (each
+ * element drawn from its own position in the stream, so any range alone), their floats scaled
+ * by limit as an initialiser's weights are (1: not), into dst's elements [at, at + len). */
+void gs_random_draw(gs_type t, void *dst, int64_t at, uint64_t seed, int64_t first, int64_t len,
+                    double limit);
+
+/* Device `device`'s box of an array of `dims` under tiled sharding s: per dim its offset,
+ * padded size and valid size (sd, rank entries); *holds false when the device's part is zeros
+ * (partial values: only the first device of an unreduced group holds them). A located error
+ * when s does not fit the array or the device holds no tile. */
+gs_status gs_shard_box(const gs_sharding *s, int rank, const int64_t *dims, int64_t device,
+                       gs_shard_dim *sd, bool *holds, gs_diags *d);
 
 #endif /* GSPMD_INTERP_KERNELS_H */

@@ -149,13 +149,9 @@ static gs_status shard_leaf(const gs_value *v, const gs_sharding *s, int64_t dev
         *out = zero ? gs_value_new_array(v->type, v->rank, v->dims) : gs_value_copy(v);
         return *out ? GS_OK : gs_error(d, gs_span_none(), "out of memory");
     }
-    if (s->data_rank != v->rank)
-        return gs_error(d, gs_span_none(), "a sharding of rank %d on an input of rank %d",
-                        s->data_rank, v->rank);
     gs_shard_dim sd[GS_MAX_RANK];
-    if (!gs_sharding_device_shard(s, v->rank, v->dims, device, sd))
-        return gs_error(d, gs_span_none(), "device %lld holds no shard of an input",
-                        (long long)device);
+    bool holds;
+    if (gs_shard_box(s, v->rank, v->dims, device, sd, &holds, d) != GS_OK) return GS_ERR;
     int64_t dims[GS_MAX_RANK], off[GS_MAX_RANK], size[GS_MAX_RANK], zero[GS_MAX_RANK] = {0};
     for (int i = 0; i < v->rank; i++) {
         dims[i] = sd[i].size;
@@ -164,14 +160,26 @@ static gs_status shard_leaf(const gs_value *v, const gs_sharding *s, int64_t dev
     }
     gs_value *r = gs_value_new_array(v->type, v->rank, dims);
     if (!r) return gs_error(d, gs_span_none(), "out of memory");
+    if (holds)
+        copy_box(r->data, dims, zero, v->data, v->dims, off, size, v->rank,
+                 gs_type_size(v->type));
+    *out = r;
+    return GS_OK;
+}
+
+gs_status gs_shard_box(const gs_sharding *s, int rank, const int64_t *dims, int64_t device,
+                       gs_shard_dim *sd, bool *holds, gs_diags *d) {
+    *holds = true;
+    if (s->data_rank != rank)
+        return gs_error(d, gs_span_none(), "a sharding of rank %d on an input of rank %d",
+                        s->data_rank, rank);
+    if (!gs_sharding_device_shard(s, rank, dims, device, sd))
+        return gs_error(d, gs_span_none(), "device %lld holds no shard of an input",
+                        (long long)device);
     int ud = subgroup_dim(s, GS_SUBGROUP_UNREDUCED);
     int64_t full[GS_MAX_TILE_RANK];
-    if (ud >= 0 && full_index(s, device, full) && full[ud] != 0) {
-        *out = r; /* partial values: only the first of each unreduced group holds the data */
-        return GS_OK;
-    }
-    copy_box(r->data, dims, zero, v->data, v->dims, off, size, v->rank, gs_type_size(v->type));
-    *out = r;
+    if (ud >= 0 && full_index(s, device, full) && full[ud] != 0)
+        *holds = false; /* partial values: only the first of each unreduced group holds the data */
     return GS_OK;
 }
 

@@ -219,19 +219,28 @@ static gs_status do_all_gather(const gs_device_ctx *x, const gs_instr *in, const
     rdims[dim] *= g->size;
     gs_value *r = gs_value_new_array(v->type, v->rank, rdims);
     size_t bytes = gs_value_bytes(v);
-    char *blocks = gs_sys_malloc(bytes * (size_t)g->size + 1);
-    if (!r || !blocks) {
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < dim; i++) outer *= v->dims[i];
+    for (int i = dim; i < v->rank; i++) inner *= v->dims[i];
+    const gs_comm_ops *ops = x->comm->ops;
+    /* Straight into the result when the blocks are its layout (dim 0) or the backend
+     * interleaves them; else through a buffer of blocks. */
+    bool direct = outer == 1 || ops->all_gather_interleaved;
+    char *blocks = direct ? NULL : gs_sys_malloc(bytes * (size_t)g->size + 1);
+    if (!r || (!direct && !blocks)) {
         gs_value_free(r);
         free(blocks);
         return gs_error(d, in->span, "out of memory");
     }
-    gs_status st = x->comm->ops->all_gather(x->comm, x->device, g, v->data, (int64_t)bytes, blocks, d);
-    if (st == GS_OK) {
-        int64_t outer = 1, inner = 1;
-        for (int i = 0; i < dim; i++) outer *= v->dims[i];
-        for (int i = dim; i < v->rank; i++) inner *= v->dims[i];
+    gs_status st;
+    if (outer == 1)
+        st = ops->all_gather(x->comm, x->device, g, v->data, (int64_t)bytes, r->data, d);
+    else if (direct)
+        st = ops->all_gather_interleaved(x->comm, x->device, g, v->data, outer,
+                                         inner * gs_type_size(v->type), r->data, d);
+    else if ((st = ops->all_gather(x->comm, x->device, g, v->data, (int64_t)bytes, blocks, d)) ==
+             GS_OK)
         blocks_to_concat(blocks, g->size, outer, inner * gs_type_size(v->type), r->data);
-    }
     free(blocks);
     if (st != GS_OK) {
         gs_value_free(r);

@@ -479,7 +479,8 @@ static void mpi_free(gs_comm *c) {
 
 static const gs_comm_ops MPI_OPS = {mpi_all_reduce, mpi_all_gather,  mpi_all_to_all,
                                     mpi_reduce_scatter, mpi_permute, mpi_gather_root,
-                                    mpi_barrier,    mpi_abort,       mpi_free};
+                                    mpi_barrier,    mpi_abort,       mpi_free,
+                                    NULL};
 
 static void ensure_init(void) {
     int inited = 0;
@@ -693,7 +694,8 @@ static void h_free(gs_comm *c) {
 
 static const gs_comm_ops HYBRID_OPS = {h_all_reduce, h_all_gather, h_all_to_all,
                                        h_reduce_scatter, h_permute, mpi_gather_root,
-                                       h_barrier,    h_abort,      h_free};
+                                       h_barrier,    h_abort,      h_free,
+                                       NULL};
 
 bool gs_mpi_available(void) { return true; }
 

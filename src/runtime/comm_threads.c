@@ -171,6 +171,20 @@ static gs_status all_gather(gs_comm *c, int dev, const gs_group *g, const void *
     return st;
 }
 
+static gs_status all_gather_interleaved(gs_comm *c, int dev, const gs_group *g, const void *in,
+                                        int64_t outer, int64_t run, void *out, gs_diags *d) {
+    threads_comm *t = tc(c);
+    publish(t, dev, in);
+    gs_status st = barrier(c, dev, d);
+    if (st == GS_OK && run > 0)
+        for (int64_t o = 0; o < outer; o++)
+            for (int k = 0; k < g->size; k++)
+                memcpy((char *)out + (o * g->size + k) * run,
+                       (const char *)t->slots[g->members[k]].in + o * run, (size_t)run);
+    if (st == GS_OK) st = barrier(c, dev, d);
+    return st;
+}
+
 static gs_status all_to_all(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
                             void *out, gs_diags *d) {
     threads_comm *t = tc(c);
@@ -242,9 +256,9 @@ static void comm_free(gs_comm *c) {
     free(t);
 }
 
-static const gs_comm_ops THREADS_OPS = {all_reduce, all_gather, all_to_all,  reduce_scatter,
+static const gs_comm_ops THREADS_OPS = {all_reduce, all_gather,  all_to_all, reduce_scatter,
                                         permute,    gather_root, barrier,    comm_abort,
-                                        comm_free};
+                                        comm_free,  all_gather_interleaved};
 
 gs_comm *gs_comm_threads_new(int n_devices, double timeout_s) {
     if (n_devices < 1) return NULL;

@@ -65,7 +65,7 @@ static void *device_main(void *arg) {
     return NULL;
 }
 
-static void append_diags(gs_diags *to, const gs_diags *from) {
+void gs_append_diags(gs_diags *to, const gs_diags *from) {
     for (int i = 0; i < from->n; i++) {
         const gs_diag *g = &from->items[i];
         if (g->severity == GS_SEV_ERROR)
@@ -135,11 +135,11 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
     if (n_failed > 0) {
         st = GS_ERR;
         int first = first_failure - comm->first_device;
-        if (first >= 0 && first < n) append_diags(d, &runs[first].diags);
+        if (first >= 0 && first < n) gs_append_diags(d, &runs[first].diags);
         int stopped = 0;
         for (int i = 0; i < n; i++) {
             if (i == first || runs[i].status == GS_OK) continue;
-            if (first < 0 || first >= n) append_diags(d, &runs[i].diags);
+            if (first < 0 || first >= n) gs_append_diags(d, &runs[i].diags);
             else stopped++;
         }
         if (stopped > 0)

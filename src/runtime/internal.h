@@ -7,6 +7,9 @@
 #include "gspmd/numeric.h"
 #include "gspmd/runtime.h"
 
+/* Appends from's errors and notes to `to` (a device thread's diagnostics to the caller's). */
+void gs_append_diags(gs_diags *to, const gs_diags *from);
+
 /* dst[i] = dst[i] op src[i] for n elements of type t (op a builtin, not GS_RED_NONE). */
 void gs_reduce_into(gs_type t, gs_reduce_op op, void *dst, const void *src, int64_t n);
 /* dst[i] = a[i] op b[i] (dst distinct from a and b): the first step of a fold, in one pass. */

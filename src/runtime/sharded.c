@@ -9,6 +9,7 @@
 #include "gspmd/partition.h"
 
 #include <float.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,11 +71,70 @@ static gs_status aliases_sharded_alike(gs_arena *a, const gs_module *m, const in
     return GS_OK;
 }
 
+/* One local device's arguments, made on its own thread (parts drawn or sliced there). */
+typedef struct device_args {
+    const gs_arg_source *src;
+    const gs_sharding *const *shardings; /* per parameter */
+    int n_args;
+    int64_t device;
+    gs_value **out; /* n_args entries */
+    gs_diags diags;
+    gs_status status;
+    const gs_module *m;
+} device_args;
+
+static void *make_device_args(void *arg) {
+    device_args *a = arg;
+    a->status = GS_OK;
+    for (int i = 0; a->status == GS_OK && i < a->n_args; i++)
+        if (gs_arg_source_part(a->src, i, a->shardings[i], a->device, &a->out[i], &a->diags) !=
+            GS_OK)
+            a->status = gs_error(&a->diags, a->m->entry->params[i]->span,
+                                 "cannot slice parameter %%%s", a->m->entry->params[i]->name);
+    return NULL;
+}
+
+/* Every local device's arguments (dev[k], n_args each), made by one thread per device. */
+static gs_status make_local_args(const gs_module *m, const gs_arg_source *src,
+                                 const gs_sharding *const *shardings, int n_args, gs_comm *comm,
+                                 gs_value ***dev, gs_diags *d) {
+    int local = comm->local_devices;
+    device_args *runs = gs_sys_calloc((size_t)(local ? local : 1), sizeof *runs);
+    pthread_t *threads = gs_sys_calloc((size_t)(local ? local : 1), sizeof *threads);
+    bool *started = gs_sys_calloc((size_t)(local ? local : 1), sizeof *started);
+    gs_status st = runs && threads && started ? GS_OK
+                                              : gs_error(d, gs_span_none(), "out of memory");
+    for (int k = 0; st == GS_OK && k < local; k++) {
+        runs[k] = (device_args){src, shardings, n_args, comm->first_device + k, dev[k],
+                                {0}, GS_OK, m};
+        /* the first device's on this thread; the others' on their own */
+        if (k > 0 && local > 1 && pthread_create(&threads[k], NULL, make_device_args, &runs[k]) == 0)
+            started[k] = true;
+    }
+    if (st == GS_OK) {
+        for (int k = 0; k < local; k++)
+            if (!started[k]) make_device_args(&runs[k]);
+        for (int k = 0; k < local; k++)
+            if (started[k]) pthread_join(threads[k], NULL);
+        for (int k = 0; k < local && st == GS_OK; k++)
+            if (runs[k].status != GS_OK) {
+                gs_append_diags(d, &runs[k].diags);
+                st = GS_ERR;
+            }
+    }
+    for (int k = 0; runs && k < local; k++) gs_diags_free(&runs[k].diags);
+    free(runs);
+    free(threads);
+    free(started);
+    return st;
+}
+
 gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *comm,
-                               gs_value *const *args, int n_args, uint64_t seed, int steps,
+                               const gs_arg_source *args, uint64_t seed, int steps,
                                double *step_s, const gs_step_progress *progress,
                                gs_value **out, gs_diags *d) {
     *out = NULL;
+    int n_args = gs_arg_source_count(args);
     if (n_args != m->entry->n_params)
         return gs_error(d, gs_span_none(), "%d arguments for %d parameters", n_args,
                         m->entry->n_params);
@@ -94,14 +154,13 @@ gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *
     for (int k = 0; st == GS_OK && k < local; k++) {
         dev[k] = gs_sys_calloc((size_t)(n_args ? n_args : 1), sizeof **dev);
         if (!dev[k]) st = gs_error(d, gs_span_none(), "out of memory");
-        for (int i = 0; st == GS_OK && i < n_args; i++) {
-            const gs_sharding *s = gs_partition_param_sharding(&a, m, i);
-            if (!s) st = gs_error(d, gs_span_none(), "out of memory");
-            else if (gs_value_shard(args[i], s, comm->first_device + k, &dev[k][i], d) != GS_OK)
-                st = gs_error(d, m->entry->params[i]->span, "cannot slice parameter %%%s",
-                              m->entry->params[i]->name);
-        }
     }
+    const gs_sharding **shardings = gs_arena_alloc(&a, sizeof *shardings * (size_t)(n_args + 1));
+    if (st == GS_OK && !shardings) st = gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; st == GS_OK && i < n_args; i++)
+        if (!(shardings[i] = gs_partition_param_sharding(&a, m, i)))
+            st = gs_error(d, gs_span_none(), "out of memory");
+    if (st == GS_OK) st = make_local_args(m, args, shardings, n_args, comm, dev, d);
     gs_value **results = NULL, **all = NULL;
     for (int step = 0; st == GS_OK && step < steps; step++) {
         if (results) {
@@ -139,7 +198,14 @@ gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *
 gs_status gs_run_sharded(const gs_module *m, const gs_module *p, gs_comm *comm,
                          gs_value *const *args, int n_args, uint64_t seed, gs_value **out,
                          gs_diags *d) {
-    return gs_run_sharded_steps(m, p, comm, args, n_args, seed, 1, NULL, NULL, out, d);
+    if (n_args != m->entry->n_params)
+        return gs_error(d, gs_span_none(), "%d arguments for %d parameters", n_args,
+                        m->entry->n_params);
+    gs_arg_source *src = gs_arg_source_of(m, args);
+    if (!src) return gs_error(d, gs_span_none(), "out of memory");
+    gs_status st = gs_run_sharded_steps(m, p, comm, src, seed, 1, NULL, NULL, out, d);
+    gs_arg_source_free(src);
+    return st;
 }
 
 gs_status gs_run_partitioned(const gs_module *m, const gs_module *p, int n_devices,
