@@ -55,16 +55,26 @@ int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *fil
     return GS_CLI_CONTINUE;
 }
 
-gs_status gs_cli_module_devices(const gs_module *m, long *n, gs_diags *d) {
+gs_status gs_cli_module_devices(const gs_module *m, const char *mesh, long *n, gs_diags *d) {
     if (*n >= 1) return GS_OK;
+    if (mesh) {
+        gs_arena ar;
+        gs_arena_init(&ar);
+        gs_mesh parsed;
+        int bad = gs_cli_parse_mesh(&ar, mesh, &parsed); /* prints its message */
+        if (!bad) *n = (long)parsed.n_devices;
+        gs_arena_free(&ar);
+        if (bad) return gs_error(d, gs_span_none(), "--mesh '%s' is not a mesh", mesh);
+        return GS_OK;
+    }
     int64_t k = gs_module_declared_partitions(m);
     if (k >= 1 && k <= (1L << 20)) {
         *n = (long)k;
         return GS_OK;
     }
     gs_error(d, gs_span_none(),
-             "give --num-partitions N: the module does not declare its device count "
-             "(mhlo.num_partitions in StableHLO, num_partitions= in an HLO header)");
+             "give --num-partitions N (or --mesh): the module does not declare its device "
+             "count (mhlo.num_partitions in StableHLO, num_partitions= in an HLO header)");
     return GS_ERR;
 }
 

@@ -194,7 +194,7 @@ static gs_status cost_module(void *ctx, gs_module *m, gs_diags *d) {
             goto done;
         a->n = (long)a->co.num_partitions;
     } else {
-        if ((st = gs_cli_module_devices(m, &a->n, d)) != GS_OK) goto done;
+        if ((st = gs_cli_module_devices(m, a->sh.mesh, &a->n, d)) != GS_OK) goto done;
         a->co.num_partitions = a->n;
         st = GS_ERR;
         if (gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) != 0) goto done;

@@ -104,7 +104,7 @@ static gs_status partition_module(void *ctx, gs_module *m, gs_diags *d) {
     part_args *a = ctx;
     gs_compiled out = {0};
     gs_mesh mesh;
-    gs_status st = gs_cli_module_devices(m, &a->n, d);
+    gs_status st = gs_cli_module_devices(m, a->sh.mesh, &a->n, d);
     a->co.num_partitions = a->n;
     a->co.no_propagate = !gs_cli_propagate_default(m, a->propagate);
     if (st == GS_OK && gs_cli_sharding_requests(&a->sh, &m->arena, &mesh, &a->co) == 0)

@@ -29,6 +29,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -256,7 +257,7 @@ static bool print_checks(const gs_value *got, const gs_leaf_check *c, int n) {
 
 /* --num-partitions, or the count the module declares; --num-replicas must divide it. */
 static gs_status resolve_devices(run_args *a, const gs_module *m, gs_diags *d) {
-    if (gs_cli_module_devices(m, &a->n_devices, d) != GS_OK) return GS_ERR;
+    if (gs_cli_module_devices(m, a->sh.mesh, &a->n_devices, d) != GS_OK) return GS_ERR;
     if (a->num_replicas && a->n_devices && a->n_devices % a->num_replicas != 0) {
         gs_error(d, gs_span_none(), "--num-replicas %ld does not divide the %ld devices",
                  a->num_replicas, a->n_devices);
@@ -597,6 +598,13 @@ static gs_status reference_steps(const gs_module *m, gs_value ***args, int n_arg
     return GS_OK;
 }
 
+/* Seconds on a monotonic clock. */
+static double wall_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* After a successful run: the outputs into --output-dir (or, without it and --verify, the line
  * saying it ran). */
 static int report_sharded(const run_args *a, bool mpi, gs_value *global, gs_diags *d) {
@@ -641,10 +649,12 @@ static int run_sharded(const run_args *given, bool mpi) {
         goto finish;
     if (rank0) gs_cli_note_random(stderr, m, &a->inputs, a->seed, compiled.n_filled);
     /* Each device makes its own arguments; the reference's are made whole (--verify only). */
+    double verify_s = 0, t0 = wall_s();
     if (gs_arg_source_new(m, &a->inputs, a->seed, a->n_devices, &source, &d) != GS_OK ||
         (a->verify && gs_interp_make_sharded_args(m, &a->inputs, a->seed, a->n_devices, &args,
                                                   &n_args, &d) != GS_OK))
         goto finish;
+    if (a->verify) verify_s = wall_s() - t0; /* the global arguments are the reference's */
     int steps = a->steps > 0 ? (int)a->steps : 1;
     double *step_s = calloc((size_t)steps, sizeof *step_s);
     if (!step_s) {
@@ -671,10 +681,16 @@ static int run_sharded(const run_args *given, bool mpi) {
         fprintf(stderr, "trace: %s (open it in ui.perfetto.dev or chrome://tracing)\n",
                 trace_path);
     free(step_s);
+    t0 = wall_s();
     if (global && a->verify && steps > 1 &&
         reference_steps(m, &args, n_args, a->seed, steps, a->n_devices, &d) != GS_OK)
         goto finish;
     rc = global && a->verify ? verify_run(a, m, args, n_args, global, &d) : 0;
+    if (global && a->verify && rank0)
+        fprintf(stderr,
+                "verify: %.3g s beyond the run (the reference's global arguments %.3g s, its "
+                "evaluation and the comparison %.3g s)\n",
+                verify_s + wall_s() - t0, verify_s, wall_s() - t0);
 finish:
     rc = finish_run(comm, mpi, rc, &d);
     if (rc == 0 && global) rc = report_sharded(a, mpi, global, &d);

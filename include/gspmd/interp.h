@@ -193,6 +193,12 @@ int gs_arg_source_count(const gs_arg_source *src);
 /* Device `device`'s part of argument i under sharding s (as gs_value_shard; a new value). */
 gs_status gs_arg_source_part(const gs_arg_source *src, int i, const gs_sharding *s,
                              int64_t device, gs_value **out, gs_diags *d);
+/* Which part of argument i device `device` gets under sharding s, as a key (at most
+ * GS_MAX_RANK + 1 entries): devices whose keys are equal get equal parts (replicas), so one can
+ * be made and copied. Returns the key's length, or 0 when the part is not keyed (tuples, manual
+ * values, a sharding that does not fit). */
+int gs_arg_source_part_key(const gs_arg_source *src, int i, const gs_sharding *s,
+                           int64_t device, int64_t *key);
 void gs_arg_source_free(gs_arg_source *src);
 
 /* A seeded random value of shape s (as above). */

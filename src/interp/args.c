@@ -504,6 +504,34 @@ gs_status gs_arg_source_part(const gs_arg_source *src, int i, const gs_sharding 
     return GS_OK;
 }
 
+int gs_arg_source_part_key(const gs_arg_source *src, int i, const gs_sharding *s,
+                           int64_t device, int64_t *key) {
+    if (i < 0 || i >= src->n || !s) return 0;
+    const gs_shape *sh = src->m->entry->params[i]->shape;
+    const gs_value *w = src->whole[i];
+    if (w ? (w->type == GS_TUPLE || w->type == GS_TOKEN || w->devices > 0)
+          : !gs_shape_is_array(sh))
+        return 0;
+    int r = w ? w->rank : sh->rank;
+    const int64_t *dims = w ? w->dims : sh->dims;
+    if (s->kind == GS_SHARDING_TUPLE) s = s->n_tuple > 0 ? s->tuple[0] : NULL;
+    if (!s || s->kind == GS_SHARDING_MANUAL || is_manual(s)) return 0;
+    gs_shard_dim sd[GS_MAX_RANK];
+    bool holds = true;
+    if (s->kind == GS_SHARDING_TILED) {
+        gs_diags quiet = {0};
+        gs_status st = gs_shard_box(s, r, dims, device, sd, &holds, &quiet);
+        gs_diags_free(&quiet);
+        if (st != GS_OK) return 0; /* gs_arg_source_part reports it */
+        for (int k = 0; k < r; k++) key[k] = sd[k].offset;
+    } else {
+        for (int k = 0; k < r; k++) key[k] = 0;
+        holds = s->kind != GS_SHARDING_UNREDUCED || device == 0;
+    }
+    key[r] = holds;
+    return r + 1;
+}
+
 void gs_arg_source_free(gs_arg_source *src) {
     if (!src) return;
     for (int i = 0; src->owned && i < src->n; i++) gs_value_free(src->whole[i]);
@@ -532,7 +560,7 @@ gs_status gs_step_arguments(const gs_module *m, gs_value *const *args, int n_arg
     }
     for (int i = 0; i < n_args; i++) {
         next[i] = args[i];
-        next[i]->refs++;
+        gs_value_ref(next[i]);
     }
     for (int i = 0; st == GS_OK && i < n_out; i++) {
         int j = out_param[i];
@@ -552,7 +580,7 @@ gs_status gs_step_arguments(const gs_module *m, gs_value *const *args, int n_arg
                           i, m->entry->params[j]->name);
             break;
         }
-        v->refs++;
+        gs_value_ref(v);
         gs_value_free(next[j]);
         next[j] = v;
     }

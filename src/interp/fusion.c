@@ -269,7 +269,7 @@ gs_status gs_fusion_eval(gs_eval *ev, const gs_computation *c, const gs_instr *r
         for (int j = 0; j < t->n; j++)
             if (t->nodes[j].kind == NODE_LEAF && t->nodes[j].in == x->in) reads++;
         gs_value *v = vals[x->in->id];
-        if (x->in != c->root && uses[x->in->id] == reads && v->refs == 1) ev->donor = v;
+        if (x->in != c->root && uses[x->in->id] == reads && gs_value_refs(v) == 1) ev->donor = v;
     }
     gs_value *r = gs_eval_new_result_in_place(ev, root);
     int64_t elems = gs_shape_elements(root->shape);

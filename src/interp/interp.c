@@ -67,7 +67,7 @@ gs_value *gs_eval_new_result_in_place(gs_eval *ev, const gs_instr *in) {
 
 void gs_eval_release(gs_eval *ev, gs_value *v) {
     if (!v) return;
-    if (v->refs != 1 || v->type == GS_TUPLE || v->type == GS_TOKEN || v->devices > 0 ||
+    if (gs_value_refs(v) != 1 || v->type == GS_TUPLE || v->type == GS_TOKEN || v->devices > 0 ||
         (size_t)v->n * (size_t)gs_type_size(v->type) < GS_EVAL_SPARE_MIN_BYTES) {
         gs_value_free(v);
         return;
@@ -818,7 +818,7 @@ static gs_status eval_operation(gs_eval *ev, const gs_computation *c, const gs_i
     for (int k = 0; !bounded && k < in->n_operands && !ev->donor; k++) {
         const gs_instr *o = in->operands[k];
         gs_value *v = ops[k];
-        if (uses[o->id] == 1 && o != c->root && v && v->refs == 1 && v->type != GS_TUPLE && v->data)
+        if (uses[o->id] == 1 && o != c->root && v && gs_value_refs(v) == 1 && v->type != GS_TUPLE && v->data)
             ev->donor = v;
     }
     gs_status st;

@@ -443,6 +443,52 @@ bool gs_binary_f32(gs_opcode op, const float *x, const float *y, float *z, int64
     }
 }
 
+/* The integer and predicate cases of gs_scalar_binary as one loop per op (the halo masks the
+ * partitioner emits are iota, add, compare and `and` over whole shards): wrapping arithmetic
+ * through the unsigned type, as int_binary; false for other types and ops (division,
+ * remainder, power and shifts keep their scalar rules). */
+static bool binary_int(gs_opcode op, gs_type t, const void *a, const void *b, void *out,
+                       int64_t n) {
+#define INT_LOOPS(T, UT)                                                                          \
+    do {                                                                                          \
+        const T *x = a, *y = b;                                                                   \
+        T *z = out;                                                                               \
+        switch (op) {                                                                             \
+        case GS_OP_ADD: SIMD_LOOP((T)((UT)x[i] + (UT)y[i]));                                     \
+        case GS_OP_SUBTRACT: SIMD_LOOP((T)((UT)x[i] - (UT)y[i]));                                \
+        case GS_OP_MULTIPLY: SIMD_LOOP((T)((UT)x[i] * (UT)y[i]));                                \
+        case GS_OP_MAXIMUM: SIMD_LOOP(x[i] > y[i] ? x[i] : y[i]);                                \
+        case GS_OP_MINIMUM: SIMD_LOOP(x[i] < y[i] ? x[i] : y[i]);                                \
+        case GS_OP_AND: SIMD_LOOP(x[i] & y[i]);                                                  \
+        case GS_OP_OR: SIMD_LOOP(x[i] | y[i]);                                                   \
+        case GS_OP_XOR: SIMD_LOOP(x[i] ^ y[i]);                                                  \
+        default: return false;                                                                    \
+        }                                                                                         \
+    } while (0)
+    switch (t) {
+    case GS_S32: INT_LOOPS(int32_t, uint32_t);
+    case GS_U32: INT_LOOPS(uint32_t, uint32_t);
+    case GS_S64: INT_LOOPS(int64_t, uint64_t);
+    case GS_U64: INT_LOOPS(uint64_t, uint64_t);
+    case GS_S8: INT_LOOPS(int8_t, uint8_t);
+    case GS_U8: INT_LOOPS(uint8_t, uint8_t);
+    case GS_S16: INT_LOOPS(int16_t, uint16_t);
+    case GS_U16: INT_LOOPS(uint16_t, uint16_t);
+    case GS_PRED: {
+        const unsigned char *x = a, *y = b;
+        unsigned char *z = out;
+        switch (op) {
+        case GS_OP_AND: case GS_OP_MULTIPLY: case GS_OP_MINIMUM: SIMD_LOOP((x[i] != 0) & (y[i] != 0));
+        case GS_OP_OR: case GS_OP_ADD: case GS_OP_MAXIMUM: SIMD_LOOP((x[i] != 0) | (y[i] != 0));
+        case GS_OP_XOR: case GS_OP_SUBTRACT: SIMD_LOOP((x[i] != 0) ^ (y[i] != 0));
+        default: return false;
+        }
+    }
+    default: return false;
+    }
+#undef INT_LOOPS
+}
+
 static gs_status k_unary(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     gs_value *r = gs_eval_new_result_in_place(ev, in);
     if (!r) return GS_ERR;
@@ -463,6 +509,9 @@ static gs_status k_binary(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     if (!r) return GS_ERR;
     if (a->type == GS_F32 && b->type == GS_F32 && r->type == GS_F32 &&
         gs_binary_f32(in->op, a->data, b->data, r->data, a->n))
+        goto done;
+    if (a->type == b->type && a->type == r->type &&
+        binary_int(in->op, a->type, a->data, b->data, r->data, a->n))
         goto done;
     if (a->type == GS_F64 && b->type == GS_F64 && r->type == GS_F64) {
         const double *x = a->data, *y = b->data;
@@ -651,6 +700,25 @@ static gs_status k_iota(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
     }
     int64_t inner = 1;
     for (int i = (int)dim + 1; i < r->rank; i++) inner *= r->dims[i];
+    if (r->type == GS_S32 || r->type == GS_U32 || r->type == GS_F32 || r->type == GS_S64) {
+        /* runs of `inner` equal values, one loop each */
+        int64_t runs = inner > 0 ? r->n / inner : 0;
+        for (int64_t k = 0; k < runs; k++) {
+            int64_t v = k % r->dims[dim], at = k * inner;
+            if (r->type == GS_F32) {
+                float *z = (float *)r->data + at;
+                for (int64_t i = 0; i < inner; i++) z[i] = (float)v;
+            } else if (r->type == GS_S64) {
+                int64_t *z = (int64_t *)r->data + at;
+                for (int64_t i = 0; i < inner; i++) z[i] = v;
+            } else {
+                uint32_t *z = (uint32_t *)r->data + at;
+                for (int64_t i = 0; i < inner; i++) z[i] = (uint32_t)v;
+            }
+        }
+        *out = r;
+        return GS_OK;
+    }
     for (int64_t i = 0; i < r->n; i++) {
         int64_t v = (i / inner) % r->dims[dim];
         if (gs_type_is_float(r->type) || gs_type_is_complex(r->type))

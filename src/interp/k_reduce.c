@@ -341,6 +341,20 @@ static int64_t win_positions(const win *w, const int64_t *dims, const int64_t *s
     return n;
 }
 
+/* Whether a reduce-window of rank r folds whole rows of its last dim: one f32 input, a
+ * simple reducer gs_binary_f32 has, a window one wide there (stride 1, no padding) and no base
+ * dilation anywhere. */
+static bool rows_along_last(const reducer *rd, const win *w, int r, gs_type t) {
+    if (r < 1 || rd->n != 1 || !rd->simple || t != GS_F32) return false;
+    if (rd->op != GS_OP_ADD && rd->op != GS_OP_MAXIMUM && rd->op != GS_OP_MINIMUM &&
+        rd->op != GS_OP_MULTIPLY)
+        return false;
+    for (int i = 0; i < r; i++)
+        if (w->base_dil[i] != 1) return false;
+    return w->size[r - 1] == 1 && w->stride[r - 1] == 1 && w->pad_lo[r - 1] == 0 &&
+           w->pad_hi[r - 1] == 0;
+}
+
 /* reduce-window: N inputs folded per window position into N results. */
 static gs_status k_reduce_window(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                                  gs_value **out) {
@@ -387,6 +401,22 @@ static gs_status k_reduce_window(gs_eval *ev, const gs_instr *in, gs_value *cons
     memset(&rd, 0, sizeof rd);
     if (st == GS_OK) reducer_init(&rd, comp, n, types);
     int64_t oidx[GS_MAX_RANK] = {0};
+    int r = x0->rank;
+    if (st == GS_OK && rows_along_last(&rd, &w, r, types[0])) {
+        /* f32 windows that take the last dim whole, one element wide (NHWC pooling): each
+         * position adds a run of the last dim at once, in the same row-major window order */
+        int64_t c = odims[r - 1], rows = c > 0 ? on / c : 0;
+        float *acc = accs[0];
+        float init = *(const float *)ops[n]->data;
+        for (int64_t o = 0; o < rows; o++, acc += c) {
+            for (int64_t i = 0; i < c; i++) acc[i] = init;
+            int64_t np = win_positions(&w, x0->dims, xst, oidx, offs);
+            for (int64_t p = 0; p < np; p++)
+                gs_binary_f32(rd.op, acc, (const float *)xs[0] + offs[p], acc, c);
+            if (r > 1) gs_index_next(r - 1, odims, oidx);
+        }
+        on = 0; /* done */
+    }
     for (int64_t o = 0; st == GS_OK && o < on; o++) {
         for (int k = 0; k < n; k++)
             gs_copy_elem(accs[k], o, ops[n + k]->data, 0, gs_type_size(types[k]));
@@ -896,7 +926,7 @@ static gs_status k_scan(gs_eval *ev, const gs_instr *in, gs_value *const *ops, g
         for (int k = 0; k < n_in; k++) {
             /* A slice may still be referenced by the previous step's results: refill a fresh
              * one then. */
-            if (args[k]->refs > 1) {
+            if (gs_value_refs(args[k]) > 1) {
                 gs_value *f = gs_value_new_array(args[k]->type, args[k]->rank, args[k]->dims);
                 gs_value_free(args[k]);
                 args[k] = f;

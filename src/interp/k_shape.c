@@ -228,6 +228,31 @@ static gs_status read_starts(gs_eval *ev, const gs_instr *in, gs_value *const *i
 /* ------------------------------------------------------------------ broadcast, reshape */
 
 /* broadcast: operand dim i becomes result dim dimensions[i]; other result dims repeat. */
+/* dst[0..n) = the element at x (esz bytes: 1, 2, 4 or 8), in one loop per size. */
+static void fill(void *dst, int64_t n, const void *x, int esz) {
+    switch (esz) {
+    case 1: memset(dst, *(const unsigned char *)x, (size_t)n); return;
+    case 2: {
+        uint16_t v, *z = dst;
+        memcpy(&v, x, 2);
+        for (int64_t i = 0; i < n; i++) z[i] = v;
+        return;
+    }
+    case 4: {
+        uint32_t v, *z = dst;
+        memcpy(&v, x, 4);
+        for (int64_t i = 0; i < n; i++) z[i] = v;
+        return;
+    }
+    default: {
+        uint64_t v, *z = dst;
+        memcpy(&v, x, 8);
+        for (int64_t i = 0; i < n; i++) z[i] = v;
+        return;
+    }
+    }
+}
+
 static gs_status k_broadcast(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                              gs_value **out) {
     const gs_value *a = ops[0];
@@ -258,8 +283,13 @@ static gs_status k_broadcast(gs_eval *ev, const gs_instr *in, gs_value *const *o
     }
     gs_value *r = gs_eval_new_result(ev, in);
     if (!r) return GS_ERR;
-    if (!copy_box(r->data, 0, r->n, a->data, 0, a->n, &b, gs_type_size(a->type)))
-        return box_error(ev, in, r);
+    int esz = gs_type_size(a->type);
+    if (a->n == 1 && (esz == 1 || esz == 2 || esz == 4 || esz == 8)) { /* a scalar: one fill */
+        fill(r->data, r->n, a->data, esz);
+        *out = r;
+        return GS_OK;
+    }
+    if (!copy_box(r->data, 0, r->n, a->data, 0, a->n, &b, esz)) return box_error(ev, in, r);
     *out = r;
     return GS_OK;
 }

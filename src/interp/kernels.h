@@ -248,6 +248,12 @@ gs_kernel_fn gs_kernel_random(gs_opcode op);
 gs_kernel_fn gs_kernel_batch_norm(gs_opcode op);
 gs_kernel_fn gs_kernel_linalg(gs_opcode op);
 
+/* v's reference count now (read atomically: a shared argument's count changes on other device
+ * threads; a count of 1 means this evaluation alone holds v and may reuse its buffer). */
+static inline int gs_value_refs(const gs_value *v) {
+    return __atomic_load_n(&v->refs, __ATOMIC_ACQUIRE);
+}
+
 /* ------------------------------------------------------------------ arguments (args.c, shard.c) */
 
 /* Elements [first, first + len) of gs_random_value's array of type t seeded `seed` (each

@@ -320,45 +320,42 @@ static gs_status unshard_leaf(gs_value *const *parts, int n, const gs_sharding *
         }
         shape = &actual;
     }
-    gs_value *g = gs_value_new_array(shape->type, r, shape->dims);
-    if (!g) return gs_error(d, gs_span_none(), "out of memory");
-    int64_t zero[GS_MAX_RANK] = {0};
     if (s->kind != GS_SHARDING_TILED) {
         int64_t src = s->kind == GS_SHARDING_MAXIMAL ? s->device : 0;
-        if (src < 0 || src >= n) {
-            gs_value_free(g);
+        if (src < 0 || src >= n)
             return gs_error(d, gs_span_none(), "output %d lives on device %lld of %d", leaf,
                             (long long)src, n);
-        }
         for (int k = 0; k < n; k++) {
             const gs_value *p = parts[k];
             if (p->rank != r ||
-                (r > 0 && memcmp(p->dims, shape->dims, sizeof(int64_t) * (size_t)r) != 0)) {
-                gs_value_free(g);
+                (r > 0 && memcmp(p->dims, shape->dims, sizeof(int64_t) * (size_t)r) != 0))
                 return gs_error(d, gs_span_none(), "output %d of device %d has the wrong shape",
                                 leaf, k);
-            }
         }
-        if (gs_value_bytes(g) > 0) memcpy(g->data, parts[src]->data, gs_value_bytes(g));
-        if (s->kind == GS_SHARDING_UNREDUCED) {
-            /* Partial values: their sum, in device order. */
-            for (int k = 1; k < n; k++)
-                add_box(g->data, shape->dims, zero, parts[k]->data, shape->dims, zero, shape->dims,
-                        r, shape->type);
-            *out = g;
+        size_t bytes = gs_value_bytes(parts[src]);
+        if (s->kind != GS_SHARDING_UNREDUCED) { /* replicas agree; the source's is the value */
+            for (int k = 0; s->kind != GS_SHARDING_MAXIMAL && bytes > 0 && k < n; k++)
+                if (parts[k]->data != parts[src]->data && /* a part replicas share: equal */
+                    memcmp(parts[k]->data, parts[src]->data, bytes) != 0)
+                    return gs_error(d, gs_span_none(),
+                                    "output %d is replicated, but devices %lld and %d hold "
+                                    "different values",
+                                    leaf, (long long)src, k);
+            *out = gs_value_ref(parts[src]);
             return GS_OK;
         }
-        for (int k = 0; s->kind != GS_SHARDING_MAXIMAL && gs_value_bytes(g) > 0 && k < n; k++)
-            if (memcmp(parts[k]->data, g->data, gs_value_bytes(g)) != 0) {
-                gs_value_free(g);
-                return gs_error(d, gs_span_none(),
-                                "output %d is replicated, but devices %lld and %d hold different "
-                                "values",
-                                leaf, (long long)src, k);
-            }
+        /* Partial values: their sum, in device order. */
+        int64_t zero[GS_MAX_RANK] = {0};
+        gs_value *g = gs_value_copy(parts[src]);
+        if (!g) return gs_error(d, gs_span_none(), "out of memory");
+        for (int k = 1; k < n; k++)
+            add_box(g->data, shape->dims, zero, parts[k]->data, shape->dims, zero, shape->dims, r,
+                    shape->type);
         *out = g;
         return GS_OK;
     }
+    gs_value *g = gs_value_new_array(shape->type, r, shape->dims);
+    if (!g) return gs_error(d, gs_span_none(), "out of memory");
     return unshard_tiled(parts, n, s, shape, leaf, -1, 0, g, out, d);
 }
 
@@ -404,7 +401,8 @@ static gs_status unshard_tiled(gs_value *const *parts, int n, const gs_sharding 
             copy_box(g->data, shape->dims, off, p->data, p->dims, zero, size, r, esz);
         } else if (ud >= 0) {
             add_box(g->data, shape->dims, off, p->data, p->dims, zero, size, r, shape->type);
-        } else if (!same_box(g->data, shape->dims, off, p->data, p->dims, zero, size, r, esz)) {
+        } else if (p->data != parts[first[tile]]->data && /* a shared part: equal */
+                   !same_box(g->data, shape->dims, off, p->data, p->dims, zero, size, r, esz)) {
             st = gs_error(d, gs_span_none(),
                           "output %d: devices %d and %d hold the same tile but different values",
                           leaf, first[tile], k);

@@ -84,13 +84,15 @@ gs_value *gs_value_from_shape(const gs_shape *s) {
     return v;
 }
 
+/* Reference counts are atomic: the runtime gives replicas on device threads one shared
+ * argument (src/runtime/sharded.c), which each device's interpreter references and releases. */
 gs_value *gs_value_ref(gs_value *v) {
-    if (v) v->refs++;
+    if (v) __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
     return v;
 }
 
 void gs_value_free(gs_value *v) {
-    if (!v || --v->refs > 0) return;
+    if (!v || __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     for (int i = 0; i < v->n_tuple; i++) gs_value_free(v->tuple[i]);
     free(v->tuple);
     free(v->data);

@@ -211,14 +211,8 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
     gs_instr *y = gs_build_dynamic_slice(b, win, idx, sizes);
     if (!fill || !y) return y;
     /* Input positions a0 + t*step + j outside [0, n) take the fill value. */
-    gs_instr *iota = gs_build_iota(b, GS_S32, y->shape->rank, y->shape->dims, d);
     gs_instr *a = gs_part_add(c, gs_part_mul(c, t, step), gs_part_s32(c, a0));
-    gs_instr *pos = gs_build_binary(b, GS_OP_ADD, iota, gs_part_bcast_scalar(c, a, iota->shape));
-    gs_instr *lo = gs_part_bcast_scalar(c, gs_part_s32(c, 0), iota->shape);
-    gs_instr *hi = gs_part_bcast_scalar(c, gs_part_s32(c, n), iota->shape);
-    gs_instr *ge = gs_build_compare(b, pos, lo, "GE");
-    gs_instr *lt = gs_build_compare(b, pos, hi, "LT");
-    gs_instr *in = gs_build_binary(b, GS_OP_AND, ge, lt);
+    gs_instr *in = gs_part_dim_in_range(c, y->shape, d, a, true, 0, n);
     return gs_build_select(b, in, y, gs_part_bcast_scalar(c, fill, y->shape));
 }
 

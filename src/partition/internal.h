@@ -226,6 +226,11 @@ gs_instr *gs_part_shard_offset(gs_part_ctx *c, const gs_sharding *s, int dim, in
 /* x padded at the end of each dim to dims[] with value `v` (a scalar instruction; NULL: zero,
  * created only when padding is needed). */
 gs_instr *gs_part_pad_to(gs_part_ctx *c, gs_instr *x, const int64_t *dims, gs_instr *v);
+/* pred[like's dims]: true where lo <= offset + i < hi (without has_lo: offset + i < hi), i the
+ * position along dim d and offset an s32 scalar. Built along dim d alone (an iota, an add and
+ * the compares of like's dim d elements) and broadcast: one pass over the shard, not five. */
+gs_instr *gs_part_dim_in_range(gs_part_ctx *c, const gs_shape *like, int d, gs_instr *offset,
+                               bool has_lo, int64_t lo, int64_t hi);
 /* x with the positions of the padding of the dims in `dims` (n entries; base dims `base`, x
  * sharded by s) replaced by scalar `fill` (NULL: zero). Returns x when nothing is padded. */
 gs_instr *gs_part_mask(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,

@@ -197,6 +197,23 @@ gs_instr *gs_part_bcast_scalar(gs_part_ctx *c, gs_instr *x, const gs_shape *like
     return gs_build_broadcast(gs_part_builder(c), x, like->rank, like->dims, 0, NULL);
 }
 
+gs_instr *gs_part_dim_in_range(gs_part_ctx *c, const gs_shape *like, int d, gs_instr *offset,
+                               bool has_lo, int64_t lo, int64_t hi) {
+    if (!offset) return NULL;
+    gs_builder *b = gs_part_builder(c);
+    int64_t len = like->dims[d], map[1] = {d};
+    gs_instr *iota = gs_build_iota(b, GS_S32, 1, &len, 0);
+    gs_instr *pos = gs_build_binary(b, GS_OP_ADD, iota, gs_part_bcast_scalar(c, offset, iota->shape));
+    gs_instr *in = gs_build_compare(b, pos, gs_part_bcast_scalar(c, gs_part_s32(c, hi), iota->shape),
+                                    "LT");
+    if (has_lo)
+        in = gs_build_binary(
+            b, GS_OP_AND,
+            gs_build_compare(b, pos, gs_part_bcast_scalar(c, gs_part_s32(c, lo), iota->shape), "GE"),
+            in);
+    return in ? gs_build_broadcast(b, in, like->rank, like->dims, 1, map) : NULL;
+}
+
 gs_instr *gs_part_mask(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, const int64_t *base,
                        int n, const int *dims, gs_instr *fill) {
     if (!x) return NULL;
@@ -206,13 +223,8 @@ gs_instr *gs_part_mask(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, const 
     for (int k = 0; k < n; k++) {
         int i = dims[k];
         if (!gs_part_uneven(s, i, base[i])) continue;
-        int64_t shard = ls->dims[i];
-        gs_instr *iota = gs_build_iota(b, GS_S32, ls->rank, ls->dims, i);
-        gs_instr *off = gs_part_shard_offset(c, s, i, shard);
-        gs_instr *pos =
-            gs_build_binary(b, GS_OP_ADD, iota, gs_part_bcast_scalar(c, off, iota->shape));
-        gs_instr *lim = gs_part_bcast_scalar(c, gs_part_s32(c, base[i]), iota->shape);
-        gs_instr *in = gs_build_compare(b, pos, lim, "LT");
+        gs_instr *off = gs_part_shard_offset(c, s, i, ls->dims[i]);
+        gs_instr *in = gs_part_dim_in_range(c, ls, i, off, false, 0, base[i]);
         pred = pred ? gs_build_binary(b, GS_OP_AND, pred, in) : in;
     }
     if (!pred) return x;

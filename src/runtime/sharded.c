@@ -71,51 +71,83 @@ static gs_status aliases_sharded_alike(gs_arena *a, const gs_module *m, const in
     return GS_OK;
 }
 
-/* One local device's arguments, made on its own thread (parts drawn or sliced there). */
+/* One local device's arguments, made on its own thread in two phases: first the parts it
+ * owns (drawn or sliced), then the parts a replica owns, shared: a device's interpreter never
+ * writes into an argument (it reuses a buffer only when it holds the sole reference). */
 typedef struct device_args {
+    const gs_module *m;
     const gs_arg_source *src;
     const gs_sharding *const *shardings; /* per parameter */
-    int n_args;
-    int64_t device;
-    gs_value **out; /* n_args entries */
+    int n_args, local, k;                /* arguments; local devices; this one's index */
+    int64_t device;                      /* its global number */
+    const int *owner;                    /* [i * local + k]: the local device making that part */
+    gs_value ***dev;                     /* every local device's arguments */
+    bool copies;                         /* this phase: take the replicas' parts */
     gs_diags diags;
     gs_status status;
-    const gs_module *m;
 } device_args;
 
 static void *make_device_args(void *arg) {
     device_args *a = arg;
-    a->status = GS_OK;
-    for (int i = 0; a->status == GS_OK && i < a->n_args; i++)
-        if (gs_arg_source_part(a->src, i, a->shardings[i], a->device, &a->out[i], &a->diags) !=
-            GS_OK)
+    for (int i = 0; a->status == GS_OK && i < a->n_args; i++) {
+        int o = a->owner[i * a->local + a->k];
+        if ((o != a->k) != a->copies) continue;
+        if (a->copies) {
+            a->dev[a->k][i] = gs_value_ref(a->dev[o][i]); /* read-only: never donated */
+        } else if (gs_arg_source_part(a->src, i, a->shardings[i], a->device, &a->dev[a->k][i],
+                                      &a->diags) != GS_OK) {
             a->status = gs_error(&a->diags, a->m->entry->params[i]->span,
                                  "cannot slice parameter %%%s", a->m->entry->params[i]->name);
+        }
+    }
     return NULL;
 }
 
-/* Every local device's arguments (dev[k], n_args each), made by one thread per device. */
+/* Runs make_device_args for every local device: one thread each (the first on this one, and
+ * any whose thread cannot start). `started` is scratch, `local` entries. */
+static void each_device(device_args *runs, int local, pthread_t *threads, bool *started) {
+    for (int k = 1; k < local; k++)
+        started[k] = pthread_create(&threads[k], NULL, make_device_args, &runs[k]) == 0;
+    for (int k = 0; k < local; k++)
+        if (k == 0 || !started[k]) make_device_args(&runs[k]);
+    for (int k = 1; k < local; k++)
+        if (started[k]) pthread_join(threads[k], NULL);
+}
+
+/* Every local device's arguments (dev[k], n_args each), made by one thread per device; a part
+ * several local devices hold alike (replicas) is made once and shared. */
 static gs_status make_local_args(const gs_module *m, const gs_arg_source *src,
                                  const gs_sharding *const *shardings, int n_args, gs_comm *comm,
                                  gs_value ***dev, gs_diags *d) {
     int local = comm->local_devices;
-    device_args *runs = gs_sys_calloc((size_t)(local ? local : 1), sizeof *runs);
-    pthread_t *threads = gs_sys_calloc((size_t)(local ? local : 1), sizeof *threads);
-    bool *started = gs_sys_calloc((size_t)(local ? local : 1), sizeof *started);
-    gs_status st = runs && threads && started ? GS_OK
-                                              : gs_error(d, gs_span_none(), "out of memory");
-    for (int k = 0; st == GS_OK && k < local; k++) {
-        runs[k] = (device_args){src, shardings, n_args, comm->first_device + k, dev[k],
-                                {0}, GS_OK, m};
-        /* the first device's on this thread; the others' on their own */
-        if (k > 0 && local > 1 && pthread_create(&threads[k], NULL, make_device_args, &runs[k]) == 0)
-            started[k] = true;
+    size_t nl = (size_t)(local ? local : 1);
+    device_args *runs = gs_sys_calloc(nl, sizeof *runs);
+    pthread_t *threads = gs_sys_calloc(nl, sizeof *threads);
+    int *owner = gs_sys_calloc((size_t)(n_args ? n_args : 1) * nl, sizeof *owner);
+    int64_t(*keys)[GS_MAX_RANK + 1] = gs_sys_calloc(nl, sizeof *keys);
+    int *key_len = gs_sys_calloc(nl, sizeof *key_len);
+    bool *started = gs_sys_calloc(nl, sizeof *started);
+    gs_status st = runs && threads && owner && keys && key_len && started
+                       ? GS_OK
+                       : gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; st == GS_OK && i < n_args; i++) {
+        for (int k = 0; k < local; k++) {
+            int *o = &owner[i * local + k];
+            *o = k;
+            key_len[k] = gs_arg_source_part_key(src, i, shardings[i], comm->first_device + k,
+                                                keys[k]);
+            for (int j = 0; j < k && key_len[k] > 0 && *o == k; j++)
+                if (owner[i * local + j] == j && key_len[j] == key_len[k] &&
+                    memcmp(keys[j], keys[k], sizeof(int64_t) * (size_t)key_len[k]) == 0)
+                    *o = j;
+        }
     }
-    if (st == GS_OK) {
-        for (int k = 0; k < local; k++)
-            if (!started[k]) make_device_args(&runs[k]);
-        for (int k = 0; k < local; k++)
-            if (started[k]) pthread_join(threads[k], NULL);
+    for (int k = 0; st == GS_OK && k < local; k++)
+        runs[k] = (device_args){m,     src, shardings, n_args, local, k, comm->first_device + k,
+                                owner, dev, false,     {0},    GS_OK};
+    for (int phase = 0; st == GS_OK && phase < 2; phase++) {
+        for (int k = 0; k < local; k++) runs[k].copies = phase == 1;
+        each_device(runs, local, threads, started);
         for (int k = 0; k < local && st == GS_OK; k++)
             if (runs[k].status != GS_OK) {
                 gs_append_diags(d, &runs[k].diags);
@@ -125,6 +157,9 @@ static gs_status make_local_args(const gs_module *m, const gs_arg_source *src,
     for (int k = 0; runs && k < local; k++) gs_diags_free(&runs[k].diags);
     free(runs);
     free(threads);
+    free(owner);
+    free(keys);
+    free(key_len);
     free(started);
     return st;
 }

@@ -129,6 +129,19 @@ with tempfile.TemporaryDirectory() as tmp:
             rc, out, err = run([cmd[0], good, "--num-partitions", "2", flag] + cmd[1:])
             if rc != 0:
                 failures.append("%s %s: exit %d: %s" % (cmd[0], flag, rc, err.strip()))
+    # Without --num-partitions, a module that declares no device count takes --mesh's.
+    for cmd in (["partition"], ["cost"], ["run", "--verify"]):
+        rc, out, err = run([cmd[0], good, "--mesh", "a=2", "--shard", "x=a,None"] + cmd[1:])
+        if rc != 0:
+            failures.append("%s --mesh a=2 without --num-partitions: exit %d: %s"
+                            % (cmd[0], rc, err.strip()))
+        elif cmd[0] == "partition" and "f32[4,4] parameter(0)" not in out:
+            failures.append("partition --mesh a=2: x not split over the mesh's 2 devices:\n%s"
+                            % out)
+    rc, _, err = run(["partition", good, "--mesh", "a="])
+    if rc != 1 or "--mesh:1:3: error:" not in err:
+        failures.append("partition --mesh a=: want exit 1 and a located error; got %d: %s"
+                        % (rc, err.strip()))
     extra = {"shard": ["--mesh", "a=2", "--shard", "nothing_matches=a,None"]}
     cases = [(k, v, []) for k, v in BAD.items()] + [("shard", GOOD, extra["shard"])]
     for name, text, args in cases:
