@@ -20,7 +20,8 @@
 
 static const char *COST_USAGE =
     "gspmd cost FILE [--num-partitions N] [--machine NAME|FILE] [--propagate|--no-propagate] "
-    "[--spmd] [--json] [--model-flops F] [--strict] [--windowed-einsum-threshold-mib M | "
+    "[--spmd] [--json] [--trace FILE.json] [--model-flops F] [--strict] "
+    "[--windowed-einsum-threshold-mib M | "
     "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]... "
     "[--algorithm gspmd|shardy] [--auto --mesh M [--ignore-shardings] [--memory-limit BYTES]]";
 
@@ -52,6 +53,10 @@ static const char *COST_HELP =
     "  --spmd               FILE is already a partitioned program (no MFU: its model FLOPs are\n"
     "                       unknown)\n"
     "  --json               print the figures as one JSON object\n"
+    "  --trace FILE.json    also write the predicted timeline of the step (each kernel and\n"
+    "                       collective at the time the model gives it) as Chrome trace-event\n"
+    "                       JSON, the format of `gspmd run --trace`: open both in\n"
+    "                       ui.perfetto.dev to lay prediction beside measurement\n"
     "  --model-flops F      the model's useful FLOPs per step for MFU (e.g. 6 x parameters x\n"
     "                       tokens; default: the unpartitioned module's matmul FLOPs, which for a\n"
     "                       pipeline in the vectorised-stage form include its bubbles)\n"
@@ -135,6 +140,7 @@ typedef struct cost_args {
     double model_flops;     /* --model-flops, or 0 */
     long n;                 /* --num-partitions (0: what the module declares) */
     bool propagate, json;   /* --propagate, --json */
+    const char *trace;      /* --trace FILE, or NULL */
     gs_cli_auto au;         /* --auto and its options */
     gs_compile_options co;  /* --spmd, --strict, the windowed einsum options */
     gs_cli_shardings sh;    /* --mesh / --shard */
@@ -162,6 +168,8 @@ static int cost_parse_args(int argc, char **argv, cost_args *a) {
             a->co.partition.no_warnings = false;
         } else if (gs_cli_opt_value(argc, argv, &i, "--machine", &v)) {
             a->machine = v;
+        } else if (gs_cli_opt_value(argc, argv, &i, "--trace", &v)) {
+            a->trace = v;
         } else if (gs_cli_opt_value(argc, argv, &i, "--model-flops", &v)) {
             char *end;
             a->model_flops = strtod(v, &end);
@@ -212,6 +220,7 @@ static gs_status cost_module(void *ctx, gs_module *m, gs_diags *d) {
     if ((st = gs_cost_step(p, &a->mc, &c, d)) != GS_OK) goto done;
     gs_cost site; /* each loop body once, as the FLOPs ratios (and flops.py) count */
     gs_cost_module(p, &site);
+    if (a->trace && (st = gs_cost_trace_write(p, &a->mc, a->trace, d)) != GS_OK) goto done;
     if (a->json) print_json(a->file, a->n, &a->mc, &c, model_flops, compile_s, site.flops);
     else print_text(a->file, a->n, &a->mc, &c, model_flops, compile_s, site.flops);
 done:

@@ -150,6 +150,14 @@ typedef struct gs_step_cost {
 gs_status gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out,
                        gs_diags *d);
 
+/* gs_cost_step's prediction laid out in time, written to `path` as Chrome trace-event JSON (the
+ * format `gspmd run --trace` writes, so prediction and measurement open side by side in
+ * ui.perfetto.dev): one process (device 0: every device runs the same program), each kernel,
+ * collective and called computation on thread 0 at the time the model predicts, the
+ * asynchronous collectives on thread 1 beside the compute that hides them; a loop's iterations
+ * each in turn (after 2M events, the rest left out and the process name says so). */
+gs_status gs_cost_trace_write(const gs_module *m, const gs_machine *mc, const char *path,
+                              gs_diags *d);
 /* The trip count of while loop w when it is known; false otherwise. */
 bool gs_cost_trip_count(const gs_instr *w, int64_t *trips);
 

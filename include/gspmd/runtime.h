@@ -110,6 +110,10 @@ typedef struct gs_trace gs_trace;
 /* A recorder for local_devices devices numbered from first_device. NULL on allocation failure. */
 gs_trace *gs_trace_new(int local_devices, int first_device);
 void gs_trace_free(gs_trace *t);
+/* Device k (local) spent `seconds` blocked in the communicator (waiting for the other devices;
+ * under MPI, the blocking exchange as a whole): counted into its next collective's event.
+ * Safe from any thread; t may be NULL. */
+void gs_trace_add_wait(gs_trace *t, int k, double seconds);
 /* The observer device k (local) evaluates with (gspmd/interp.h). */
 const gs_instr_observer *gs_trace_observer(gs_trace *t, int k);
 /* Writes the timeline as Chrome trace-event JSON (what Perfetto and chrome://tracing open):

@@ -8,6 +8,8 @@
 
 #include "gspmd/base.h"
 
+#include <stdio.h>
+
 /* Internal invariant check: prints file:line and the expression, then aborts. Not for input
  * errors (those are diagnostics). */
 #define GS_ASSERT(cond)                                                                        \
@@ -33,6 +35,25 @@ void gs_vec_init(gs_vec *v, size_t elem_size);
 gs_status gs_vec_push(gs_vec *v, const void *elem);
 void gs_vec_free(gs_vec *v);
 #define GS_VEC_AT(v, type, i) (((type *)(v)->data)[i])
+
+/* ------------------------------------------------------------------ trace-event JSON */
+
+/* A Chrome trace-event JSON file being written (trace_json.c). */
+typedef struct gs_trace_json {
+    FILE *f;
+    bool first; /* no entry written yet */
+} gs_trace_json;
+
+/* Starts the file on f (opened for writing; gs_trace_json_end closes it). */
+void gs_trace_json_begin(gs_trace_json *t, FILE *f);
+/* Names process pid (a device's track group) and sorts it by its number. */
+void gs_trace_json_process(gs_trace_json *t, int pid, const char *name);
+/* A complete event: `name` (an instruction's), category and args.op `op`, start and duration
+ * in microseconds; bytes (< 0: none) and wait_us (< 0: none) in its args. */
+void gs_trace_json_event(gs_trace_json *t, int pid, int tid, const char *name, const char *op,
+                         double ts_us, double dur_us, int64_t bytes, double wait_us);
+/* Ends and closes the file; false when anything could not be written. */
+bool gs_trace_json_end(gs_trace_json *t);
 
 /* ------------------------------------------------------------------ string map */
 

@@ -24,8 +24,11 @@
  */
 #include "gspmd/cost.h"
 #include "cost/internal.h"
+#include "base/internal.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,15 +227,64 @@ double gs_cost_coll_time(int k, int g, double b, const gs_link *l, double *wire)
 
 /* ------------------------------------------------------------------ the walk */
 
+/* One event of the predicted timeline (gs_cost_trace_write). */
+typedef struct tl_event {
+    const gs_instr *in;
+    double t0, dur; /* seconds from the step's start */
+    int64_t bytes;  /* a collective's, else -1 */
+    int tid;        /* 0 the device's stream, 1 its asynchronous collectives */
+} tl_event;
+
+/* The predicted timeline: events in the order the walk lays them out. */
+typedef struct timeline {
+    tl_event *ev;
+    int64_t n, cap;
+    bool cut; /* later loop iterations left out (too many events) */
+    bool oom;
+} timeline;
+
+enum { TIMELINE_MAX_EVENTS = 1 << 21 };
+
 typedef struct step_walk {
     const gs_module *m;
     const gs_machine *mc;
     int depth;
+    timeline *tl; /* NULL: costs only */
+    double clock; /* with tl: the predicted time so far (compute and exposed communication) */
     /* asynchronous collectives in flight: their time and the compute since their start */
     double pending_comm[64], compute_since[64];
     const gs_instr *pending[64];
     int n_pending;
 } step_walk;
+
+/* Lays out an event of `in` from t0 for dur seconds (with a timeline). */
+static void emit(step_walk *w, const gs_instr *in, double t0, double dur, int64_t bytes, int tid) {
+    timeline *tl = w->tl;
+    if (!tl || tl->oom) return;
+    if (tl->n >= TIMELINE_MAX_EVENTS) {
+        tl->cut = true;
+        return;
+    }
+    if (tl->n == tl->cap) {
+        int64_t cap = tl->cap ? 2 * tl->cap : 1024;
+        tl_event *e = realloc(tl->ev, sizeof *e * (size_t)cap);
+        if (!e) {
+            tl->oom = true;
+            return;
+        }
+        tl->ev = e;
+        tl->cap = cap;
+    }
+    tl->ev[tl->n++] = (tl_event){in, t0, dur, bytes, tid};
+}
+
+/* Events [from, to) again, shifted by `by` seconds (a loop's later iteration). */
+static void repeat_events(step_walk *w, int64_t from, int64_t to, double by) {
+    for (int64_t i = from; w->tl && i < to && !w->tl->oom && !w->tl->cut; i++) {
+        tl_event e = w->tl->ev[i];
+        emit(w, e.in, e.t0 + by, e.dur, e.bytes, e.tid);
+    }
+}
 
 static void add_cost(gs_step_cost *to, const gs_step_cost *c, double times) {
     to->matmul_flops += times * c->matmul_flops;
@@ -270,21 +322,60 @@ static void step_called(step_walk *w, const gs_instr *in, gs_step_cost *out) {
     bool known = in->op != GS_OP_WHILE || gs_cost_trip_count(in, &trips);
     if (!known) out->unknown_trip_counts++;
     gs_step_cost best = {0};
+    const gs_computation *best_c = NULL;
+    double c0 = w->clock;
+    int64_t e0 = w->tl ? w->tl->n : 0, from[64], to[64];
+    double dur[64], start[64], times_k[64];
     for (int k = 0; k < nc && k < 64; k++) {
+        times_k[k] = 0;
         if (!called[k] || called[k] == in->parent) continue;
         gs_step_cost sub = {0};
+        start[k] = w->clock;
+        from[k] = w->tl ? w->tl->n : 0;
         step_comp(w, called[k], &sub);
+        to[k] = w->tl ? w->tl->n : 0;
+        dur[k] = w->clock - start[k];
         if (in->op == GS_OP_CONDITIONAL) {
-            if (sub.compute_s + sub.exposed_comm_s >= best.compute_s + best.exposed_comm_s)
+            if (sub.compute_s + sub.exposed_comm_s >= best.compute_s + best.exposed_comm_s) {
                 best = sub;
+                best_c = called[k];
+            }
+            if (w->tl) { /* the timeline takes the branch chosen, laid out again below */
+                w->tl->n = e0;
+                w->clock = c0;
+            }
             continue;
         }
         bool is_cond = in->op == GS_OP_WHILE && called[k] == gs_instr_comp(in, GS_ATTR_CONDITION);
         double times = (double)trips + (is_cond ? 1 : 0);
+        times_k[k] = times;
         add_cost(out, &sub, times);
         compute_passes(w, (times - 1) * sub.compute_s); /* the walk passed it once */
     }
-    if (in->op == GS_OP_CONDITIONAL) add_cost(out, &best, 1);
+    if (in->op == GS_OP_CONDITIONAL) {
+        add_cost(out, &best, 1);
+        if (w->tl && best_c) {
+            gs_step_cost again;
+            step_comp(w, best_c, &again);
+        }
+    } else if (w->tl) { /* a loop's later iterations: each called computation again */
+        for (double r = 1;; r++) {
+            bool more = false;
+            for (int k = 0; k < nc && k < 64; k++) {
+                if (times_k[k] <= r) continue;
+                if (w->tl->cut || w->tl->oom) { /* no more events: the time only */
+                    w->clock += dur[k] * (times_k[k] - r);
+                    times_k[k] = 0;
+                    continue;
+                }
+                repeat_events(w, from[k], to[k], w->clock - start[k]);
+                w->clock += dur[k];
+                more = true;
+            }
+            if (!more) break;
+        }
+    }
+    if (w->tl) emit(w, in, c0, w->clock - c0, -1, 0);
 }
 
 /* A collective of kind `kind`: its time by algorithm over the link its group uses, plus the
@@ -317,8 +408,11 @@ static void step_collective(step_walk *w, const gs_instr *in, int kind, gs_step_
         w->pending_comm[w->n_pending] = s;
         w->compute_since[w->n_pending] = 0;
         w->n_pending++;
+        emit(w, in, w->clock, s, (int64_t)b, 1); /* beside the compute that hides it */
     } else {
         out->exposed_comm_s += s;
+        emit(w, in, w->clock, s, (int64_t)b, 0);
+        w->clock += s;
     }
 }
 
@@ -329,6 +423,8 @@ static void step_done(step_walk *w, const gs_instr *in, gs_step_cost *out) {
         if (in->n_operands == 1 && w->pending[k] == in->operands[0]) {
             double hidden = fmin(w->pending_comm[k], w->compute_since[k]);
             out->exposed_comm_s += w->pending_comm[k] - hidden;
+            emit(w, in, w->clock, w->pending_comm[k] - hidden, -1, 0); /* the wait left */
+            w->clock += w->pending_comm[k] - hidden;
             w->n_pending--;
             w->pending[k] = w->pending[w->n_pending];
             w->pending_comm[k] = w->pending_comm[w->n_pending];
@@ -407,6 +503,24 @@ static void step_node(step_walk *w, comp_walk *cw, int i, gs_step_cost *out) {
     s += work;
     out->compute_s += s;
     compute_passes(w, s);
+    if (s > 0) emit(w, in, w->clock, s, -1, 0);
+    w->clock += s;
+}
+
+/* The nodes a run computes (live[i] = 1): what the root needs, and side-effecting
+ * custom-calls (checks) with what they need, as the interpreter orders a computation; dead code
+ * costs nothing, as after XLA's dead-code elimination. Operands come before their users, so one
+ * pass from the last node back suffices. */
+static void mark_live(const gs_cost_graph *g, char *live) {
+    for (int i = g->n - 1; i >= 0; i--) {
+        const gs_instr *in = g->instr[i];
+        if (g->out[i] || (in->op == GS_OP_CUSTOM_CALL &&
+                          gs_instr_bool(in, GS_ATTR_CUSTOM_CALL_HAS_SIDE_EFFECT, false)))
+            live[i] = 1;
+        if (!live[i]) continue;
+        for (int k = g->op_off[i]; k < g->op_off[i + 1]; k++)
+            if (g->op[k] >= 0) live[g->op[k]] = 1;
+    }
 }
 
 static void step_comp(step_walk *w, const gs_computation *c, gs_step_cost *out) {
@@ -417,23 +531,28 @@ static void step_comp(step_walk *w, const gs_computation *c, gs_step_cost *out) 
     memset(&cw, 0, sizeof cw);
     if (gs_cost_graph_build(c, true, &cw.g)) {
         cw.fused = calloc((size_t)cw.g.n + 1, 1);
-        if (cw.fused && gs_cost_kernels_init(&cw.kt, &cw.g, cw.fused)) {
+        char *live = calloc((size_t)cw.g.n + 1, 1);
+        if (cw.fused && live && gs_cost_kernels_init(&cw.kt, &cw.g, cw.fused)) {
             gs_cost_fusion(&cw.g, cw.fused);
-            for (int i = 0; i < cw.g.n; i++) step_node(w, &cw, i, out);
+            mark_live(&cw.g, live);
+            for (int i = 0; i < cw.g.n; i++)
+                if (live[i]) step_node(w, &cw, i, out);
         }
         gs_cost_kernels_free(&cw.kt);
+        free(live);
         free(cw.fused);
         gs_cost_graph_free(&cw.g);
     }
     w->depth--;
 }
 
-gs_status gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out,
-                       gs_diags *d) {
+/* gs_cost_step, laying its events out on tl (NULL: none). */
+static gs_status cost_step(const gs_module *m, const gs_machine *mc, timeline *tl,
+                           gs_step_cost *out, gs_diags *d) {
     memset(out, 0, sizeof *out);
     if (gs_module_check_bounded(m, "the cost model", d) != GS_OK) return GS_ERR;
     if (!m->entry) return GS_OK;
-    step_walk w = {.m = m, .mc = mc};
+    step_walk w = {.m = m, .mc = mc, .tl = tl};
     step_comp(&w, m->entry, out);
     /* Asynchronous collectives never waited for are exposed. */
     for (int k = 0; k < w.n_pending; k++) out->exposed_comm_s += w.pending_comm[k];
@@ -443,4 +562,38 @@ gs_status gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *o
     out->peak_bytes = c.peak_bytes;
     out->fits = (double)c.peak_bytes <= mc->mem_capacity;
     return GS_OK;
+}
+
+gs_status gs_cost_step(const gs_module *m, const gs_machine *mc, gs_step_cost *out,
+                       gs_diags *d) {
+    return cost_step(m, mc, NULL, out, d);
+}
+
+gs_status gs_cost_trace_write(const gs_module *m, const gs_machine *mc, const char *path,
+                              gs_diags *d) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
+                        strerror(errno));
+    timeline tl = {0};
+    gs_step_cost c;
+    gs_status st = cost_step(m, mc, &tl, &c, d);
+    gs_trace_json j;
+    gs_trace_json_begin(&j, f);
+    char name[160];
+    snprintf(name, sizeof name, "device 0, predicted on %s: %.4g s a step%s", mc->name, c.step_s,
+             tl.oom ? " (some events lost: out of memory)"
+             : tl.cut ? " (events of later loop iterations left out)" : "");
+    gs_trace_json_process(&j, 0, name);
+    for (int64_t i = 0; st == GS_OK && i < tl.n; i++) {
+        const tl_event *e = &tl.ev[i];
+        gs_trace_json_event(&j, 0, e->tid, e->in->name, gs_op_name(e->in->op), e->t0 * 1e6,
+                            e->dur * 1e6, e->bytes, -1);
+    }
+    bool ok = gs_trace_json_end(&j);
+    free(tl.ev);
+    if (st == GS_OK && !ok)
+        st = gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
+                      strerror(errno));
+    return st;
 }

@@ -168,7 +168,18 @@ static void roll_call(mpi_comm *m, double grace, char *text, size_t cap) {
 }
 
 /* Waits for req, polling for abort notices and the timeout. */
+static gs_status wait_req_untimed(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d);
+
+/* A request's completion; with a trace, the time blocked here is the collective's wait. */
 static gs_status wait_req(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d) {
+    if (!m->base.trace) return wait_req_untimed(m, dev, req, d);
+    double t0 = now_s();
+    gs_status st = wait_req_untimed(m, dev, req, d);
+    gs_trace_add_wait(m->base.trace, dev - m->base.first_device, now_s() - t0);
+    return st;
+}
+
+static gs_status wait_req_untimed(mpi_comm *m, int dev, MPI_Request *req, gs_diags *d) {
     double t0 = now_s(), limit = m->base.timeout_s > 0 ? m->base.timeout_s : 60.0;
     int spins = 0;
     for (;;) {

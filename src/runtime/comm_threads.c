@@ -47,7 +47,22 @@ static gs_status aborted_error(threads_comm *t, int dev, gs_diags *d) {
     return gs_error(d, gs_span_none(), "device %d: stopped because a collective timed out", dev);
 }
 
+static gs_status wait_barrier(gs_comm *c, int dev, gs_diags *d);
+
+/* Every collective meets its group at barriers: the time a device waits there for the others
+ * is what the trace reports as the collective's wait. */
 static gs_status barrier(gs_comm *c, int dev, gs_diags *d) {
+    if (!c->trace) return wait_barrier(c, dev, d);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    gs_status st = wait_barrier(c, dev, d);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    gs_trace_add_wait(c->trace, dev - c->first_device,
+                      (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec));
+    return st;
+}
+
+static gs_status wait_barrier(gs_comm *c, int dev, gs_diags *d) {
     threads_comm *t = tc(c);
     pthread_mutex_lock(&t->mu);
     if (t->aborted) {

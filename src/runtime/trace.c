@@ -2,12 +2,14 @@
  * trace.c — what a process's devices ran, on a timeline (`gspmd run --trace FILE.json`): every
  * instruction the interpreter evaluates on a device (a fused elementwise chain as its root;
  * parameters, constants, tuples and get-tuple-elements are plumbing and left out), with its
- * start and end, and for a collective the bytes of its result. Written as Chrome's trace-event
+ * start and end, and for a collective the bytes of its result and the time the device spent
+ * blocked in the communicator for it (gs_trace_add_wait). Written as Chrome's trace-event
  * JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open: one process per device, one
  * complete event ("ph": "X") per instruction, a while loop's or call's event enclosing those of
  * its body.
  */
 #include "internal.h"
+#include "base/internal.h"
 #include "base/sysalloc.h"
 
 #include <errno.h>
@@ -19,6 +21,7 @@ typedef struct trace_event {
     const gs_instr *in;
     double t0, t1; /* seconds, CLOCK_MONOTONIC */
     int64_t bytes; /* a collective's result bytes, else -1 */
+    int64_t wait_ns; /* a collective's time blocked in the communicator, else -1 */
 } trace_event;
 
 typedef struct device_trace {
@@ -26,6 +29,8 @@ typedef struct device_trace {
     trace_event *ev;
     int64_t n, cap;
     bool oom; /* an event could not be recorded: the file says so */
+    int64_t wait_ns; /* blocked since the last collective's event (the device's thread and its
+                        asynchronous helper add to it: atomic) */
 } device_trace;
 
 struct gs_trace {
@@ -51,11 +56,13 @@ static void record(void *ctx, const gs_instr *in, double t0, double t1, const gs
         t->ev = e;
         t->cap = cap;
     }
-    int64_t bytes = -1;
+    int64_t bytes = -1, wait = -1;
     gs_op_family fam = gs_op_info_of(in->op)->family;
-    if ((fam == GS_FAM_COLLECTIVE || fam == GS_FAM_ASYNC) && r && r->type != GS_TUPLE)
-        bytes = (int64_t)gs_value_bytes(r);
-    t->ev[t->n++] = (trace_event){in, t0, t1, bytes};
+    if (fam == GS_FAM_COLLECTIVE || fam == GS_FAM_ASYNC) {
+        if (r && r->type != GS_TUPLE) bytes = (int64_t)gs_value_bytes(r);
+        wait = __atomic_exchange_n(&t->wait_ns, 0, __ATOMIC_ACQ_REL);
+    }
+    t->ev[t->n++] = (trace_event){in, t0, t1, bytes, wait};
 }
 
 gs_trace *gs_trace_new(int local_devices, int first_device) {
@@ -79,18 +86,13 @@ void gs_trace_free(gs_trace *t) {
     free(t);
 }
 
-const gs_instr_observer *gs_trace_observer(gs_trace *t, int k) {
-    return t && k >= 0 && k < t->local ? &t->dev[k].obs : NULL;
+void gs_trace_add_wait(gs_trace *t, int k, double seconds) {
+    if (t && k >= 0 && k < t->local && seconds > 0)
+        __atomic_add_fetch(&t->dev[k].wait_ns, (int64_t)(seconds * 1e9), __ATOMIC_ACQ_REL);
 }
 
-/* s as a JSON string's contents (instruction names are HLO identifiers; escaped anyway). */
-static void json_str(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
+const gs_instr_observer *gs_trace_observer(gs_trace *t, int k) {
+    return t && k >= 0 && k < t->local ? &t->dev[k].obs : NULL;
 }
 
 gs_status gs_trace_write(const gs_trace *t, const char *path, gs_diags *d) {
@@ -103,31 +105,22 @@ gs_status gs_trace_write(const gs_trace *t, const char *path, gs_diags *d) {
         for (int64_t i = 0; i < t->dev[k].n; i++)
             if (origin < 0 || t->dev[k].ev[i].t0 < origin) origin = t->dev[k].ev[i].t0;
     if (origin < 0) origin = 0;
-    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
-    bool first = true;
+    gs_trace_json j;
+    gs_trace_json_begin(&j, f);
     for (int k = 0; k < t->local; k++) {
         int dev = t->first + k;
-        fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, "
-                   "\"args\": {\"name\": \"device %d%s\"}}",
-                first ? "" : ",\n", dev, dev, t->dev[k].oom ? " (some events lost: out of memory)" : "");
-        first = false;
-        fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": %d, \"tid\": 0, "
-                   "\"args\": {\"sort_index\": %d}}",
-                dev, dev);
+        char name[96];
+        snprintf(name, sizeof name, "device %d%s", dev,
+                 t->dev[k].oom ? " (some events lost: out of memory)" : "");
+        gs_trace_json_process(&j, dev, name);
         for (int64_t i = 0; i < t->dev[k].n; i++) {
             const trace_event *e = &t->dev[k].ev[i];
-            fprintf(f, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"name\": \"", dev);
-            json_str(f, e->in->name);
-            fprintf(f, "\", \"cat\": \"%s\", \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"op\": \"%s\"",
-                    gs_op_name(e->in->op), (e->t0 - origin) * 1e6, (e->t1 - e->t0) * 1e6,
-                    gs_op_name(e->in->op));
-            if (e->bytes >= 0) fprintf(f, ", \"bytes\": %lld", (long long)e->bytes);
-            fprintf(f, "}}");
+            gs_trace_json_event(&j, dev, 0, e->in->name, gs_op_name(e->in->op),
+                                (e->t0 - origin) * 1e6, (e->t1 - e->t0) * 1e6, e->bytes,
+                                e->wait_ns >= 0 ? (double)e->wait_ns * 1e-3 : -1);
         }
     }
-    fprintf(f, "\n]}\n");
-    bool ok = !ferror(f);
-    if (fclose(f) != 0) ok = false;
+    bool ok = gs_trace_json_end(&j);
     return ok ? GS_OK
               : gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
                          strerror(errno));
