@@ -384,8 +384,9 @@ gs_status gs_interp_make_sharded_args(const gs_module *m, const gs_interp_inputs
 struct gs_arg_source {
     const gs_module *m;
     int n;            /* entry parameters */
-    gs_value **whole; /* per parameter: its global value, sliced per device; NULL: drawn per
-                         device */
+    gs_value **whole; /* per parameter: its global value, sliced per device; NULL: drawn or
+                         read per device */
+    gs_npy_info *npy; /* per parameter: its .npy file when read per device (path NULL: none) */
     bool owned;       /* the whole values are the source's (else the caller's) */
     uint64_t *seed;   /* per parameter: its random stream */
     double *limit;    /* per parameter: its initialiser's scale */
@@ -411,10 +412,12 @@ static gs_arg_source *source_alloc(const gs_module *m) {
     a->whole = gs_sys_calloc(n, sizeof *a->whole);
     a->seed = gs_sys_calloc(n, sizeof *a->seed);
     a->limit = gs_sys_calloc(n, sizeof *a->limit);
-    if (!a->whole || !a->seed || !a->limit) {
+    a->npy = gs_sys_calloc(n, sizeof *a->npy);
+    if (!a->whole || !a->seed || !a->limit || !a->npy) {
         free(a->whole);
         free(a->seed);
         free(a->limit);
+        free(a->npy);
         free(a);
         return NULL;
     }
@@ -432,9 +435,21 @@ gs_status gs_arg_source_new(const gs_module *m, const gs_interp_inputs *inputs, 
         const gs_instr *p = m->entry->params[i];
         a->seed[i] = param_seed(seed, i);
         a->limit[i] = 1;
-        if (!input_path(inputs, p) && gs_shape_is_array(p->shape) &&
-            !any_manual(gs_instr_get_sharding(p))) {
-            a->limit[i] = gs_init_limit(gs_init_fan_in(m, p, -1)); /* drawn per device */
+        const char *path = input_path(inputs, p);
+        if (gs_shape_is_array(p->shape) && !any_manual(gs_instr_get_sharding(p))) {
+            if (!path) { /* drawn per device */
+                a->limit[i] = gs_init_limit(gs_init_fan_in(m, p, -1));
+                continue;
+            }
+            /* read per device: its part of the file only */
+            char *own = gs_sys_strdup(path);
+            if (!own || gs_npy_open_as(own, p->shape, p->name, &a->npy[i], d) != GS_OK) {
+                if (!own) gs_error(d, gs_span_none(), "out of memory");
+                free(own);
+                a->npy[i].path = NULL;
+                gs_arg_source_free(a);
+                return GS_ERR;
+            }
             continue;
         }
         if (param_value(m, inputs, seed, i, &a->whole[i], d) != GS_OK ||
@@ -499,7 +514,14 @@ gs_status gs_arg_source_part(const gs_arg_source *src, int i, const gs_sharding 
     for (int k = 0; k < r; k++) dims[k] = sd[k].size;
     gs_value *v = gs_value_new_array(sh->type, r, dims);
     if (!v) return gs_error(d, gs_span_none(), "out of memory");
-    if (holds) draw_box(src, i, v, sh->dims, sd, r);
+    if (holds && src->npy[i].path) {
+        if (gs_npy_read_box(&src->npy[i], r, sh->dims, sd, v, d) != GS_OK) {
+            gs_value_free(v);
+            return GS_ERR;
+        }
+    } else if (holds) {
+        draw_box(src, i, v, sh->dims, sd, r);
+    }
     *out = v;
     return GS_OK;
 }
@@ -535,6 +557,8 @@ int gs_arg_source_part_key(const gs_arg_source *src, int i, const gs_sharding *s
 void gs_arg_source_free(gs_arg_source *src) {
     if (!src) return;
     for (int i = 0; src->owned && i < src->n; i++) gs_value_free(src->whole[i]);
+    for (int i = 0; src->npy && i < src->n; i++) free((char *)src->npy[i].path);
+    free(src->npy);
     free(src->whole);
     free(src->seed);
     free(src->limit);

@@ -262,6 +262,20 @@ static inline int gs_value_refs(const gs_value *v) {
 void gs_random_draw(gs_type t, void *dst, int64_t at, uint64_t seed, int64_t first, int64_t len,
                     double limit);
 
+/* A .npy file checked against a parameter's shape (gs_npy_open_as, npy.c): where its data
+ * starts and its dtype (the parameter's, or f32 for a bf16 parameter). */
+typedef struct gs_npy_info {
+    const char *path; /* borrowed */
+    long data_at;
+    gs_type file_type, type;
+} gs_npy_info;
+gs_status gs_npy_open_as(const char *path, const gs_shape *want, const char *param_name,
+                         gs_npy_info *info, gs_diags *d);
+/* The box sd (rank entries; valid sizes at offsets) of the file's array of `dims`, read into v
+ * (the part: dims sd[k].size) in the parameter's type; only those bytes are read. */
+gs_status gs_npy_read_box(const gs_npy_info *info, int rank, const int64_t *dims,
+                          const gs_shard_dim *sd, gs_value *v, gs_diags *d);
+
 /* Device `device`'s box of an array of `dims` under tiled sharding s: per dim its offset,
  * padded size and valid size (sd, rank entries); *holds false when the device's part is zeros
  * (partial values: only the first device of an unreduced group holds them). A located error

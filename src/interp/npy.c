@@ -5,6 +5,7 @@
  * Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded with
  * spaces to a multiple of 64 bytes and ended by '\n'. Data follows in C order.
  */
+#include "kernels.h"
 #include "gspmd/npy.h"
 #include "base/sysalloc.h"
 #include "gspmd/numeric.h"
@@ -185,60 +186,134 @@ static gs_status check_data_size(FILE *f, const char *path, const char *descr, g
                     (long long)have);
 }
 
-gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
+/* The header of path: its dtype, rank, dims and where its data starts (checked to be there). */
+static gs_status read_meta(const char *path, gs_type *t, int *rank, int64_t *dims, long *at,
+                           gs_diags *d) {
     FILE *f = fopen(path, "rb");
     if (!f) return gs_error(d, gs_span_none(), "%s: cannot open: %s", path, strerror(errno));
     char *hdr = NULL, descr[16];
-    gs_value *v = NULL;
-    gs_type t = GS_INVALID_TYPE;
-    int rank = 0;
-    int64_t dims[GS_MAX_RANK] = {0};
     gs_status st = read_header(f, path, &hdr, d);
-    if (st == GS_OK) st = parse_header(hdr, path, descr, &t, &rank, dims, d);
-    if (st == GS_OK) st = check_data_size(f, path, descr, t, rank, dims, d);
-    if (st == GS_OK && !(v = gs_value_new_array(t, rank, dims)))
-        st = gs_error(d, gs_span_none(), "%s: out of memory", path);
-    if (st == GS_OK && fread(v->data, 1, gs_value_bytes(v), f) != gs_value_bytes(v))
-        st = gs_error(d, gs_span_none(), "%s: file holds fewer bytes than its shape needs", path);
-    if (st == GS_OK) {
-        *out = v;
-        v = NULL;
-    }
-    gs_value_free(v);
+    if (st == GS_OK) st = parse_header(hdr, path, descr, t, rank, dims, d);
+    if (st == GS_OK) st = check_data_size(f, path, descr, *t, *rank, dims, d);
+    *at = st == GS_OK ? ftell(f) : -1;
     free(hdr);
     fclose(f);
     return st;
 }
 
-gs_status gs_npy_read_as(const char *path, const gs_shape *want, const char *param_name,
-                         gs_value **out, gs_diags *d) {
-    gs_value *v;
-    if (gs_npy_read(path, &v, d) != GS_OK) return GS_ERR;
-    bool dims_ok = v->rank == want->rank;
-    for (int i = 0; dims_ok && i < want->rank; i++) dims_ok = v->dims[i] == want->dims[i];
+gs_status gs_npy_read(const char *path, gs_value **out, gs_diags *d) {
+    gs_type t = GS_INVALID_TYPE;
+    int rank = 0;
+    int64_t dims[GS_MAX_RANK] = {0};
+    long at;
+    if (read_meta(path, &t, &rank, dims, &at, d) != GS_OK) return GS_ERR;
+    gs_value *v = gs_value_new_array(t, rank, dims);
+    if (!v) return gs_error(d, gs_span_none(), "%s: out of memory", path);
+    gs_npy_info info = {path, at, t, t};
+    gs_shard_dim sd[GS_MAX_RANK];
+    for (int k = 0; k < rank; k++) sd[k] = (gs_shard_dim){0, dims[k], dims[k]};
+    if (gs_npy_read_box(&info, rank, dims, sd, v, d) != GS_OK) {
+        gs_value_free(v);
+        return GS_ERR;
+    }
+    *out = v;
+    return GS_OK;
+}
+
+/* The header of path checked against `want` (an array shape): into *info, the file's dtype and
+ * where its data starts. */
+gs_status gs_npy_open_as(const char *path, const gs_shape *want, const char *param_name,
+                         gs_npy_info *info, gs_diags *d) {
+    gs_type t = GS_INVALID_TYPE;
+    int rank = 0;
+    int64_t dims[GS_MAX_RANK] = {0};
+    long at;
+    gs_status st = read_meta(path, &t, &rank, dims, &at, d);
+    if (st != GS_OK) return st;
+    bool dims_ok = rank == want->rank;
+    for (int i = 0; dims_ok && i < want->rank; i++) dims_ok = dims[i] == want->dims[i];
     gs_type src_ok = want->type == GS_BF16 ? GS_F32 : want->type;
-    if (!dims_ok || v->type != src_ok) {
+    if (!dims_ok || t != src_ok) {
+        gs_value shown = {.type = t, .rank = rank};
+        memcpy(shown.dims, dims, sizeof(int64_t) * (size_t)rank);
         char got[128];
-        gs_value_shape_str(v, got, sizeof got);
+        gs_value_shape_str(&shown, got, sizeof got);
         gs_sb ws = {0};
         gs_shape_print(&ws, want, false);
         gs_error(d, gs_span_none(), "input %s: %s holds %s, but the parameter is %s%s", param_name,
                  path, got, gs_sb_str(&ws),
                  want->type == GS_BF16 ? " (bf16 inputs are read from float32 files)" : "");
         gs_sb_free(&ws);
-        gs_value_free(v);
         return GS_ERR;
     }
-    if (want->type == GS_BF16) {
-        gs_value *b = gs_value_new_array(GS_BF16, v->rank, v->dims);
-        if (!b) {
-            gs_value_free(v);
-            return gs_error(d, gs_span_none(), "out of memory");
+    info->path = path;
+    info->data_at = at;
+    info->file_type = t;
+    info->type = want->type;
+    return GS_OK;
+}
+
+/* n elements of the file's type at src into dst[at..] of the parameter's type (the same, or
+ * f32 -> bf16 rounded to nearest even). */
+static void take_run(const gs_npy_info *info, const void *src, void *dst, int64_t at, int64_t n) {
+    if (info->file_type == info->type) {
+        int esz = gs_type_size(info->type);
+        memcpy((char *)dst + at * esz, src, (size_t)(n * esz));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        gs_elem_set_f(dst, info->type, at + i, gs_elem_get_f(src, info->file_type, i));
+}
+
+gs_status gs_npy_read_box(const gs_npy_info *info, int rank, const int64_t *dims,
+                          const gs_shard_dim *sd, gs_value *v, gs_diags *d) {
+    /* Rows of the box: dims j.. are one contiguous run in the file and in the part when every
+     * dim after j is whole there (the whole array is one read). */
+    int j = rank ? rank - 1 : 0;
+    while (j > 0 && sd[j].offset == 0 && sd[j].valid == dims[j] && sd[j].size == dims[j]) j--;
+    int64_t run = rank ? sd[j].valid : 1, rows = 1;
+    for (int k = j + 1; k < rank; k++) run *= dims[k];
+    for (int k = 0; k < j; k++) rows *= sd[k].valid;
+    if (run <= 0 || rows <= 0) return GS_OK;
+    FILE *f = fopen(info->path, "rb");
+    if (!f) return gs_error(d, gs_span_none(), "%s: cannot open: %s", info->path, strerror(errno));
+    int fsz = gs_type_size(info->file_type);
+    char *buf = gs_sys_malloc((size_t)(run * fsz));
+    gs_status st = buf ? GS_OK : gs_error(d, gs_span_none(), "%s: out of memory", info->path);
+    int64_t idx[GS_MAX_RANK] = {0};
+    for (int64_t row = 0; st == GS_OK && row < rows; row++) {
+        int64_t g = 0, l = 0; /* the row's first element in the file and in the part */
+        for (int k = 0; k < rank; k++) {
+            g = g * dims[k] + sd[k].offset + idx[k];
+            l = l * sd[k].size + idx[k];
         }
-        for (int64_t i = 0; i < v->n; i++)
-            gs_elem_set_f(b->data, GS_BF16, i, gs_elem_get_f(v->data, GS_F32, i));
+        if (fseek(f, info->data_at + (long)(g * fsz), SEEK_SET) != 0 ||
+            fread(buf, (size_t)fsz, (size_t)run, f) != (size_t)run)
+            st = gs_error(d, gs_span_none(), "%s: file holds fewer bytes than its shape needs",
+                          info->path);
+        else
+            take_run(info, buf, v->data, l, run);
+        for (int k = j - 1; k >= 0; k--) {
+            if (++idx[k] < sd[k].valid) break;
+            idx[k] = 0;
+        }
+    }
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+gs_status gs_npy_read_as(const char *path, const gs_shape *want, const char *param_name,
+                         gs_value **out, gs_diags *d) {
+    gs_npy_info info;
+    if (gs_npy_open_as(path, want, param_name, &info, d) != GS_OK) return GS_ERR;
+    gs_value *v = gs_value_new_array(want->type, want->rank, want->dims);
+    if (!v) return gs_error(d, gs_span_none(), "%s: out of memory", path);
+    gs_shard_dim sd[GS_MAX_RANK];
+    for (int k = 0; k < want->rank; k++) sd[k] = (gs_shard_dim){0, want->dims[k], want->dims[k]};
+    if (gs_npy_read_box(&info, want->rank, want->dims, sd, v, d) != GS_OK) {
         gs_value_free(v);
-        v = b;
+        return GS_ERR;
     }
     *out = v;
     return GS_OK;

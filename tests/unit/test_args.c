@@ -19,6 +19,7 @@
 
 #include "gspmd/interp.h"
 #include "gspmd/npy.h"
+#include "gspmd/numeric.h"
 #include "gspmd/text.h"
 
 static uint64_t rng_state;
@@ -203,6 +204,72 @@ static void random_modules(void **state) {
     }
 }
 
+/* A file of the given type and dims with values 0.5 * i, written to a new temporary path. */
+static void write_npy(char *path, gs_type t, int rank, const int64_t *dims) {
+    gs_value *v = gs_value_new_array(t, rank, dims);
+    for (int64_t i = 0; i < v->n; i++) gs_elem_set_f(v->data, t, i, 0.5 * (double)i - 3);
+    int fd = mkstemps(path, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    gs_diags d = {0};
+    assert_int_equal(gs_npy_write(path, v, &d), GS_OK);
+    gs_value_free(v);
+}
+
+/* Parameters read from .npy, each device reading only its box of the file: equal to slicing
+ * the file's whole value, for uneven and 2-D tilings, partial replication and a bf16 parameter
+ * read from a float32 file (rounded as the whole read rounds it). */
+static void npy_parts_read_per_device(void **state) {
+    (void)state;
+    const char *text =
+        "HloModule a, num_partitions=4\n\nENTRY %main {\n"
+        "  %a = f32[5,3,7] parameter(0), sharding={devices=[2,1,2]<=[4]}\n"
+        "  %b = bf16[9,2] parameter(1), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+        "  %c = f32[6] parameter(2), sharding={devices=[4]3,1,0,2}\n"
+        "  %e = f32[4,4] parameter(3), sharding={replicated}\n"
+        "  ROOT %t = tuple(%a, %b, %c, %e)\n}\n";
+    char pa[] = "/tmp/test_args_a_XXXXXX.npy", pb[] = "/tmp/test_args_b_XXXXXX.npy",
+         pc[] = "/tmp/test_args_c_XXXXXX.npy", pe[] = "/tmp/test_args_e_XXXXXX.npy";
+    write_npy(pa, GS_F32, 3, (int64_t[]){5, 3, 7});
+    write_npy(pb, GS_F32, 2, (int64_t[]){9, 2});
+    write_npy(pc, GS_F32, 1, (int64_t[]){6});
+    write_npy(pe, GS_F32, 2, (int64_t[]){4, 4});
+    gs_interp_inputs in = {0};
+    assert_int_equal(gs_interp_inputs_add(&in, "a", 1, pa), GS_OK);
+    assert_int_equal(gs_interp_inputs_add(&in, "b", 1, pb), GS_OK);
+    assert_int_equal(gs_interp_inputs_add(&in, "c", 1, pc), GS_OK);
+    assert_int_equal(gs_interp_inputs_add(&in, "e", 1, pe), GS_OK);
+    check_module(text, 4, 3, &in);
+    gs_interp_inputs_free(&in);
+    remove(pa);
+    remove(pb);
+    remove(pc);
+    remove(pe);
+}
+
+/* A file that does not match its parameter: the error names both shapes, before any run. */
+static void npy_wrong_shape(void **state) {
+    (void)state;
+    const char *text = "HloModule a, num_partitions=2\n\nENTRY %main {\n"
+                       "  ROOT %x = f32[4,3] parameter(0), sharding={devices=[2,1]<=[2]}\n}\n";
+    char path[] = "/tmp/test_args_w_XXXXXX.npy";
+    write_npy(path, GS_F32, 2, (int64_t[]){3, 4});
+    gs_diags d = {0};
+    gs_source *src = gs_source_from_string("a.hlo", text);
+    gs_module *m = gs_parse_module(src, &d);
+    gs_interp_inputs in = {0};
+    assert_int_equal(gs_interp_inputs_add(&in, "x", 1, path), GS_OK);
+    gs_arg_source *as = NULL;
+    assert_int_equal(gs_arg_source_new(m, &in, 0, 2, &as, &d), GS_ERR);
+    assert_null(as);
+    assert_non_null(strstr(d.items[0].message, "holds f32[3,4], but the parameter is f32[4,3]"));
+    gs_interp_inputs_free(&in);
+    gs_module_free(m);
+    gs_source_free(src);
+    gs_diags_free(&d);
+    remove(path);
+}
+
 /* A parameter from .npy is sliced from the file's value; the others drawn. */
 static void npy_input_sliced(void **state) {
     (void)state;
@@ -282,6 +349,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(random_modules),
         cmocka_unit_test(npy_input_sliced),
+        cmocka_unit_test(npy_parts_read_per_device),
+        cmocka_unit_test(npy_wrong_shape),
         cmocka_unit_test(stream_pinned),
         cmocka_unit_test(unknown_input),
     };
