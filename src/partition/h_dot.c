@@ -137,7 +137,8 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
     const gs_attr *da = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
     int64_t g = gs_instr_int(in, GS_ATTR_FEATURE_GROUP_COUNT, 1);
-    if (!da || g < 1 || gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1) != 1) return false;
+    int64_t bg = gs_instr_int(in, GS_ATTR_BATCH_GROUP_COUNT, 1);
+    if (!da || g < 1 || bg < 1 || (g > 1 && bg > 1)) return false;
     const gs_conv_dims *cd = da->u.conv;
     int ns = cd->n_spatial;
     if (wa && wa->u.window->n != ns) return false;
@@ -156,23 +157,33 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
      * reads its window by halo exchange), then one forced dim per kernel spatial dim. With
      * feature groups, the features split by group are one batch-like dim G (space dim 0: the
      * lhs feature, the kernel's output feature and the result feature, tiled only by divisors of
-     * the group count), and the kernel's per-group input feature is forced whole. */
-    sp->groups = g;
-    sp->nb = g > 1;
-    sp->nm = 1 + nt;
-    sp->nn = g > 1 ? 0 : 1;
+     * the group count), and the kernel's per-group input feature is forced whole. With batch
+     * groups (a grouped convolution's filter gradient), G is the lhs batch (its major factor is
+     * the group), the kernel's output feature and the result feature; the input feature
+     * contracts as usual, and the result batch (one group's batch) is forced whole. */
+    sp->groups = g > 1 ? g : bg;
+    sp->batch_groups = bg > 1;
+    sp->nb = sp->groups > 1;
+    sp->nm = (bg > 1 ? 0 : 1) + nt;
+    sp->nn = sp->groups > 1 ? 0 : 1;
     sp->nk = g > 1 ? 0 : 1;
     sp->nh = ns - nt;
-    sp->nf = ns + (g > 1);
+    sp->nf = ns + (sp->groups > 1);
     sp->ns = sp->nb + sp->nm + sp->nn + sp->nk + sp->nh + sp->nf;
     if (sp->ns > GS_MAX_RANK) return false;
     sp->lhs.rank = sp->rhs.rank = sp->out.rank = ns + 2;
     int m = sp->nb, h0 = sp->nb + sp->nm + sp->nn + sp->nk, h = h0, f0 = h0 + sp->nh;
-    sp->lhs.to[cd->in_batch] = m;
-    sp->out.to[cd->out_batch] = m;
-    sp->size[m++] = l->dims[cd->in_batch];
+    if (bg > 1) { /* the lhs batch is the group dim; the result batch forced whole */
+        sp->lhs.to[cd->in_batch] = 0;
+        sp->out.to[cd->out_batch] = f0 + ns;
+        sp->size[f0 + ns] = o->dims[cd->out_batch];
+    } else {
+        sp->lhs.to[cd->in_batch] = m;
+        sp->out.to[cd->out_batch] = m;
+        sp->size[m++] = l->dims[cd->in_batch];
+    }
     sp->kernel_windowed = kernel_windowed;
-    if (kernel_windowed && (nt == ns || g > 1)) return false; /* nothing windowed; groups */
+    if (kernel_windowed && (nt == ns || sp->groups > 1)) return false; /* nothing windowed; groups */
     for (int i = 0; i < ns; i++) {
         int f = f0 + i;
         sp->rhs.to[cd->k_spatial[i]] = f;
@@ -212,10 +223,16 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
         sp->n_lk = 0;
         return true;
     }
-    int n = sp->nb + sp->nm, k = n + 1;
-    sp->rhs.to[cd->k_out_feature] = n;
-    sp->out.to[cd->out_feature] = n;
-    sp->size[n] = r->dims[cd->k_out_feature];
+    int n = sp->nb + sp->nm, k = n + sp->nn;
+    if (bg > 1) {
+        sp->rhs.to[cd->k_out_feature] = 0;
+        sp->out.to[cd->out_feature] = 0;
+        sp->size[0] = o->dims[cd->out_feature];
+    } else {
+        sp->rhs.to[cd->k_out_feature] = n;
+        sp->out.to[cd->out_feature] = n;
+        sp->size[n] = r->dims[cd->k_out_feature];
+    }
     sp->lhs.to[cd->in_feature] = k;
     sp->rhs.to[cd->k_in_feature] = k;
     sp->size[k] = l->dims[cd->in_feature];
@@ -736,7 +753,8 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     out->hlo = local_conv(c, in, &sp, best.f, r.sharding,
                           gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
     if (sp.groups > 1 && gs_sharding_tiles_in_dim(best.f, 0) > 1)
-        gs_build_set_int(gs_part_builder(c), out->hlo, GS_ATTR_FEATURE_GROUP_COUNT,
+        gs_build_set_int(gs_part_builder(c), out->hlo,
+                         sp.batch_groups ? GS_ATTR_BATCH_GROUP_COUNT : GS_ATTR_FEATURE_GROUP_COUNT,
                          sp.groups / gs_sharding_tiles_in_dim(best.f, 0));
     out->base = in->shape;
     out->sharding = best.out;

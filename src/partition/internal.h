@@ -316,7 +316,9 @@ typedef struct gs_part_space {
     gs_part_space_map lhs, rhs, out; /* the three tensors */
     int n_lk;              /* contracting dims of the lhs and rhs (for masking) */
     int lk[GS_MAX_RANK], rk[GS_MAX_RANK];
-    int64_t groups;        /* convolution feature groups (space dim 0 is the group dim), or 1 */
+    int64_t groups;        /* convolution feature or batch groups (space dim 0 is the group
+                              dim), or 1 */
+    bool batch_groups;     /* they are batch groups (batch_group_count) */
 } gs_part_space;
 
 /* A space sharding and what it asks of the operands and gives the result. */

@@ -1,8 +1,8 @@
 /*
  * test_partition_prop.c — property test of the partitioner: random small graphs (elementwise,
  * broadcast, reshape, transpose, dot, reduce, argmax (variadic reduce), slice, pad, concatenate,
- * sort (keys, or keys and indices), 1-D convolution (and its filter-gradient form), reduce-window, select-and-scatter, gather,
- * batch-norm training and inference,
+ * sort (keys, or keys and indices), 1-D convolution (and its filter-gradient form, with batch
+ * groups), reduce-window, select-and-scatter, gather, batch-norm training and inference,
  * scatter, dynamic-slice and dynamic-update-slice with clamped indices, calls, while loops,
  * conditionals)
  * with random shardings
@@ -558,17 +558,25 @@ static void op(graph *g) {
             int n_in = (a->dims[1] - 1) * ld + 1 + lo + hi;
             if (n_in < 1) return;
             int w = 1 + rnd((n_in - 1) / rd + 1), eff = (w - 1) * rd + 1;
-            int kd[3] = {a->dims[0], w, o};
+            /* batch groups (a grouped convolution's filter gradient): a random divisor of
+             * the batch, each group's batch convolved with its own output features */
+            int bg = 1, nb = a->dims[2];
+            for (int f = nb; f > 1; f--)
+                if (nb % f == 0 && rnd(3) == 0) {
+                    bg = f;
+                    break;
+                }
+            int kd[3] = {a->dims[0], w, o * bg};
             val *kern = param(g, 3, kd);
             d[0] = (n_in - eff) / st + 1;
-            d[1] = a->dims[2];
-            d[2] = o;
+            d[1] = nb / bg;
+            d[2] = o * bg;
             val *v = new_val(g, 3, d);
             shape_text(g, v, so, sizeof so);
             emit(g,
                  "  %%%s = %s convolution(%%%s, %%%s), window={size=%d stride=%d pad=%d_%d "
-                 "lhs_dilate=%d rhs_dilate=%d%s}, dim_labels=f0b_i0o->0bf",
-                 v->name, so, a->name, kern->name, w, st, lo, hi, ld, rd, rev);
+                 "lhs_dilate=%d rhs_dilate=%d%s}, dim_labels=f0b_i0o->0bf, batch_group_count=%d",
+                 v->name, so, a->name, kern->name, w, st, lo, hi, ld, rd, rev, bg);
             finish(g, v);
             break;
         }
