@@ -445,8 +445,9 @@ bool gs_binary_f32(gs_opcode op, const float *x, const float *y, float *z, int64
 
 /* The integer and predicate cases of gs_scalar_binary as one loop per op (the halo masks the
  * partitioner emits are iota, add, compare and `and` over whole shards): wrapping arithmetic
- * through the unsigned type, as int_binary; false for other types and ops (division,
- * remainder, power and shifts keep their scalar rules). */
+ * through an unsigned type at least as wide as unsigned int (narrower ones would promote to int,
+ * whose overflow is undefined: 65535 * 65535), as int_binary; false for other types and ops
+ * (division, remainder, power and shifts keep their scalar rules). */
 static bool binary_int(gs_opcode op, gs_type t, const void *a, const void *b, void *out,
                        int64_t n) {
 #define INT_LOOPS(T, UT)                                                                          \
@@ -470,10 +471,10 @@ static bool binary_int(gs_opcode op, gs_type t, const void *a, const void *b, vo
     case GS_U32: INT_LOOPS(uint32_t, uint32_t);
     case GS_S64: INT_LOOPS(int64_t, uint64_t);
     case GS_U64: INT_LOOPS(uint64_t, uint64_t);
-    case GS_S8: INT_LOOPS(int8_t, uint8_t);
-    case GS_U8: INT_LOOPS(uint8_t, uint8_t);
-    case GS_S16: INT_LOOPS(int16_t, uint16_t);
-    case GS_U16: INT_LOOPS(uint16_t, uint16_t);
+    case GS_S8: INT_LOOPS(int8_t, uint32_t);
+    case GS_U8: INT_LOOPS(uint8_t, uint32_t);
+    case GS_S16: INT_LOOPS(int16_t, uint32_t);
+    case GS_U16: INT_LOOPS(uint16_t, uint32_t);
     case GS_PRED: {
         const unsigned char *x = a, *y = b;
         unsigned char *z = out;
