@@ -120,9 +120,9 @@ int gs_cli_operand(const char *cmd, const char *usage, const char *arg, const ch
 /* After the arguments of a command taking FILE [--num-partitions N]: `missing FILE` (2 after
  * usage), else GS_CLI_CONTINUE. N may be left 0: gs_cli_module_devices fills it in. */
 int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *file);
-/* The device count for module m: *n when --num-partitions gave one, else the devices of
- * --mesh (mesh: its text, or NULL), else the count the module declares
- * (gs_module_declared_partitions), stored in *n. GS_ERR with a message in d when none says. */
+/* The device count for module m: *n when --num-partitions gave one, else the count the module
+ * declares (gs_module_declared_partitions), else the devices of --mesh (mesh: its text, or
+ * NULL), stored in *n. GS_ERR with a message in d when none says. */
 gs_status gs_cli_module_devices(const gs_module *m, const char *mesh, long *n, gs_diags *d);
 /* The --propagate default: propagate an MLIR program (a JAX program has shardings on its
  * arguments and results only), partition an HLO module as written (XLA's partitioner alone).

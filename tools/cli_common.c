@@ -57,6 +57,11 @@ int gs_cli_need_file_devices(const char *cmd, const char *usage, const char *fil
 
 gs_status gs_cli_module_devices(const gs_module *m, const char *mesh, long *n, gs_diags *d) {
     if (*n >= 1) return GS_OK;
+    int64_t k = gs_module_declared_partitions(m);
+    if (k >= 1 && k <= (1L << 20)) { /* a mesh of another size is then an error of its own */
+        *n = (long)k;
+        return GS_OK;
+    }
     if (mesh) {
         gs_arena ar;
         gs_arena_init(&ar);
@@ -65,11 +70,6 @@ gs_status gs_cli_module_devices(const gs_module *m, const char *mesh, long *n, g
         if (!bad) *n = (long)parsed.n_devices;
         gs_arena_free(&ar);
         if (bad) return gs_error(d, gs_span_none(), "--mesh '%s' is not a mesh", mesh);
-        return GS_OK;
-    }
-    int64_t k = gs_module_declared_partitions(m);
-    if (k >= 1 && k <= (1L << 20)) {
-        *n = (long)k;
         return GS_OK;
     }
     gs_error(d, gs_span_none(),

@@ -138,6 +138,14 @@ with tempfile.TemporaryDirectory() as tmp:
         elif cmd[0] == "partition" and "f32[4,4] parameter(0)" not in out:
             failures.append("partition --mesh a=2: x not split over the mesh's 2 devices:\n%s"
                             % out)
+    # A module that declares its device count keeps it: a mesh of another size is an error.
+    d4 = os.path.join(tmp, "d4.hlo")
+    with open(d4, "w") as f:
+        f.write("HloModule d, num_partitions=4\nENTRY e {\n  ROOT x = f32[8] parameter(0)\n}\n")
+    rc, _, err = run(["partition", d4, "--mesh", "a=2", "--shard", "x=a"])
+    if rc != 1 or "partitioned for 4 devices" not in err:
+        failures.append("partition of a 4-device module with --mesh a=2: want exit 1 naming the "
+                        "4 devices; got %d: %s" % (rc, err.strip()))
     rc, _, err = run(["partition", good, "--mesh", "a="])
     if rc != 1 or "--mesh:1:3: error:" not in err:
         failures.append("partition --mesh a=: want exit 1 and a located error; got %d: %s"
