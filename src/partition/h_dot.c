@@ -508,6 +508,17 @@ static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
  * and the segments' convolutions are summed. A segment reads lhs window positions
  * [b0 * rhs_dilate, (b1 - 1) * rhs_dilate + (o - 1) * stride + 1). Only for windows without
  * base dilation (read_of refuses the others). */
+/* The local convolution's group count: the groups a device holds when space sharding f splits
+ * them (the group dim tiles only by divisors of the count). */
+static void set_local_groups(gs_part_ctx *c, const gs_part_space *sp, const gs_sharding *f,
+                             gs_instr *conv) {
+    int64_t k = gs_sharding_tiles_in_dim(f, 0);
+    if (!conv || sp->groups <= 1 || k <= 1) return;
+    gs_build_set_int(gs_part_builder(c), conv,
+                     sp->batch_groups ? GS_ATTR_BATCH_GROUP_COUNT : GS_ATTR_FEATURE_GROUP_COUNT,
+                     sp->groups / k);
+}
+
 static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                             const gs_sharding *f, const gs_sharding *rs, const gs_shape *shape,
                             int n_ops, gs_instr *const *ops) {
@@ -732,6 +743,7 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
         gs_part_value p = {local_conv(c, in, &sp, best.f, r.sharding,
                                       gs_part_local_shape(c, wide, best.out), n_ops, ops),
                            wide, best.out, GS_OP_ADD};
+        set_local_groups(c, &sp, best.f, p.hlo);
         gs_part_value whole;
         gs_part_reshard(c, &p, t, &whole);
         gs_instr *w = whole.hlo;
@@ -752,10 +764,7 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     }
     out->hlo = local_conv(c, in, &sp, best.f, r.sharding,
                           gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
-    if (sp.groups > 1 && gs_sharding_tiles_in_dim(best.f, 0) > 1)
-        gs_build_set_int(gs_part_builder(c), out->hlo,
-                         sp.batch_groups ? GS_ATTR_BATCH_GROUP_COUNT : GS_ATTR_FEATURE_GROUP_COUNT,
-                         sp.groups / gs_sharding_tiles_in_dim(best.f, 0));
+    set_local_groups(c, &sp, best.f, out->hlo);
     out->base = in->shape;
     out->sharding = best.out;
     out->combiner = GS_OP_ADD;
