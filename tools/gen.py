@@ -1010,6 +1010,11 @@ class Pipeline:
         with --train the backward loop's 6 (the 2 forward dots recomputed, dW2, dh, dW1, dx)."""
         return self.layer_flops() * (4 if self.train else 1)
 
+    def step_stage_flops(self):
+        """Dot FLOPs the step spends on one stage's L layers for one microbatch: with --train,
+        less the recompute of the last layer's output dot, which nothing reads."""
+        return self.L * self.step_layer_flops() - (self.layer_flops() // 2 if self.train else 0)
+
     def model_flops(self):
         """The usual count: 2 (forward) or 6 (training) x params x tokens, no recomputation."""
         return (6 if self.train else 2) * self.params() * self.M * self.B * self.T
@@ -1018,10 +1023,10 @@ class Pipeline:
         return self.M + self.S - 1
 
     def useful_flops(self):
-        return self.M * self.S * self.L * self.step_layer_flops()
+        return self.M * self.S * self.step_stage_flops()
 
     def loop_flops(self):
-        return self.iterations() * self.S * self.L * self.step_layer_flops()
+        return self.iterations() * self.S * self.step_stage_flops()
 
     def state_shapes(self, with_acts):
         """The forward loop's state: (i, buffer, outputs, inputs, w1 stack, w2 stack[, acts])."""
@@ -1129,13 +1134,18 @@ def stage_layer(c, p, w1, w2, l):
     return w1l, w2l
 
 
-def stage_mlp_fwd(c, p, x, w1l, w2l):
-    """One MLP layer of all S stages at once (stage dim 0 a batch dim of both dots)."""
+def stage_mlp_fwd(c, p, x, w1l, w2l, output=True):
+    """One MLP layer of all S stages at once (stage dim 0 a batch dim of both dots). Without
+    `output` (the backward's recompute of a stage's last layer, whose output nothing reads)
+    only what the gradients need: the second dot is not emitted (XLA would remove it)."""
     h0 = c.dot(x, w1l, [0], [0], [3], [1], "h0")  # [S,B,T,F]
     zero = c.full(p.dt, 0, c.dims(h0), "zeros")
     h = c.binop("maximum", h0, zero, "h")
+    saved = dict(x=x, h0=h0, h=h, zero=zero)
+    if not output:
+        return None, saved
     y = c.dot(h, w2l, [0], [0], [3], [1], "y")  # [S,B,T,D]
-    return c.add(x, y, "stage_out"), dict(x=x, h0=h0, h=h, zero=zero)
+    return c.add(x, y, "stage_out"), saved
 
 
 def pipeline_bwd_body(p):
@@ -1171,7 +1181,7 @@ def pipeline_bwd_body(p):
     ws, saved = [], []
     for l in range(L):
         w1l, w2l = stage_layer(b, p, w1, w2, l)
-        x, sv = stage_mlp_fwd(b, p, x, w1l, w2l)
+        x, sv = stage_mlp_fwd(b, p, x, w1l, w2l, output=l + 1 < L)
         ws.append((w1l, w2l))
         saved.append(sv)
     new1, new2 = list(dw1), list(dw2)
@@ -1266,7 +1276,7 @@ def build_pipeline(p):
     text = "HloModule gspmd_gen_pipeline%s\n\n" % ("_train" if p.train else "") + \
         "\n\n".join(c.text() for c in comps) + "\n"
     written = fb.dot_flops + (bb.dot_flops if bb else 0)
-    assert written == S * L * p.step_layer_flops()
+    assert written == S * p.step_stage_flops()
     stats = dict(written=written, executed=p.iterations() * written,
                  dots=fb.n_dots + (bb.n_dots if bb else 0))
     return text, stats
@@ -1808,15 +1818,15 @@ def pipeline_summary(p, stats):
     return ("gen: pipeline%s: stages %d, microbatches %d, layers per stage %d (%d layers), "
             "microbatch [%d,%d,%d], ffn %d, shift %s, feed %s, collect %s; params %d (%s); "
             "model FLOPs/step %.4g (%d x params x %d tokens); useful model "
-            "FLOPs %d (%d microbatches x %d layers x %d, each once); executed loop FLOPs %d "
-            "(%d iterations x %d stages x %d layers x %d); bubble fraction (S-1)/(M+S-1) = "
+            "FLOPs %d (%d microbatches x %d stages x %d, each once); executed loop FLOPs %d "
+            "(%d iterations x %d stages x %d); bubble fraction (S-1)/(M+S-1) = "
             "%d/%d = %.9f; dot FLOPs emitted: %d per step executed (loop bodies x %d iterations), "
             "%d as written (each computation once, %d dots); devices %d (%s)" % (
                 " train" if p.train else "", p.S, p.M, p.L, p.S * p.L, p.B, p.T, p.D, p.F,
                 p.shift, p.feed, p.collect, p.params(), human(p.params()), p.model_flops(),
-                6 if p.train else 2, p.M * p.B * p.T, p.useful_flops(), p.M, p.S * p.L,
-                p.step_layer_flops(), p.loop_flops(), p.iterations(), p.S, p.L,
-                p.step_layer_flops(), p.S - 1,
+                6 if p.train else 2, p.M * p.B * p.T, p.useful_flops(), p.M, p.S,
+                p.step_stage_flops(), p.loop_flops(), p.iterations(), p.S,
+                p.step_stage_flops(), p.S - 1,
                 p.iterations(), p.bubble(), stats["executed"], p.iterations(),
                 stats["written"], stats["dots"], p.devices,
                 ",".join("%s=%d" % ms for ms in p.mesh if ms[0] != "data" or ms[1] > 1)))
