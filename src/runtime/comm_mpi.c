@@ -350,9 +350,24 @@ static gs_status mpi_all_reduce(gs_comm *c, int dev, const gs_group *g, gs_type 
     return st;
 }
 
+static gs_status mpi_all_gather_interleaved(gs_comm *c, int dev, const gs_group *g,
+                                            const void *in, int64_t outer, int64_t run,
+                                            void *out, gs_diags *d);
+
+/* The members' blocks in group order: the interleaved gather of one piece each. */
 static gs_status mpi_all_gather(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
                                 void *out, gs_diags *d) {
+    return mpi_all_gather_interleaved(c, dev, g, in, 1, bytes, out, d);
+}
+
+/* An all-gather whose members' blocks (outer pieces of `run` bytes each) land interleaved in out
+ * straight from the staging buffer MPI wrote (member j's piece o at (o * group size + j) *
+ * run), with no buffer of blocks in between. */
+static gs_status mpi_all_gather_interleaved(gs_comm *c, int dev, const gs_group *g,
+                                            const void *in, int64_t outer, int64_t run,
+                                            void *out, gs_diags *d) {
     mpi_comm *m = mc(c);
+    int64_t bytes = outer * run;
     if (bytes > 0x7fffffff) return gs_error(d, gs_span_none(), "device %d: all-gather block over 2 GiB", dev);
     MPI_Comm gc;
     if (group_comm(m, dev, g, &gc, d) != GS_OK) return GS_ERR;
@@ -361,7 +376,15 @@ static gs_status mpi_all_gather(gs_comm *c, int dev, const gs_group *g, const vo
     if (stage(&s, dev, in, (size_t)bytes, out_bytes, d) != GS_OK) return GS_ERR;
     MPI_Request req;
     MPI_Iallgather(s.in, (int)bytes, MPI_BYTE, s.out, (int)bytes, MPI_BYTE, gc, &req);
-    return finish_staged(m, dev, &req, 1, &s, out, out_bytes, d);
+    if (wait_req(m, dev, &req, d) != GS_OK) return GS_ERR; /* s stays MPI's */
+    const char *blocks = s.out; /* member k's block at k * bytes */
+    for (int64_t o = 0; run > 0 && o < outer; o++)
+        for (int k = 0; k < g->size; k++)
+            memcpy((char *)out + (o * g->size + k) * run, blocks + k * bytes + o * run,
+                   (size_t)run);
+    free(s.in);
+    free(s.out);
+    return GS_OK;
 }
 
 static gs_status mpi_all_to_all(gs_comm *c, int dev, const gs_group *g, const void *in, int64_t bytes,
@@ -491,7 +514,7 @@ static void mpi_free(gs_comm *c) {
 static const gs_comm_ops MPI_OPS = {mpi_all_reduce, mpi_all_gather,  mpi_all_to_all,
                                     mpi_reduce_scatter, mpi_permute, mpi_gather_root,
                                     mpi_barrier,    mpi_abort,       mpi_free,
-                                    NULL};
+                                    mpi_all_gather_interleaved};
 
 static void ensure_init(void) {
     int inited = 0;
