@@ -64,6 +64,16 @@ def transformer(layers, mesh, out):
                     "--mesh", mesh, "--train", "-o", out], check=True, capture_output=True)
 
 
+def pop_option(args, name, default):
+    """The value after `name` in args (both removed from args), or default."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
 def step_times(cmd, env=None):
     """(mean, best) seconds per step after the first that `gspmd run|eval ... --steps K`
     reports on stderr (eval reports no best: the mean twice)."""
@@ -97,14 +107,8 @@ def auto(gspmd, src, dst, machine):
 
 def main():
     args = sys.argv[1:]
-    reps = 3
-    if "--reps" in args:
-        reps = int(args[args.index("--reps") + 1])
-        del args[args.index("--reps"):args.index("--reps") + 2]
-    machine = "this-cpu"
-    if "--machine" in args:
-        machine = args[args.index("--machine") + 1]
-        del args[args.index("--machine"):args.index("--machine") + 2]
+    reps = int(pop_option(args, "--reps", 3))
+    machine = pop_option(args, "--machine", "this-cpu")
     gspmd = args[0] if args else os.path.join(ROOT, "build", "gspmd")
     print("| program | sharding | measured per layer | predicted per layer | predicted / measured |")
     print("|---|---|---|---|---|")

@@ -22,7 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from autoshard_run import mlp  # noqa: E402
+from autoshard_run import mlp, pop_option  # noqa: E402
 
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -54,11 +54,8 @@ def main():
     use_mpi = "--mpi" in args
     if use_mpi:
         args.remove("--mpi")
-    raw = None
-    if "--raw" in args:
-        i = args.index("--raw")
-        raw = float(args[i + 1])
-        del args[i:i + 2]
+    raw = pop_option(args, "--raw", None)
+    raw = float(raw) if raw is not None else None
     gspmd = os.path.abspath(args[0] if args else os.path.join(ROOT, "build", "gspmd"))
     if raw is None:
         raw = raw_per_layer(gspmd)

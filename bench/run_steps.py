@@ -16,7 +16,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from autoshard_run import mlp, step_times  # noqa: E402
+from autoshard_run import mlp, pop_option, step_times  # noqa: E402
 
 
 def per_step(cmd, env=None):
@@ -25,10 +25,7 @@ def per_step(cmd, env=None):
 
 def main():
     args = sys.argv[1:]
-    steps = "20"
-    if "--steps" in args:
-        steps = args[args.index("--steps") + 1]
-        del args[args.index("--steps"):args.index("--steps") + 2]
+    steps = pop_option(args, "--steps", "20")
     gspmd = args[0] if args else os.path.join(ROOT, "build", "gspmd")
     print("| program | eval per step (1 thread) | run per step (2 devices) | eval / run |")
     print("|---|---|---|---|")

@@ -329,7 +329,7 @@ static const command COMMANDS[] = {
      "is. See gspmd run --help.\n"},
     {"cost", gs_cli_cost,
      "gspmd cost FILE --num-partitions N [--machine NAME|FILE] [--propagate|--no-propagate] "
-     "[--spmd] [--json] [--mesh M --shard NAME=SPEC]... [--auto --mesh M]",
+     "[--spmd] [--json] [--trace FILE.json] [--mesh M --shard NAME=SPEC]... [--auto --mesh M]",
      "Compiles FILE as run does (propagating unless --no-propagate) and predicts one step's\n"
      "per-device FLOPs, memory traffic, collectives, peak memory, step time and model FLOPs\n"
      "utilization on a machine profile. See gspmd cost --help.\n"},

@@ -235,10 +235,9 @@ typedef struct tl_event {
     int tid;        /* 0 the device's stream, 1 its asynchronous collectives */
 } tl_event;
 
-/* The predicted timeline: events in the order the walk lays them out. */
+/* The predicted timeline: events (tl_event) in the order the walk lays them out. */
 typedef struct timeline {
-    tl_event *ev;
-    int64_t n, cap;
+    gs_vec ev;
     bool cut; /* later loop iterations left out (too many events) */
     bool oom;
 } timeline;
@@ -261,27 +260,18 @@ typedef struct step_walk {
 static void emit(step_walk *w, const gs_instr *in, double t0, double dur, int64_t bytes, int tid) {
     timeline *tl = w->tl;
     if (!tl || tl->oom) return;
-    if (tl->n >= TIMELINE_MAX_EVENTS) {
+    if (tl->ev.n >= TIMELINE_MAX_EVENTS) {
         tl->cut = true;
         return;
     }
-    if (tl->n == tl->cap) {
-        int64_t cap = tl->cap ? 2 * tl->cap : 1024;
-        tl_event *e = realloc(tl->ev, sizeof *e * (size_t)cap);
-        if (!e) {
-            tl->oom = true;
-            return;
-        }
-        tl->ev = e;
-        tl->cap = cap;
-    }
-    tl->ev[tl->n++] = (tl_event){in, t0, dur, bytes, tid};
+    tl_event e = {in, t0, dur, bytes, tid};
+    if (gs_vec_push(&tl->ev, &e) != GS_OK) tl->oom = true;
 }
 
 /* Events [from, to) again, shifted by `by` seconds (a loop's later iteration). */
 static void repeat_events(step_walk *w, int64_t from, int64_t to, double by) {
     for (int64_t i = from; w->tl && i < to && !w->tl->oom && !w->tl->cut; i++) {
-        tl_event e = w->tl->ev[i];
+        tl_event e = GS_VEC_AT(&w->tl->ev, tl_event, i);
         emit(w, e.in, e.t0 + by, e.dur, e.bytes, e.tid);
     }
 }
@@ -324,16 +314,16 @@ static void step_called(step_walk *w, const gs_instr *in, gs_step_cost *out) {
     gs_step_cost best = {0};
     const gs_computation *best_c = NULL;
     double c0 = w->clock;
-    int64_t e0 = w->tl ? w->tl->n : 0, from[64], to[64];
+    int64_t e0 = w->tl ? (int64_t)w->tl->ev.n : 0, from[64], to[64];
     double dur[64], start[64], times_k[64];
     for (int k = 0; k < nc && k < 64; k++) {
         times_k[k] = 0;
         if (!called[k] || called[k] == in->parent) continue;
         gs_step_cost sub = {0};
         start[k] = w->clock;
-        from[k] = w->tl ? w->tl->n : 0;
+        from[k] = w->tl ? (int64_t)w->tl->ev.n : 0;
         step_comp(w, called[k], &sub);
-        to[k] = w->tl ? w->tl->n : 0;
+        to[k] = w->tl ? (int64_t)w->tl->ev.n : 0;
         dur[k] = w->clock - start[k];
         if (in->op == GS_OP_CONDITIONAL) {
             if (sub.compute_s + sub.exposed_comm_s >= best.compute_s + best.exposed_comm_s) {
@@ -341,7 +331,7 @@ static void step_called(step_walk *w, const gs_instr *in, gs_step_cost *out) {
                 best_c = called[k];
             }
             if (w->tl) { /* the timeline takes the branch chosen, laid out again below */
-                w->tl->n = e0;
+                w->tl->ev.n = (size_t)e0;
                 w->clock = c0;
             }
             continue;
@@ -576,6 +566,7 @@ gs_status gs_cost_trace_write(const gs_module *m, const gs_machine *mc, const ch
         return gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
                         strerror(errno));
     timeline tl = {0};
+    gs_vec_init(&tl.ev, sizeof(tl_event));
     gs_step_cost c;
     gs_status st = cost_step(m, mc, &tl, &c, d);
     gs_trace_json j;
@@ -585,13 +576,13 @@ gs_status gs_cost_trace_write(const gs_module *m, const gs_machine *mc, const ch
              tl.oom ? " (some events lost: out of memory)"
              : tl.cut ? " (events of later loop iterations left out)" : "");
     gs_trace_json_process(&j, 0, name);
-    for (int64_t i = 0; st == GS_OK && i < tl.n; i++) {
-        const tl_event *e = &tl.ev[i];
+    for (size_t i = 0; st == GS_OK && i < tl.ev.n; i++) {
+        const tl_event *e = &GS_VEC_AT(&tl.ev, tl_event, i);
         gs_trace_json_event(&j, 0, e->tid, e->in->name, gs_op_name(e->in->op), e->t0 * 1e6,
                             e->dur * 1e6, e->bytes, -1);
     }
     bool ok = gs_trace_json_end(&j);
-    free(tl.ev);
+    gs_vec_free(&tl.ev);
     if (st == GS_OK && !ok)
         st = gs_error(d, gs_span_none(), "cannot write the trace '%s': %s", path,
                       strerror(errno));

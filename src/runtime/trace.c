@@ -26,8 +26,7 @@ typedef struct trace_event {
 
 typedef struct device_trace {
     gs_instr_observer obs;
-    trace_event *ev;
-    int64_t n, cap;
+    gs_vec ev; /* trace_event */
     bool oom; /* an event could not be recorded: the file says so */
     int64_t wait_ns; /* blocked since the last collective's event (the device's thread and its
                         asynchronous helper add to it: atomic) */
@@ -46,23 +45,14 @@ static bool plumbing(gs_opcode op) {
 static void record(void *ctx, const gs_instr *in, double t0, double t1, const gs_value *r) {
     device_trace *t = ctx;
     if (plumbing(in->op)) return;
-    if (t->n == t->cap) {
-        int64_t cap = t->cap ? 2 * t->cap : 1024;
-        trace_event *e = realloc(t->ev, sizeof *e * (size_t)cap);
-        if (!e) {
-            t->oom = true;
-            return;
-        }
-        t->ev = e;
-        t->cap = cap;
-    }
     int64_t bytes = -1, wait = -1;
     gs_op_family fam = gs_op_info_of(in->op)->family;
     if (fam == GS_FAM_COLLECTIVE || fam == GS_FAM_ASYNC) {
         if (r && r->type != GS_TUPLE) bytes = (int64_t)gs_value_bytes(r);
         wait = __atomic_exchange_n(&t->wait_ns, 0, __ATOMIC_ACQ_REL);
     }
-    t->ev[t->n++] = (trace_event){in, t0, t1, bytes, wait};
+    trace_event e = {in, t0, t1, bytes, wait};
+    if (gs_vec_push(&t->ev, &e) != GS_OK) t->oom = true;
 }
 
 gs_trace *gs_trace_new(int local_devices, int first_device) {
@@ -75,13 +65,16 @@ gs_trace *gs_trace_new(int local_devices, int first_device) {
         free(t);
         return NULL;
     }
-    for (int k = 0; k < local_devices; k++) t->dev[k].obs = (gs_instr_observer){record, &t->dev[k]};
+    for (int k = 0; k < local_devices; k++) {
+        t->dev[k].obs = (gs_instr_observer){record, &t->dev[k]};
+        gs_vec_init(&t->dev[k].ev, sizeof(trace_event));
+    }
     return t;
 }
 
 void gs_trace_free(gs_trace *t) {
     if (!t) return;
-    for (int k = 0; k < t->local; k++) free(t->dev[k].ev);
+    for (int k = 0; k < t->local; k++) gs_vec_free(&t->dev[k].ev);
     free(t->dev);
     free(t);
 }
@@ -102,8 +95,10 @@ gs_status gs_trace_write(const gs_trace *t, const char *path, gs_diags *d) {
                         strerror(errno));
     double origin = -1;
     for (int k = 0; k < t->local; k++)
-        for (int64_t i = 0; i < t->dev[k].n; i++)
-            if (origin < 0 || t->dev[k].ev[i].t0 < origin) origin = t->dev[k].ev[i].t0;
+        for (size_t i = 0; i < t->dev[k].ev.n; i++) {
+            double t0 = GS_VEC_AT(&t->dev[k].ev, trace_event, i).t0;
+            if (origin < 0 || t0 < origin) origin = t0;
+        }
     if (origin < 0) origin = 0;
     gs_trace_json j;
     gs_trace_json_begin(&j, f);
@@ -113,8 +108,8 @@ gs_status gs_trace_write(const gs_trace *t, const char *path, gs_diags *d) {
         snprintf(name, sizeof name, "device %d%s", dev,
                  t->dev[k].oom ? " (some events lost: out of memory)" : "");
         gs_trace_json_process(&j, dev, name);
-        for (int64_t i = 0; i < t->dev[k].n; i++) {
-            const trace_event *e = &t->dev[k].ev[i];
+        for (size_t i = 0; i < t->dev[k].ev.n; i++) {
+            const trace_event *e = &GS_VEC_AT(&t->dev[k].ev, trace_event, i);
             gs_trace_json_event(&j, dev, 0, e->in->name, gs_op_name(e->in->op),
                                 (e->t0 - origin) * 1e6, (e->t1 - e->t0) * 1e6, e->bytes,
                                 e->wait_ns >= 0 ? (double)e->wait_ns * 1e-3 : -1);
