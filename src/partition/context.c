@@ -40,6 +40,27 @@ void gs_part_oom(gs_part_ctx *c) {
 gs_builder *gs_part_builder(gs_part_ctx *c) { return &c->e->b; }
 gs_arena *gs_part_arena(gs_part_ctx *c) { return &c->scratch; }
 
+const gs_instr *gs_part_caller(gs_part_ctx *c, const gs_instr *in) {
+    if (!c->callers_ready) {
+        c->callers_ready = true;
+        for (int i = 0; i < c->src->n_comps; i++) {
+            const gs_computation *comp = c->src->comps[i];
+            for (int j = 0; j < comp->n_instrs; j++) {
+                gs_instr *call = comp->instrs[j];
+                gs_computation *called[64];
+                int k = gs_instr_called(call, called, 64);
+                for (int x = 0; x < k && x < 64; x++)
+                    if (!gs_strmap_get(&c->callers, called[x]->name) &&
+                        gs_strmap_put(&c->callers, called[x]->name, call) != GS_OK) {
+                        gs_part_oom(c);
+                        return NULL;
+                    }
+            }
+        }
+    }
+    return in->parent ? gs_strmap_get(&c->callers, in->parent->name) : NULL;
+}
+
 const gs_part_value *gs_part_operand(gs_part_ctx *c, const gs_instr *in, int k) {
     return &c->vals[in->operands[k]->id];
 }

@@ -345,6 +345,62 @@ static const gs_sharding *merge(gs_part_ctx *c, const gs_sharding *a, const gs_s
     return out;
 }
 
+/* XLA's merged strategies (a method groups the devices on its dims, and within each group the
+ * next method tiles what the other operand tiles, on the group's own devices): base, with each
+ * space dim that `other` tiles and base does not tiled as many ways over base's replicated
+ * devices (the major part of each replication group), while they divide. NULL when nothing
+ * is added. */
+static const gs_sharding *extend(gs_part_ctx *c, const gs_part_space *sp, const gs_sharding *base,
+                                 const gs_sharding *other) {
+    if (!base || !other || base->kind != GS_SHARDING_TILED || other->kind != GS_SHARDING_TILED ||
+        base->n_subgroups != 1 || base->subgroups[0] != GS_SUBGROUP_REPLICATED ||
+        base->data_rank != sp->ns || other->data_rank != sp->ns)
+        return NULL;
+    int64_t left = base->tiles.dims[sp->ns];
+    int add_dim[GS_MAX_RANK], k = 0;
+    int64_t add_n[GS_MAX_RANK], used = 1;
+    for (int s = 0; s < sp->ns - sp->nf; s++) {
+        /* The part of other's tiling the replicated devices left can take (XLA moves the rest
+         * of it into replication first). */
+        int64_t t = gs_gcd64(gs_sharding_tiles_in_dim(other, s), left);
+        if (t <= 1 || gs_sharding_tiles_in_dim(base, s) > 1) continue;
+        add_dim[k] = s;
+        add_n[k++] = t;
+        left /= t;
+        used *= t;
+    }
+    if (k == 0) return NULL;
+    /* [d.., R] viewed as [d.., t_1..t_k, R/T], each t_i moved beside its (size 1) dim, merged. */
+    int64_t dims[GS_MAX_TILE_RANK];
+    int r = 0;
+    for (int s = 0; s < sp->ns; s++) dims[r++] = base->tiles.dims[s];
+    for (int i = 0; i < k; i++) dims[r++] = add_n[i];
+    dims[r++] = left;
+    gs_arena *a = gs_part_arena(c);
+    gs_tile_assignment split, moved, merged;
+    int perm[GS_MAX_TILE_RANK], np = 0;
+    for (int s = 0; s < sp->ns; s++) {
+        perm[np++] = s;
+        for (int i = 0; i < k; i++)
+            if (add_dim[i] == s) perm[np++] = sp->ns + i;
+    }
+    perm[np++] = sp->ns + k;
+    int64_t out[GS_MAX_TILE_RANK];
+    for (int s = 0; s < sp->ns; s++) out[s] = base->tiles.dims[s];
+    for (int i = 0; i < k; i++) out[add_dim[i]] *= add_n[i];
+    out[sp->ns] = left;
+    if (gs_tile_reshape(a, &base->tiles, r, dims, &split) != GS_OK ||
+        gs_tile_transpose(a, &split, perm, &moved) != GS_OK ||
+        gs_tile_reshape(a, &moved, sp->ns + 1, out, &merged) != GS_OK) {
+        gs_part_oom(c);
+        return NULL;
+    }
+    (void)used;
+    gs_sharding *f = gs_sharding_partial(a, &merged);
+    if (!f) gs_part_oom(c);
+    return f;
+}
+
 /* The plain sharding a value would have once combined (partial) or spread (maximal). */
 static const gs_sharding *as_plain(gs_part_ctx *c, const gs_sharding *s) {
     if (gs_part_plain(s)) return s;
@@ -595,6 +651,40 @@ static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_sp
     return sum;
 }
 
+/* Plan p for space sharding f: the operands' and the result's shardings, the bytes their
+ * reshards and halos move (*lb, *rb, *ob, *hb) and the local FLOPs. False when no halo exchange
+ * can read a window. */
+static bool eval_plan(gs_part_ctx *c, const gs_instr *in, const gs_part_space *spp,
+                      const gs_sharding *f, const gs_part_value *lv, const gs_part_value *rv,
+                      const gs_sharding *ls, const gs_sharding *t, gs_part_space_plan *out,
+                      int64_t *lb, int64_t *rb, int64_t *ob, int64_t *hb) {
+    const gs_part_space sp = *spp;
+    gs_part_space_plan p = {f, NULL, NULL, NULL, 0, 1, NULL};
+    p.lhs = project(c, &sp, &sp.lhs, p.f);
+    p.rhs = project(c, &sp, &sp.rhs, p.f);
+    p.out = project_out(c, &sp, p.f);
+    if (c->failed) return false;
+    /* Windowed dims the lhs holds whole stay whole: each device slices its window. */
+    p.lhs_read = p.lhs;
+    int whole[GS_MAX_RANK], nw = 0;
+    for (int h = 0; h < sp.nh; h++)
+        if (reads_locally(in, &sp, p.f, ls, h))
+            whole[nw++] = read_of(in, &sp, h, gs_sharding_tiles_in_dim(p.f, sp.nb + sp.nm + sp.nn + sp.nk + h)).dim;
+    if (nw) p.lhs_read = gs_part_replicate_dims(c, p.lhs, nw, whole);
+    *hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs_read, ls) : 0;
+    if (*hb < 0) return false; /* a window no halo exchange can read */
+    *lb = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs_read);
+    *rb = gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs);
+    *ob = gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t);
+    p.bytes = *lb + *rb + *ob + *hb;
+    for (int s = 0; s < sp.ns; s++) {
+        int64_t k = gs_sharding_tiles_in_dim(p.f, s);
+        p.flops *= (double)((sp.size[s] + k - 1) / k);
+    }
+    *out = p;
+    return true;
+}
+
 const gs_sharding *gs_part_space_project(gs_part_ctx *c, const gs_part_space *sp,
                                          const gs_part_space_map *m, const gs_sharding *f) {
     return project(c, sp, m, f);
@@ -619,6 +709,8 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     add_candidate(c, &sp, merge(c, fl, fr), cands, &nc);
     add_candidate(c, &sp, fl, cands, &nc);
     add_candidate(c, &sp, fr, cands, &nc);
+    add_candidate(c, &sp, extend(c, &sp, fl, fr), cands, &nc);
+    add_candidate(c, &sp, extend(c, &sp, fr, fl), cands, &nc);
     /* Whole operands (within each manual group, inside a partially manual region). */
     add_candidate(c, &sp,
                   c->manual ? lift(c, &sp, &sp.out, gs_part_replicated(c, in->shape))
@@ -628,27 +720,11 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     gs_part_space_plan best = {0}, windowed = {0};
     int best_i = -1, windowed_i = -1;
     for (int i = 0; i < nc; i++) {
-        gs_part_space_plan p = {cands[i], NULL, NULL, NULL, 0, 1, NULL};
-        p.lhs = project(c, &sp, &sp.lhs, p.f);
-        p.rhs = project(c, &sp, &sp.rhs, p.f);
-        p.out = project_out(c, &sp, p.f);
-        if (c->failed) return false;
-        /* Windowed dims the lhs holds whole stay whole: each device slices its window. */
-        p.lhs_read = p.lhs;
-        int whole[GS_MAX_RANK], nw = 0;
-        for (int h = 0; h < sp.nh; h++)
-            if (reads_locally(in, &sp, p.f, ls, h))
-                whole[nw++] = read_of(in, &sp, h, gs_sharding_tiles_in_dim(p.f, sp.nb + sp.nm + sp.nn + sp.nk + h)).dim;
-        if (nw) p.lhs_read = gs_part_replicate_dims(c, p.lhs, nw, whole);
-        int64_t hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs_read, ls) : 0;
-        if (hb < 0) continue; /* a window no halo exchange can read */
-        int64_t lb = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs_read),
-                rb = gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs),
-                ob = gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t);
-        p.bytes = lb + rb + ob + hb;
-        for (int s = 0; s < sp.ns; s++) {
-            int64_t k = gs_sharding_tiles_in_dim(p.f, s);
-            p.flops *= (double)((sp.size[s] + k - 1) / k);
+        gs_part_space_plan p;
+        int64_t lb, rb, ob, hb;
+        if (!eval_plan(c, in, &sp, cands[i], lv, rv, ls, t, &p, &lb, &rb, &ob, &hb)) {
+            if (c->failed) return false;
+            continue;
         }
         if (best_i < 0 || p.bytes < best.bytes ||
             (p.bytes == best.bytes && p.flops < best.flops)) {
@@ -669,6 +745,25 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
         }
     }
     if (c->failed || best_i < 0) return false;
+    /* XLA partitions a gather or scatter by one method at a time, and within the device groups
+     * one method leaves, the next method applies wherever an operand is still tiled: its
+     * tiling is kept on the group's devices (collective-permuted there) rather than gathered.
+     * So the plan is extended by what the other operand tiles on the replicated devices. */
+    const gs_sharding *f3 = NULL;
+    if (sp.compose && sp.third && gs_part_plain(as_plain(c, sp.third->sharding)))
+        f3 = lift(c, &sp, &sp.third_map, as_plain(c, sp.third->sharding));
+    if (sp.compose)
+        for (int pass = 0; pass < 3; pass++) {
+            const gs_sharding *ext = extend(c, &sp, best.f, pass == 0 ? fr : pass == 1 ? fl : f3);
+            const gs_sharding *one[1];
+            int n1 = 0;
+            add_candidate(c, &sp, ext, one, &n1);
+            gs_part_space_plan p;
+            int64_t lb, rb, ob, hb;
+            if (n1 && eval_plan(c, in, &sp, one[0], lv, rv, ls, t, &p, &lb, &rb, &ob, &hb))
+                best = p;
+            if (c->failed) return false;
+        }
     /* As XLA, a windowed loop is preferred to a plan that moves data, but never one that
      * computes more: a loop that builds more of the result than the cheapest plan (a fuller
      * result sliced or summed afterwards) does the dot's work several times over. */

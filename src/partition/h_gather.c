@@ -26,16 +26,74 @@
  */
 #include "internal.h"
 
+#include "ir/analysis.h"
+
 #include <string.h>
 
 /* ------------------------------------------------------------------ gather */
 
 typedef struct gather_dims {
-    gs_ints offset, collapsed, start_map, obatch, ibatch, sizes;
-    int64_t ivd; /* index vector dim (== indices rank: implicit) */
+    gs_ints offset, collapsed, start_map, sizes;
+    gs_ints obatch, ibatch; /* batching pairs: the explicit ones, then the implicit ones */
+    int n_implicit;         /* pairs at the end of obatch/ibatch that are implicit */
+    int64_t ivd;            /* index vector dim (== indices rank: implicit) */
+    int64_t ob[GS_MAX_RANK], ib[GS_MAX_RANK]; /* storage of obatch, ibatch */
 } gather_dims;
 
-static void read_gather(const gs_instr *in, gather_dims *g) {
+/* ------------------------------------------------------------------ implicit parallel dims */
+
+/* The partitioner's view of the source graph for gs_gather_iota_parallel: a Sharding
+ * custom-call stands for its operand, and computations know their callers. */
+static const gs_instr *walk_operand(const gs_instr *in, int i, void *ud) {
+    (void)ud;
+    const gs_instr *op = in->operands[i];
+    for (int depth = 0; depth < 64 && op->op == GS_OP_CUSTOM_CALL && op->n_operands == 1; depth++) {
+        const char *t = gs_instr_str(op, GS_ATTR_CUSTOM_CALL_TARGET);
+        if (!t || strcmp(t, "Sharding") != 0) break;
+        op = op->operands[0];
+    }
+    return op;
+}
+
+static const gs_instr *walk_caller(const gs_instr *in, void *ud) {
+    return gs_part_caller(ud, in);
+}
+
+/* Appends to the batching pairs the implicit ones (indices that count along a dim address a
+ * collapsed operand dim of that size, as XLA's GetGatherScatterBatchParallelDims finds them):
+ * each device then works on its own rows, its index made local by a subtraction. */
+static void add_implicit_pairs(gs_part_ctx *c, const gs_instr *indices, gs_ints index_map,
+                               const gs_shape *operand, const int64_t *slice, gs_ints collapsed,
+                               gather_dims *g) {
+    for (int i = 0; i < g->obatch.n && i < GS_MAX_RANK; i++) {
+        g->ob[i] = g->obatch.v[i];
+        g->ib[i] = g->ibatch.v[i];
+    }
+    int n = g->obatch.n;
+    g->n_implicit = 0;
+    int64_t od[GS_MAX_RANK], xd[GS_MAX_RANK];
+    gs_ir_walk w = {walk_operand, walk_caller, c};
+    int k = n < GS_MAX_RANK ? gs_gather_iota_parallel(&w, indices, g->ivd, index_map, g->ibatch,
+                                                      operand, slice, od, xd)
+                            : 0;
+    for (int i = 0; i < k && n < GS_MAX_RANK; i++) {
+        if (!gs_ints_contains(collapsed, od[i])) continue; /* a size-1 offset dim stays whole */
+        g->ob[n] = od[i];
+        g->ib[n++] = xd[i];
+        g->n_implicit++;
+    }
+    g->obatch = (gs_ints){n, g->ob};
+    g->ibatch = (gs_ints){n, g->ib};
+}
+
+/* Whether operand dim d is the operand side of an implicit pair. */
+static bool implicit_dim(const gather_dims *g, int64_t d) {
+    for (int i = g->obatch.n - g->n_implicit; i < g->obatch.n; i++)
+        if (g->obatch.v[i] == d) return true;
+    return false;
+}
+
+static void read_gather(gs_part_ctx *c, const gs_instr *in, gather_dims *g) {
     g->offset = gs_instr_ints(in, GS_ATTR_OFFSET_DIMS);
     g->collapsed = gs_instr_ints(in, GS_ATTR_COLLAPSED_SLICE_DIMS);
     g->start_map = gs_instr_ints(in, GS_ATTR_START_INDEX_MAP);
@@ -43,6 +101,10 @@ static void read_gather(const gs_instr *in, gather_dims *g) {
     g->ibatch = gs_instr_ints(in, GS_ATTR_START_INDICES_BATCHING_DIMS);
     g->sizes = gs_instr_ints(in, GS_ATTR_SLICE_SIZES);
     g->ivd = gs_instr_int(in, GS_ATTR_INDEX_VECTOR_DIM, in->operands[1]->shape->rank);
+    g->n_implicit = 0;
+    const gs_shape *a = in->operands[0]->shape;
+    if (g->sizes.n != a->rank || g->obatch.n != g->ibatch.n || g->obatch.n > GS_MAX_RANK) return;
+    add_implicit_pairs(c, in->operands[1], g->start_map, a, g->sizes.v, g->collapsed, g);
 }
 
 /* Space: [b: batching pairs] [m: whole-sliced operand dims] [n: other index dims] [k: collapsed
@@ -53,6 +115,7 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
         return false;
     memset(sp, 0, sizeof *sp);
     sp->groups = 1;
+    sp->compose = true;
     int ri = ix->rank;
     /* Output dims: offset dims in order take the operand's non-collapsed, non-batching dims;
      * the others the indices' dims other than the index vector dim, in order. */
@@ -198,7 +261,7 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
     if (in->n_operands != 2 || !gs_type_is_array(in->shape->type) || !gs_part_plain(t))
         return false;
     gather_dims g;
-    read_gather(in, &g);
+    read_gather(c, in, &g);
     gs_part_space sp;
     if (!gather_space(in, &g, &sp)) return false;
     const gs_part_value *av = gs_part_operand(c, in, 0), *iv = gs_part_operand(c, in, 1);
@@ -217,6 +280,12 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
         if (d < 0 || d >= ash->rank || gs_sharding_tiles_in_dim(a.sharding, d) <= 1 ||
             !gs_ints_contains(g.collapsed, d) || g.sizes.v[d] != 1)
             continue;
+        if (implicit_dim(&g, d)) {
+            /* An implicit pair: the indices hold this device's own rows, all in its shard. */
+            idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], g.sizes.v[d],
+                           a.hlo->shape->dims[d], false, NULL);
+            continue;
+        }
         gs_instr *ok;
         idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], g.sizes.v[d],
                        a.hlo->shape->dims[d], true, &ok);
@@ -265,17 +334,34 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
 /* ------------------------------------------------------------------ scatter */
 
 typedef struct scatter_dims {
-    gs_ints window, inserted, to_operand, obatch, ibatch;
+    gs_ints window, inserted, to_operand;
+    gather_dims pairs; /* obatch, ibatch: the batching pairs, explicit then implicit */
     int64_t ivd;
 } scatter_dims;
 
-static void read_scatter(const gs_instr *in, scatter_dims *g) {
+static void read_scatter(gs_part_ctx *c, const gs_instr *in, scatter_dims *g) {
     g->window = gs_instr_ints(in, GS_ATTR_UPDATE_WINDOW_DIMS);
     g->inserted = gs_instr_ints(in, GS_ATTR_INSERTED_WINDOW_DIMS);
     g->to_operand = gs_instr_ints(in, GS_ATTR_SCATTER_DIMS_TO_OPERAND_DIMS);
-    g->obatch = gs_instr_ints(in, GS_ATTR_INPUT_BATCHING_DIMS);
-    g->ibatch = gs_instr_ints(in, GS_ATTR_SCATTER_INDICES_BATCHING_DIMS);
     g->ivd = gs_instr_int(in, GS_ATTR_INDEX_VECTOR_DIM, in->operands[1]->shape->rank);
+    gather_dims *p = &g->pairs;
+    memset(p, 0, sizeof *p);
+    p->obatch = gs_instr_ints(in, GS_ATTR_INPUT_BATCHING_DIMS);
+    p->ibatch = gs_instr_ints(in, GS_ATTR_SCATTER_INDICES_BATCHING_DIMS);
+    p->ivd = g->ivd;
+    const gs_shape *a = in->operands[0]->shape, *u = in->operands[2]->shape;
+    if (p->obatch.n != p->ibatch.n || p->obatch.n > GS_MAX_RANK) return;
+    /* Window sizes: 1 along inserted and batching dims, else the updates' window dim's. */
+    int64_t win[GS_MAX_RANK];
+    for (int d = 0, k = 0; d < a->rank; d++) {
+        if (gs_ints_contains(g->inserted, d) || gs_ints_contains(p->obatch, d)) {
+            win[d] = 1;
+            continue;
+        }
+        win[d] = k < g->window.n && g->window.v[k] < u->rank ? u->dims[g->window.v[k]] : 1;
+        k++;
+    }
+    add_implicit_pairs(c, in->operands[1], g->to_operand, a, win, g->inserted, p);
 }
 
 /* Space: [b: batching pairs, then whole windows] [m: inserted indexed dims] [k: the updates'
@@ -286,14 +372,15 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     const gs_shape *a = in->operands[0]->shape, *ix = in->operands[1]->shape;
     const gs_shape *u = in->operands[2]->shape;
     int ra = a->rank, ri = ix->rank, ru = u->rank;
-    if (g->obatch.n != g->ibatch.n || ra + ri + ru + 1 > GS_MAX_RANK) return false;
+    if (g->pairs.obatch.n != g->pairs.ibatch.n || ra + ri + ru + 1 > GS_MAX_RANK) return false;
     memset(sp, 0, sizeof *sp);
     sp->groups = 1;
+    sp->compose = true;
     /* The updates' window dims in order take the operand's dims that are neither inserted nor
      * batching; its other dims (scatter dims) in order the indices' dims but the vector dim. */
     int op_of_win[GS_MAX_RANK], ix_of_sc[GS_MAX_RANK], nw = 0, nsc = 0;
     for (int d = 0; d < ra; d++)
-        if (!gs_ints_contains(g->inserted, d) && !gs_ints_contains(g->obatch, d))
+        if (!gs_ints_contains(g->inserted, d) && !gs_ints_contains(g->pairs.obatch, d))
             op_of_win[nw++] = d;
     if (nw != g->window.n) return false;
     for (int d = 0; d < ri; d++)
@@ -311,7 +398,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     /* Space dims by role; count first. */
     int role_op[GS_MAX_RANK], role_ix[GS_MAX_RANK]; /* 0 b, 1 m, 2 k, 3 forced */
     for (int d = 0; d < ra; d++) {
-        if (gs_ints_contains(g->obatch, d))
+        if (gs_ints_contains(g->pairs.obatch, d))
             role_op[d] = 0;
         else if (gs_ints_contains(g->inserted, d))
             role_op[d] = gs_ints_contains(g->to_operand, d) ? 1 : 3;
@@ -319,7 +406,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
             role_op[d] = u->dims[u_of_op[d]] == a->dims[d] ? 0 : 3;
     }
     for (int d = 0; d < ri; d++)
-        role_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->ibatch, d) ? 0 : splittable ? 2 : 3;
+        role_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->pairs.ibatch, d) ? 0 : splittable ? 2 : 3;
     int nb = 0, nm = 0, nk = 0, nf = 0;
     for (int d = 0; d < ra; d++) {
         nb += role_op[d] == 0;
@@ -341,11 +428,11 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     ixmap->rank = ri;
     int next_b = 0, next_m = nb, next_k = nb + nm, next_f = nb + nm + nk;
     int space_of_pair[GS_MAX_RANK];
-    for (int i = 0; i < g->obatch.n; i++) space_of_pair[i] = next_b++;
+    for (int i = 0; i < g->pairs.obatch.n; i++) space_of_pair[i] = next_b++;
     for (int d = 0; d < ra; d++) {
         int s;
-        if (role_op[d] == 0 && gs_ints_contains(g->obatch, d))
-            s = space_of_pair[gs_ints_index(g->obatch, d)];
+        if (role_op[d] == 0 && gs_ints_contains(g->pairs.obatch, d))
+            s = space_of_pair[gs_ints_index(g->pairs.obatch, d)];
         else if (role_op[d] == 0)
             s = next_b++;
         else if (role_op[d] == 1)
@@ -359,7 +446,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     for (int d = 0; d < ri; d++) {
         int s;
         if (role_ix[d] == 0)
-            s = space_of_pair[gs_ints_index(g->ibatch, d)];
+            s = space_of_pair[gs_ints_index(g->pairs.ibatch, d)];
         else if (role_ix[d] == 2)
             s = next_k++;
         else
@@ -376,7 +463,7 @@ bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     if (in->n_operands != 3 || !gs_type_is_array(in->shape->type) || !gs_part_plain(t))
         return false;
     scatter_dims g;
-    read_scatter(in, &g);
+    read_scatter(c, in, &g);
     gs_opcode rop;
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     gs_type ty = in->shape->type;
@@ -386,6 +473,8 @@ bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     gs_part_space_map ixmap;
     if (!scatter_space(in, &g, splittable, &sp, &ixmap)) return false;
     const gs_part_value *av = gs_part_operand(c, in, 0), *uv = gs_part_operand(c, in, 2);
+    sp.third = gs_part_operand(c, in, 1);
+    sp.third_map = ixmap;
     gs_part_space_plan best;
     if (!gs_part_plan_space(c, in, &sp, av, uv, t, &best)) return false;
     gs_part_value a, u, ix;

@@ -116,6 +116,9 @@ typedef struct gs_part_ctx {
     gs_strmap parts;                  /* "name|param shardings|root sharding" -> partitioned
                                          computation (one per distinct signature) */
     gs_strmap out_names;              /* computation names used in the output */
+    gs_strmap callers;                /* source computation name -> the instruction calling it
+                                         (gs_part_caller; built on first use) */
+    bool callers_ready;               /* callers is built */
     gs_part_cost_entry *costs[256];   /* reshard costs already found (buckets) */
     int64_t channel;                  /* next channel id */
     bool failed;                      /* sticky: an error was reported (or allocation failed) */
@@ -146,6 +149,9 @@ gs_arena *gs_part_arena(gs_part_ctx *c);
 /* ` (from FILE:LINE)` (or ` (op NAME)`) from the metadata of `in` for messages; "" when it has
  * none. */
 const char *gs_part_origin(gs_part_ctx *c, const gs_instr *in);
+/* The source instruction that calls the computation `in` belongs to (the first, as XLA's call
+ * graph has one caller per computation it partitions), or NULL (the entry, or unknown). */
+const gs_instr *gs_part_caller(gs_part_ctx *c, const gs_instr *in);
 /* The partitioned value of source operand k of `in`. */
 const gs_part_value *gs_part_operand(gs_part_ctx *c, const gs_instr *in, int k);
 /* The sharding as the partitioner reads it for a value of shape s (sh NULL: replicated; a tuple
@@ -319,6 +325,11 @@ typedef struct gs_part_space {
     int64_t groups;        /* convolution feature or batch groups (space dim 0 is the group
                               dim), or 1 */
     bool batch_groups;     /* they are batch groups (batch_group_count) */
+    bool compose;          /* XLA's gather/scatter methods compose: the plan chosen is extended
+                              by what the other operands tile on its replicated devices */
+    const gs_part_value *third; /* a third operand the plan reshards too (a scatter's indices),
+                              or NULL: compose reads its tiling through third_map */
+    gs_part_space_map third_map;
 } gs_part_space;
 
 /* A space sharding and what it asks of the operands and gives the result. */

@@ -551,6 +551,7 @@ finish:
     gs_strmap_free(&c->comps);
     gs_strmap_free(&c->parts);
     gs_strmap_free(&c->out_names);
+    gs_strmap_free(&c->callers);
     gs_arena_free(&c->scratch);
     free(c);
     return st;

@@ -15,6 +15,7 @@
  * apply, the parallel one preferred, as XLA's partitioner does.
  */
 #include "internal.h"
+#include "ir/analysis.h"
 
 #include <string.h>
 
@@ -130,107 +131,22 @@ static void operand_passthrough(const gdims *d, conn *c) {
     }
 }
 
-/* XLA GetDimensionForIota: the dim along which `in` counts 0, 1, 2, ..., or -1. */
-static int64_t iota_dim(gs_prop_ctx *c, const gs_instr *in, int depth) {
-    if (depth > 64) return -1;
-    if (in->op == GS_OP_IOTA) return gs_instr_int(in, GS_ATTR_IOTA_DIMENSION, 0);
-    if (in->shape->type != GS_S32) return -1;
-    if (in->op == GS_OP_CONSTANT) {
-        const gs_literal_ir *l = in->literal;
-        const gs_shape *s = in->shape;
-        if (!l || l->elided || !l->data) return -1;
-        int64_t n = gs_shape_elements(s);
-        if ((size_t)n * sizeof(int32_t) > l->n_bytes) return -1;
-        bool is[GS_MAX_RANK];
-        for (int i = 0; i < s->rank; i++) is[i] = true;
-        int64_t idx[GS_MAX_RANK] = {0};
-        const int32_t *v = l->data;
-        for (int64_t p = 0; p < n; p++) {
-            for (int i = 0; i < s->rank; i++)
-                if (v[p] != idx[i]) is[i] = false;
-            for (int i = s->rank - 1; i >= 0; i--) {
-                if (++idx[i] < s->dims[i]) break;
-                idx[i] = 0;
-            }
-        }
-        for (int i = 0; i < s->rank; i++)
-            if (is[i] && s->dims[i] > 1) return i;
-        return -1;
-    }
-    if (in->op == GS_OP_BROADCAST) {
-        int64_t d = iota_dim(c, gs_prop_operand(in, 0), depth + 1);
-        gs_ints dims = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
-        return d >= 0 && d < dims.n ? dims.v[d] : -1;
-    }
-    if (in->op == GS_OP_GET_TUPLE_ELEMENT && gs_prop_operand(in, 0)->op == GS_OP_PARAMETER &&
-        !in->parent->is_entry) {
-        gs_instr *caller = GS_PROP_NODE(in)->caller;
-        int64_t index = gs_instr_int(in, GS_ATTR_INDEX, 0);
-        if (!caller) return -1;
-        if (caller->op == GS_OP_WHILE && gs_prop_operand(caller, 0)->op == GS_OP_TUPLE &&
-            gs_instr_comp(caller, GS_ATTR_BODY) == in->parent) {
-            gs_instr *root = in->parent->root;
-            if (root->op == GS_OP_TUPLE && index < root->n_operands &&
-                gs_prop_operand(root, (int)index) == in) {
-                gs_instr *init = gs_prop_operand(caller, 0);
-                if (index < init->n_operands)
-                    return iota_dim(c, gs_prop_operand(init, (int)index), depth + 1);
-            }
-        }
-        if (caller->op == GS_OP_CONDITIONAL) {
-            gs_computation *called[64];
-            int k = gs_instr_called(caller, called, 64);
-            for (int i = 0; i < k && i + 1 < caller->n_operands; i++) {
-                if (called[i] != in->parent) continue;
-                gs_instr *arg = gs_prop_operand(caller, i + 1);
-                if (arg->op == GS_OP_TUPLE && index < arg->n_operands)
-                    return iota_dim(c, gs_prop_operand(arg, (int)index), depth + 1);
-            }
-        }
-    }
-    return -1;
+static const gs_instr *walk_operand(const gs_instr *in, int i, void *ud) {
+    (void)ud;
+    return gs_prop_operand(in, i);
+}
+
+static const gs_instr *walk_caller(const gs_instr *in, void *ud) {
+    (void)ud;
+    return in->aux ? GS_PROP_NODE(in)->caller : NULL;
 }
 
 /* XLA GetGatherScatterBatchParallelDims: implicit index-parallel dims; false when none. */
 static bool implicit_parallel(gs_prop_ctx *c, const gdims *d, conn *out) {
-    int nmap = d->index_map.n;
-    int64_t par[GS_MAX_RANK];
-    for (int i = 0; i < nmap; i++) par[i] = -1;
-    const gs_instr *indices = d->indices;
-    const gs_instr *look = indices;
-    while (look->op == GS_OP_COPY) look = gs_prop_operand(look, 0);
-    if (look->op == GS_OP_CONCATENATE) indices = look;
-    gs_ints cdims = gs_instr_ints(indices, GS_ATTR_DIMENSIONS);
-    if (indices->op == GS_OP_CONCATENATE && cdims.n && cdims.v[0] == d->ivd) {
-        int done = 0;
-        for (int j = 0; j < indices->n_operands; j++) {
-            const gs_instr *op = gs_prop_operand(indices, j);
-            int64_t count = op->shape->rank > d->ivd ? op->shape->dims[d->ivd] : 1;
-            int64_t dim = iota_dim(c, op, 0);
-            if (dim >= 0 && dim != d->ivd)
-                for (int k = 0; k < count && done + k < nmap; k++) par[done + k] = dim;
-            done += (int)count;
-        }
-    } else {
-        int64_t dim = iota_dim(c, indices, 0);
-        if (dim >= 0 && dim != d->ivd) {
-            int64_t count = indices->shape->rank > d->ivd ? indices->shape->dims[d->ivd] : 1;
-            for (int k = 0; k < count && k < nmap; k++) par[k] = dim;
-        }
-    }
-    out->n = 0;
-    for (int i = 0; i < nmap; i++) {
-        int64_t ip = par[i], opd = d->index_map.v[i];
-        if (ip < 0) continue;
-        for (int k = 0; k < out->n; k++)
-            if (out->indices[k] == ip) return false;
-        if (opd < 0 || opd >= d->operand->shape->rank) continue;
-        if (d->slice[opd] == 1 && !gs_ints_contains(d->idx_batch, ip)) {
-            if (d->operand->shape->dims[opd] != indices->shape->dims[ip]) return false;
-            out->indices[out->n] = ip;
-            out->operand[out->n++] = opd;
-        }
-    }
+    (void)c;
+    gs_ir_walk w = {walk_operand, walk_caller, NULL};
+    out->n = gs_gather_iota_parallel(&w, d->indices, d->ivd, d->index_map, d->idx_batch,
+                                     d->operand->shape, d->slice, out->operand, out->indices);
     if (out->n == 0) return false;
     fill_output_dims(d, out);
     return true;

@@ -827,15 +827,58 @@ static void op(graph *g) {
         char ixn[32], ixs[64];
         snprintf(ixn, sizeof ixn, "g%d.idx", id);
         bool implicit = ni == 1 && rnd(2); /* index_vector_dim = rank: one index per position */
+        /* Index component it_c (of a collapsed dim) an iota along batch dim it_b of the dim's
+         * size: an index-parallel dim (XLA's GetGatherScatterBatchParallelDims). */
+        int it_c = -1, it_b = rnd(nb);
+        if (!implicit && rnd(3) == 0)
+            for (int j = 0; j < ni; j++)
+                if (collapsed[indexed[j]] && (it_c < 0 || rnd(2))) it_c = j;
+        if (it_c >= 0) bdims[it_b] = a->dims[indexed[it_c]];
         int k2 = snprintf(ixs, sizeof ixs, "s32[");
         for (int i = 0; i < nb; i++) k2 += snprintf(ixs + k2, sizeof ixs - (size_t)k2, "%s%d", i ? "," : "", bdims[i]);
         if (!implicit) k2 += snprintf(ixs + k2, sizeof ixs - (size_t)k2, ",%d", ni);
         snprintf(ixs + k2, sizeof ixs - (size_t)k2, "]");
+        char pxn[40];
+        snprintf(pxn, sizeof pxn, it_c >= 0 ? "g%d.pidx" : "g%d.idx", id);
         g->plen += (size_t)snprintf(g->params + g->plen, sizeof g->params - g->plen, "%s%s: %s",
-                                    g->n_params ? ", " : "", ixn, ixs);
+                                    g->n_params ? ", " : "", pxn, ixs);
         char sb[300];
-        emit(g, "  %%%s = %s parameter(%d)%s\n", ixn, ixs, g->n_params++,
+        emit(g, "  %%%s = %s parameter(%d)%s\n", pxn, ixs, g->n_params++,
              sharding_attr(g, implicit ? nb : nb + 1, sb, sizeof sb));
+        if (it_c >= 0) {
+            /* The parameter's components before and after it_c around the iota. */
+            char bs[48] = "";
+            for (int i = 0, n = 0; i < nb; i++)
+                n += snprintf(bs + n, sizeof bs - (size_t)n, "%d,", bdims[i]);
+            const char *ops[3];
+            char names[3][48];
+            int nops = 0;
+            if (it_c > 0) {
+                snprintf(names[nops], sizeof names[nops], "%s.lo", ixn);
+                emit(g, "  %%%s = s32[%s%d] slice(%%%s), slice={", names[nops], bs, it_c, pxn);
+                for (int i = 0; i < nb; i++) emit(g, "[0:%d], ", bdims[i]);
+                emit(g, "[0:%d]}\n", it_c);
+                ops[nops] = names[nops];
+                nops++;
+            }
+            snprintf(names[nops], sizeof names[nops], "%s.it", ixn);
+            emit(g, "  %%%s = s32[%s1] iota(), iota_dimension=%d%s\n", names[nops], bs, it_b,
+                 sharding_attr(g, nb + 1, sb, sizeof sb));
+            ops[nops] = names[nops];
+            nops++;
+            if (it_c + 1 < ni) {
+                snprintf(names[nops], sizeof names[nops], "%s.hi", ixn);
+                emit(g, "  %%%s = s32[%s%d] slice(%%%s), slice={", names[nops], bs, ni - it_c - 1,
+                     pxn);
+                for (int i = 0; i < nb; i++) emit(g, "[0:%d], ", bdims[i]);
+                emit(g, "[%d:%d]}\n", it_c + 1, ni);
+                ops[nops] = names[nops];
+                nops++;
+            }
+            emit(g, "  %%%s = %s concatenate(", ixn, ixs);
+            for (int i = 0; i < nops; i++) emit(g, "%s%%%s", i ? ", " : "", ops[i]);
+            emit(g, "), dimensions={%d}%s\n", nb, sharding_attr(g, nb + 1, sb, sizeof sb));
+        }
         /* The window dims of the gathered (or scattered) slices: at random positions among the
          * batch dims, in order. */
         int nw = 0, wdims[MAXR];
