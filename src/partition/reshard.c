@@ -936,7 +936,37 @@ static void rung_gather(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to)
         return;
     }
     bool to_tiled = to->kind == GS_SHARDING_TILED && gs_sharding_num_tiles(to) > 1;
-    if (n == tiled && to_tiled) warn_remat(c, s, to);
+    if (n == tiled && to_tiled) {
+        /* Before gathering everything: a dim whose tiles make up all of another dim's in the
+         * target, once that dim is gathered, stays (XLA: all-gather what leaves, then
+         * all-to-all what moves), and the ladder moves it next. A move that would still need
+         * a finer cut (a halo, a permute) is not worth it: everything is gathered then. */
+        int keep[GS_MAX_RANK], nk = 0;
+        for (int k = 0; k < n; k++) {
+            int i = dims[k];
+            int64_t ks = gs_sharding_tiles_in_dim(s, i), kt = gs_sharding_tiles_in_dim(to, i);
+            if (ks % kt != 0 || ks / kt == 1) continue;
+            bool movable = false;
+            for (int j = 0; j < base->rank && !movable; j++) {
+                int64_t kj = gs_sharding_tiles_in_dim(to, j);
+                bool gathered = gs_sharding_tiles_in_dim(s, j) == 1;
+                for (int k2 = 0; k2 < n; k2++) gathered |= dims[k2] == j && k2 != k;
+                movable = j != i && gathered && kj > 1 && (ks / kt) % kj == 0;
+            }
+            if (movable) keep[nk++] = i;
+        }
+        if (nk > 0 && nk < n) {
+            int m = 0;
+            for (int k = 0; k < n; k++) {
+                bool kept = false;
+                for (int x = 0; x < nk; x++) kept |= keep[x] == dims[k];
+                if (!kept) dims[m++] = dims[k];
+            }
+            gather_dims(c, v, m, dims);
+            return;
+        }
+        warn_remat(c, s, to);
+    }
     gather_dims(c, v, n, dims);
 }
 
