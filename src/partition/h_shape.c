@@ -672,8 +672,28 @@ static int64_t sas_reach(const gs_window_dim *w, int64_t so, int64_t h, int64_t 
     return cover > h * w->stride + so ? cover : h * w->stride + so;
 }
 
+/* A value select-and-scatter's `select` never prefers to another (the lowest for a select of
+ * the larger, `compare(a, b) GE/GT`, the highest for the smaller), so that a padding position
+ * holding it is never selected, as padding is not; NULL when the select is no such compare. */
+static gs_instr *never_selected(gs_part_ctx *c, const gs_instr *in, gs_type type) {
+    const gs_computation *sel = gs_instr_comp(in, GS_ATTR_SELECT);
+    const gs_instr *root = sel ? sel->root : NULL;
+    if (!root || root->op != GS_OP_COMPARE || sel->n_params != 2 || root->n_operands != 2)
+        return NULL;
+    const char *dir = gs_instr_str(root, GS_ATTR_DIRECTION);
+    if (!dir) return NULL;
+    bool larger = strcmp(dir, "GE") == 0 || strcmp(dir, "GT") == 0;
+    if (!larger && strcmp(dir, "LE") != 0 && strcmp(dir, "LT") != 0) return NULL;
+    if (root->operands[0] == sel->params[1] && root->operands[1] == sel->params[0])
+        larger = !larger; /* compare(b, a) */
+    else if (root->operands[0] != sel->params[0] || root->operands[1] != sel->params[1])
+        return NULL;
+    return gs_part_identity(c, larger ? GS_OP_MAXIMUM : GS_OP_MINIMUM, type);
+}
+
 /* select-and-scatter (max-pool backward). Dims without a window keep their tiles. A windowed
- * dim keeps them when it has no padding or dilation and its shards hold whole strides: each
+ * dim keeps them when it has no dilation, no padding before it (padding after it holds a value
+ * the select never prefers, see never_selected) and its shards hold whole strides: each
  * device reads, by halo exchange, the source windows that touch its shard and the operand they
  * cover (positions outside taking the scatter's identity, so that windows past either end add
  * nothing), selects and scatters them all, and keeps its own shard of the result; when windows
@@ -690,6 +710,7 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
     const gs_computation *sca = gs_instr_comp(in, GS_ATTR_SCATTER);
     gs_instr *id =
         sca && gs_computation_binary_reducer(sca, &sop) ? gs_part_identity(c, sop, is->type) : NULL;
+    gs_instr *never = never_selected(c, in, is->type);
     int moved[GS_MAX_RANK], n = 0;
     bool halo[GS_MAX_RANK] = {0};
     for (int i = 0; i < r; i++) {
@@ -699,7 +720,7 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         int64_t k = gs_sharding_tiles_in_dim(t, i);
         if (trivial || k == 1) continue;
         int64_t so = (is->dims[i] + k - 1) / k, live = (is->dims[i] + so - 1) / so, L, R;
-        halo[i] = id && w->pad_lo == 0 && w->pad_hi == 0 && w->lhs_dilate == 1 &&
+        halo[i] = id && w->pad_lo == 0 && (w->pad_hi == 0 || never) && w->lhs_dilate == 1 &&
                   w->rhs_dilate == 1 && w->size >= 1 && w->stride >= 1 && so % w->stride == 0;
         if (halo[i]) {
             int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
@@ -723,8 +744,10 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         const gs_window_dim *w = &wa->u.window->dims[i];
         int64_t so = ls->dims[i], live = (is->dims[i] + so - 1) / so;
         int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
+        /* Positions past the end (padding) are never selected; without padding, windows past
+         * the end have no source and add the identity wherever they select. */
         ops[0] = gs_part_halo_read(c, ops[0], s, i, is->dims[i], -h * w->stride, so,
-                                   sas_reach(w, so, h, nwin), live, id);
+                                   sas_reach(w, so, h, nwin), live, never ? never : id);
         ops[1] =
             gs_part_halo_read(c, ops[1], s, i, ss->dims[i], -h, so / w->stride, nwin, live, id);
         st[i] = h * w->stride;
@@ -733,6 +756,12 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
     }
     if (!ops[0] || !ops[1]) return false;
     gs_instr *y = gs_part_clone(c, in, ops[0]->shape, 3, ops);
+    if (y) {
+        /* The halo read put the padding in. */
+        gs_window *wy = gs_instr_attr(y, GS_ATTR_WINDOW)->u.window;
+        for (int i = 0; i < r; i++)
+            if (halo[i]) wy->dims[i].pad_hi = 0;
+    }
     if (y && cut) y = gs_build_slice(gs_part_builder(c), y, st, lim, NULL);
     result(out, y, in->shape, s);
     return out->hlo != NULL;

@@ -753,7 +753,8 @@ static void op(graph *g) {
         break;
     }
     case 22: { /* select-and-scatter (max-pool backward): random windows, strides (wider or
-                * narrower than the window), sometimes padding; the source a new parameter */
+                * narrower than the window), sometimes padding, selecting the larger or the smaller; the
+                * source a new parameter */
         if (k == 0) return;
         int ws[MAXR], st[MAXR], lo[MAXR], hi[MAXR], sd[MAXR];
         for (int i = 0; i < k; i++) {
@@ -776,7 +777,7 @@ static void op(graph *g) {
         for (int i = 0; i < k; i++) emit(g, "%s%d", i ? "x" : "", st[i]);
         emit(g, " pad=");
         for (int i = 0; i < k; i++) emit(g, "%s%d_%d", i ? "x" : "", lo[i], hi[i]);
-        emit(g, "}, select=%%ge, scatter=%%sum");
+        emit(g, "}, select=%%%s, scatter=%%sum", rnd(3) ? "ge" : "lt");
         finish(g, v);
         break;
     }
