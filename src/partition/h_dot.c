@@ -183,7 +183,7 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
         sp->size[m++] = l->dims[cd->in_batch];
     }
     sp->kernel_windowed = kernel_windowed;
-    if (kernel_windowed && (nt == ns || sp->groups > 1)) return false; /* nothing windowed; groups */
+    if (kernel_windowed && nt == ns) return false; /* nothing windowed */
     for (int i = 0; i < ns; i++) {
         int f = f0 + i;
         sp->rhs.to[cd->k_spatial[i]] = f;
@@ -602,6 +602,7 @@ static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_sp
     if (nu == 0) { /* one convolution */
         gs_instr *conv = gs_part_clone(c, in, shape, n_ops, ops);
         unpad_windows(c, in, conv, sp, f);
+        set_local_groups(c, sp, f, conv);
         return conv;
     }
     gs_builder *b = gs_part_builder(c);
@@ -643,6 +644,7 @@ static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_sp
         gs_instr *seg_ops[2] = {l, r};
         gs_instr *seg = gs_part_clone(c, in, shape, 2, seg_ops);
         unpad_windows(c, in, seg, sp, f);
+        set_local_groups(c, sp, f, seg);
         const gs_attr *wa = seg ? gs_instr_attr(seg, GS_ATTR_WINDOW) : NULL;
         if (!wa) return NULL;
         for (int u = 0; u < nu; u++) wa->u.window->dims[sdim[u]].size = size[u];
@@ -838,7 +840,6 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
         gs_part_value p = {local_conv(c, in, &sp, best.f, r.sharding,
                                       gs_part_local_shape(c, wide, best.out), n_ops, ops),
                            wide, best.out, GS_OP_ADD};
-        set_local_groups(c, &sp, best.f, p.hlo);
         gs_part_value whole;
         gs_part_reshard(c, &p, t, &whole);
         gs_instr *w = whole.hlo;
@@ -859,7 +860,6 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     }
     out->hlo = local_conv(c, in, &sp, best.f, r.sharding,
                           gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
-    set_local_groups(c, &sp, best.f, out->hlo);
     out->base = in->shape;
     out->sharding = best.out;
     out->combiner = GS_OP_ADD;
