@@ -131,8 +131,19 @@ static bool trivial_window(const gs_window_dim *w) {
            w->lhs_dilate == 1 && w->rhs_dilate == 1 && !w->reversal;
 }
 
-/* The space of a convolution: [batch-like (lhs free) dims, out feature, in feature, windowed,
- * forced]. kernel_windowed picks which spatial dims the windowed dims pair with the lhs's. */
+/* A spatial dim that is a batch dim of a dot written as a convolution (XLA's
+ * dot_as_convolution_util): the lhs of n elements base-dilated by n, a window of n (the kernel's
+ * n) with stride n - 1, n outputs. Window j then meets lhs element j alone, at kernel position
+ * j: out[j] = lhs[j] * kernel[j], so the three split alike with nothing to exchange. */
+static bool parallel_window(const gs_window_dim *w, int64_t l, int64_t r, int64_t o) {
+    return l > 1 && w->size == l && r == l && o == l && w->lhs_dilate == l &&
+           w->stride == l - 1 && w->pad_lo == 0 && w->pad_hi == 0 && w->rhs_dilate == 1 &&
+           !w->reversal;
+}
+
+/* The space of a convolution: [groups, parallel spatial dims, batch-like (lhs free) dims, out
+ * feature, in feature, windowed, forced]. kernel_windowed picks which spatial dims the windowed
+ * dims pair with the lhs's. */
 static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_space *sp) {
     const gs_attr *da = gs_instr_attr(in, GS_ATTR_DIM_LABELS);
     const gs_attr *wa = gs_instr_attr(in, GS_ATTR_WINDOW);
@@ -145,12 +156,16 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
     const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape, *o = in->shape;
     if (l->rank != ns + 2 || r->rank != ns + 2 || o->rank != ns + 2) return false;
     memset(sp, 0, sizeof *sp);
-    bool trivial[GS_MAX_RANK];
-    int nt = 0;
+    bool trivial[GS_MAX_RANK], par[GS_MAX_RANK];
+    int nt = 0, np = 0;
     for (int i = 0; i < ns; i++) {
         trivial[i] = wa && trivial_window(&wa->u.window->dims[i]) &&
                      l->dims[cd->in_spatial[i]] == o->dims[cd->out_spatial[i]];
+        par[i] = !trivial[i] && wa &&
+                 parallel_window(&wa->u.window->dims[i], l->dims[cd->in_spatial[i]],
+                                 r->dims[cd->k_spatial[i]], o->dims[cd->out_spatial[i]]);
         nt += trivial[i];
+        np += par[i];
     }
     /* Space: m = batch + trivial spatial dims, n = out feature, k = in feature, then one
      * windowed dim per non-trivial spatial dim (the lhs's and the result's: tiled, each device
@@ -163,29 +178,40 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
      * contracts as usual, and the result batch (one group's batch) is forced whole. */
     sp->groups = g > 1 ? g : bg;
     sp->batch_groups = bg > 1;
-    sp->nb = sp->groups > 1;
+    sp->nb = (sp->groups > 1) + np;
     sp->nm = (bg > 1 ? 0 : 1) + nt;
     sp->nn = sp->groups > 1 ? 0 : 1;
     sp->nk = g > 1 ? 0 : 1;
-    sp->nh = ns - nt;
-    sp->nf = ns + (sp->groups > 1);
+    sp->nh = ns - nt - np;
+    sp->nf = ns - np + (sp->groups > 1);
     sp->ns = sp->nb + sp->nm + sp->nn + sp->nk + sp->nh + sp->nf;
     if (sp->ns > GS_MAX_RANK) return false;
     sp->lhs.rank = sp->rhs.rank = sp->out.rank = ns + 2;
     int m = sp->nb, h0 = sp->nb + sp->nm + sp->nn + sp->nk, h = h0, f0 = h0 + sp->nh;
+    int fg = f0 + ns - np; /* the groups' forced dim */
     if (bg > 1) { /* the lhs batch is the group dim; the result batch forced whole */
         sp->lhs.to[cd->in_batch] = 0;
-        sp->out.to[cd->out_batch] = f0 + ns;
-        sp->size[f0 + ns] = o->dims[cd->out_batch];
+        sp->out.to[cd->out_batch] = fg;
+        sp->size[fg] = o->dims[cd->out_batch];
     } else {
         sp->lhs.to[cd->in_batch] = m;
         sp->out.to[cd->out_batch] = m;
         sp->size[m++] = l->dims[cd->in_batch];
     }
     sp->kernel_windowed = kernel_windowed;
-    if (kernel_windowed && nt == ns) return false; /* nothing windowed */
-    for (int i = 0; i < ns; i++) {
-        int f = f0 + i;
+    if (kernel_windowed && nt + np == ns) return false; /* nothing windowed */
+    sp->n_par = 0;
+    for (int i = 0, fi = 0, pb = sp->groups > 1; i < ns; i++) {
+        if (par[i]) {
+            sp->lhs.to[cd->in_spatial[i]] = pb;
+            sp->rhs.to[cd->k_spatial[i]] = pb;
+            sp->out.to[cd->out_spatial[i]] = pb;
+            sp->size[pb] = o->dims[cd->out_spatial[i]];
+            sp->par_spatial[sp->n_par] = i;
+            sp->par_dim[sp->n_par++] = pb++;
+            continue;
+        }
+        int f = f0 + fi++;
         sp->rhs.to[cd->k_spatial[i]] = f;
         sp->size[f] = r->dims[cd->k_spatial[i]];
         if (trivial[i]) {
@@ -218,8 +244,8 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
         sp->rhs.to[cd->k_out_feature] = 0;
         sp->out.to[cd->out_feature] = 0;
         sp->size[0] = o->dims[cd->out_feature];
-        sp->rhs.to[cd->k_in_feature] = f0 + ns;
-        sp->size[f0 + ns] = r->dims[cd->k_in_feature];
+        sp->rhs.to[cd->k_in_feature] = fg;
+        sp->size[fg] = r->dims[cd->k_in_feature];
         sp->n_lk = 0;
         return true;
     }
@@ -541,6 +567,16 @@ static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
     if (!wa) return;
     (void)c;
     gs_window *w = wa->u.window; /* the output module's own copy */
+    for (int p = 0; p < sp->n_par; p++) {
+        /* A parallel dim of n split k ways: the same form over the local ceil(n / k). */
+        int64_t k = gs_sharding_tiles_in_dim(f, sp->par_dim[p]);
+        if (k <= 1) continue;
+        int64_t n = sp->size[sp->par_dim[p]], ln = (n + k - 1) / k;
+        gs_window_dim *wd = &w->dims[sp->par_spatial[p]];
+        wd->size = ln;
+        wd->lhs_dilate = ln;
+        wd->stride = ln > 1 ? ln - 1 : 1;
+    }
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh; h++) {
         int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);

@@ -325,6 +325,10 @@ typedef struct gs_part_space {
     int64_t groups;        /* convolution feature or batch groups (space dim 0 is the group
                               dim), or 1 */
     bool batch_groups;     /* they are batch groups (batch_group_count) */
+    int n_par;             /* convolution spatial dims that are a dot's batch dims (space dims
+                              after the group dim): par_spatial[i] is the spatial dim index,
+                              par_dim[i] its space dim */
+    int par_spatial[GS_MAX_RANK], par_dim[GS_MAX_RANK];
     bool compose;          /* XLA's gather/scatter methods compose: the plan chosen is extended
                               by what the other operands tile on its replicated devices */
     const gs_part_value *third; /* a third operand the plan reshards too (a scatter's indices),

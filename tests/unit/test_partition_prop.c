@@ -582,6 +582,15 @@ static void op(graph *g) {
         }
         int w = 1 + rnd(3), st = 1 + rnd(3), rd = 1 + rnd(2), ld = rnd(4) == 0 ? 2 : 1;
         int lo = rnd(w + 1) - (rnd(5) == 0), hi = rnd(w + 1) - (rnd(5) == 0), o = 1 + rnd(4);
+        if (rnd(6) == 0 && a->dims[1] > 1) {
+            /* A dot's batch dim written as a convolution (window n, base dilation n, stride
+             * n - 1 over n elements: window j meets element j at kernel position j). */
+            w = ld = a->dims[1];
+            st = w - 1;
+            rd = 1;
+            lo = hi = 0;
+            rev = "";
+        }
         int n_in = (a->dims[1] - 1) * ld + 1 + lo + hi, eff = (w - 1) * rd + 1;
         if (n_in < eff) return;
         int groups = 1, cin = a->dims[2];
