@@ -45,6 +45,38 @@ static gs_value *bundle(int n, gs_value **parts) {
     return b;
 }
 
+/* A region entered from inside a partially manual one (nested manual computations): device d
+ * holds its manual group's value, of which the operand's sharding (its tiles along the dims the
+ * group still splits) gives d a part, which becomes d's whole value. A region inside a fully
+ * manual one has nothing left to split. */
+static gs_status enter_nested(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out) {
+    const gs_sharding *s = gs_instr_get_sharding(in->operands[0]);
+    if (!s || s->kind != GS_SHARDING_TILED || gs_sharding_manual_dim(s) < 0 ||
+        s->tiles.n != op->devices)
+        return gs_eval_error(ev, in,
+                             "a manual region inside a fully manual region: its operand must be "
+                             "partially manual (a manual subgroup) over the region's devices");
+    int n = op->devices;
+    gs_value **parts = gs_sys_calloc((size_t)n, sizeof *parts);
+    gs_status st = parts ? GS_OK : gs_eval_oom(ev, in);
+    for (int d = 0; st == GS_OK && d < n; d++) {
+        if (gs_value_shard(op->tuple[d], s, d, &parts[d], ev->d) != GS_OK)
+            st = gs_eval_error(ev, in, "cannot cut the operand into device %d's part", d);
+        else if (!gs_value_matches(parts[d], in->shape))
+            st = gs_eval_error(ev, in,
+                               "device %d's part of the operand does not have the region's shape",
+                               d);
+    }
+    if (st != GS_OK) {
+        for (int d = 0; parts && d < n; d++) gs_value_free(parts[d]);
+        free(parts);
+        return st;
+    }
+    *out = bundle(n, parts);
+    free(parts);
+    return *out ? GS_OK : gs_eval_oom(ev, in);
+}
+
 gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out) {
     const gs_sharding *own = gs_instr_get_sharding(in);
     if (own && !gs_sharding_is_manual(own) && gs_sharding_manual_dim(own) < 0 &&
@@ -54,8 +86,7 @@ gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_valu
         *out = gs_value_ref(op);
         return GS_OK;
     }
-    if (op->devices > 0)
-        return gs_eval_error(ev, in, "a manual region inside a manual region is not supported");
+    if (op->devices > 0) return enter_nested(ev, in, op, out);
     gs_arena a;
     gs_arena_init(&a);
     const gs_sharding *s = gs_instr_get_sharding(in->operands[0]);

@@ -13,7 +13,8 @@
  *                error.
  *   call         the callee's parameters take its own parameter shardings where written, else
  *                the operands' shardings as they are; its root takes the call's sharding.
- *   conditional  the selector (predicate or branch index) is replicated; each branch is
+ *   conditional  the selector (predicate or branch index) is replicated (a manual one stays
+ *                each device's own); each branch is
  *                partitioned like a call with its operand, its root with the conditional's
  *                sharding.
  * Computations used as reducers and comparators (to_apply of reduce, sort, scatter, all-reduce)
@@ -152,7 +153,11 @@ bool gs_part_handle_conditional(gs_part_ctx *c, const gs_instr *in, const gs_sha
         gs_part_oom(c);
         return false;
     }
-    sh[0] = gs_part_replicated(c, in->operands[0]->shape);
+    /* Every device must take the same branch: the selector is replicated (or, in a manual
+     * region, each device's own as the program wrote it). */
+    sh[0] = gs_part_operand(c, in, 0)->sharding->kind == GS_SHARDING_MANUAL
+                ? gs_part_operand(c, in, 0)->sharding
+                : gs_part_replicated(c, in->operands[0]->shape);
     for (int i = 0; i < nb; i++) {
         sh[i + 1] = param_sharding(c, branches[i]->params[0], gs_part_operand(c, in, i + 1));
         /* A computation listed twice takes one signature (its copy is shared). */

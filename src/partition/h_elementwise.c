@@ -124,6 +124,16 @@ static bool identity_target(const char *t) {
     return false;
 }
 
+/* {manual}, or a tuple of {manual} leaves. */
+static bool manual_leaves(const gs_sharding *s) {
+    if (s->kind == GS_SHARDING_TUPLE) {
+        for (int i = 0; i < s->n_tuple; i++)
+            if (s->tuple[i]->kind != GS_SHARDING_MANUAL) return false;
+        return s->n_tuple > 0;
+    }
+    return s->kind == GS_SHARDING_MANUAL;
+}
+
 bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                 gs_part_value *out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
@@ -142,6 +152,11 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
         out->combiner = GS_OP_ADD;
         return out->hlo != NULL;
     }
+    bool edge = strcmp(target, "SPMDFullToShardShape") == 0 ||
+                strcmp(target, "SPMDShardToFullShape") == 0 || strcmp(target, "Sharding") == 0 ||
+                identity_target(target);
+    if (!edge && manual_leaves(t)) return false; /* the default action's manual case: the op
+                                                    runs on the devices' own values as written */
     if (strcmp(target, "TopK") == 0) return gs_part_handle_topk(c, in, t, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0)
         return gs_part_handle_rotate_right(c, in, t, out);

@@ -1034,6 +1034,13 @@ static void reshard_array(gs_part_ctx *c, const gs_part_value *in, const gs_shar
             relabel(&v, to);
             break;
         }
+        if (gs_part_partial_manual(s) && is_repl(to) && v.base->rank >= 0 &&
+            gs_type_is_array(v.base->type)) {
+            /* A manual subgroup's value has no value across its groups: "replicated" is whole
+             * within each manual group (each group's devices hold the group's value). */
+            to = gs_part_manual_whole(c, s, v.base->rank);
+            continue;
+        }
         if (gs_part_partial_manual(to) && (gs_part_partial_manual(s) || is_repl(s)) &&
             reshard_partial_manual(c, &v, to))
             break;
