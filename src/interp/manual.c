@@ -45,22 +45,14 @@ static gs_value *bundle(int n, gs_value **parts) {
     return b;
 }
 
-/* A region entered from inside a partially manual one (nested manual computations): device d
- * holds its manual group's value, of which the operand's sharding (its tiles along the dims the
- * group still splits) gives d a part, which becomes d's whole value. A region inside a fully
- * manual one has nothing left to split. */
-static gs_status enter_nested(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out) {
-    const gs_sharding *s = gs_instr_get_sharding(in->operands[0]);
-    if (!s || s->kind != GS_SHARDING_TILED || gs_sharding_manual_dim(s) < 0 ||
-        s->tiles.n != op->devices)
-        return gs_eval_error(ev, in,
-                             "a manual region inside a fully manual region: its operand must be "
-                             "partially manual (a manual subgroup) over the region's devices");
-    int n = op->devices;
+/* The bundle of n devices' parts of op under s: device d's part of op itself, or, when op is
+ * a bundle (inside a partially manual region), of d's own value. */
+static gs_status cut(gs_eval *ev, const gs_instr *in, gs_value *op, const gs_sharding *s, int n,
+                     gs_value **out) {
     gs_value **parts = gs_sys_calloc((size_t)n, sizeof *parts);
     gs_status st = parts ? GS_OK : gs_eval_oom(ev, in);
     for (int d = 0; st == GS_OK && d < n; d++) {
-        if (gs_value_shard(op->tuple[d], s, d, &parts[d], ev->d) != GS_OK)
+        if (gs_value_shard(op->devices > 0 ? op->tuple[d] : op, s, d, &parts[d], ev->d) != GS_OK)
             st = gs_eval_error(ev, in, "cannot cut the operand into device %d's part", d);
         else if (!gs_value_matches(parts[d], in->shape))
             st = gs_eval_error(ev, in,
@@ -86,35 +78,28 @@ gs_status gs_manual_enter(gs_eval *ev, const gs_instr *in, gs_value *op, gs_valu
         *out = gs_value_ref(op);
         return GS_OK;
     }
-    if (op->devices > 0) return enter_nested(ev, in, op, out);
+    const gs_sharding *s = gs_instr_get_sharding(in->operands[0]);
+    if (op->devices > 0) {
+        /* Nested manual computations: inside a partially manual region device d holds its
+         * manual group's value, of which the operand's tiles (along the dims the group still
+         * splits) give d a part. Inside a fully manual one nothing is left to split. */
+        if (!s || s->kind != GS_SHARDING_TILED || gs_sharding_manual_dim(s) < 0 ||
+            s->tiles.n != op->devices)
+            return gs_eval_error(ev, in,
+                                 "a manual region inside a fully manual region: its operand must "
+                                 "be partially manual (a manual subgroup) over the region's "
+                                 "devices");
+        return cut(ev, in, op, s, op->devices, out);
+    }
     gs_arena a;
     gs_arena_init(&a);
-    const gs_sharding *s = gs_instr_get_sharding(in->operands[0]);
     if (!s) s = gs_sharding_replicated(&a);
     int64_t n = s->kind == GS_SHARDING_TILED ? s->tiles.n
                 : ev->m->num_partitions > 1  ? ev->m->num_partitions
                                              : 1;
-    gs_value **parts = gs_sys_calloc((size_t)n, sizeof *parts);
-    gs_status st = parts ? GS_OK : gs_eval_oom(ev, in);
-    for (int64_t d = 0; st == GS_OK && d < n; d++) {
-        if (gs_value_shard(op, s, d, &parts[d], ev->d) != GS_OK)
-            st = gs_eval_error(ev, in, "cannot cut the operand into device %lld's part",
-                               (long long)d);
-        else if (!gs_value_matches(parts[d], in->shape))
-            st = gs_eval_error(ev, in,
-                               "device %lld's part of the operand does not have the "
-                               "region's shape",
-                               (long long)d);
-    }
+    gs_status st = cut(ev, in, op, s, (int)n, out);
     gs_arena_free(&a);
-    if (st != GS_OK) {
-        for (int64_t d = 0; parts && d < n; d++) gs_value_free(parts[d]);
-        free(parts);
-        return st;
-    }
-    *out = bundle((int)n, parts);
-    free(parts);
-    return *out ? GS_OK : gs_eval_oom(ev, in);
+    return st;
 }
 
 gs_status gs_manual_exit(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value **out) {
