@@ -303,13 +303,65 @@ static bool with_whole_dims(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     return out->hlo != NULL;
 }
 
+/* t with its tile order reversed along data dims dims[0..n) (XLA's ReverseSharding): the tiles
+ * of a reversed dim, reversed in place, are the result's tiles in the reversed order. An
+ * explicit device list (a collective-permute names every device anyway). */
+static const gs_sharding *reverse_sharding(gs_part_ctx *c, const gs_sharding *t, int n,
+                                           const int *dims) {
+    if (t->kind != GS_SHARDING_TILED) return t;
+    const gs_tile_assignment *ta = &t->tiles;
+    gs_arena *a = gs_part_arena(c);
+    int64_t *dev = GS_NEW_ARRAY(a, int64_t, ta->n), *rev = GS_NEW_ARRAY(a, int64_t, ta->n);
+    if (!dev || !rev) {
+        gs_part_oom(c);
+        return NULL;
+    }
+    gs_tile_materialize(ta, dev);
+    for (int64_t pos = 0; pos < ta->n; pos++) {
+        int64_t idx[GS_MAX_TILE_RANK], rem = pos, src = 0;
+        for (int i = ta->rank - 1; i >= 0; i--) {
+            idx[i] = rem % ta->dims[i];
+            rem /= ta->dims[i];
+        }
+        for (int k = 0; k < n; k++) idx[dims[k]] = ta->dims[dims[k]] - 1 - idx[dims[k]];
+        for (int i = 0; i < ta->rank; i++) src = src * ta->dims[i] + idx[i];
+        rev[pos] = dev[src];
+    }
+    gs_tile_assignment r;
+    gs_sharding *out = NULL;
+    if (gs_tile_explicit(a, ta->rank, ta->dims, rev, &r) == GS_OK)
+        out = gs_sharding_subgroup(a, &r, t->n_subgroups, t->subgroups);
+    if (!out) gs_part_oom(c);
+    return out;
+}
+
+/* reverse: along a split dim, each device reverses the operand tile the reversed tile order
+ * gives it (a collective-permute from the result's order); where the dim is uneven (padding at
+ * the end), the tile is first shifted left by the padding with a halo exchange, so that after
+ * the local reverse the padding is at the end again (XLA's HandleReverse). */
 bool gs_part_handle_reverse(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                             gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
-    int moved[GS_MAX_RANK];
-    for (int i = 0; i < d.n; i++) moved[i] = (int)d.v[i];
-    return with_whole_dims(c, in, t, d.n, moved, 1, out);
+    const gs_shape *sh = in->shape;
+    int split[GS_MAX_RANK], ns = 0;
+    for (int i = 0; i < d.n; i++) {
+        if (d.v[i] < 0 || d.v[i] >= sh->rank) return false;
+        if (gs_sharding_tiles_in_dim(t, (int)d.v[i]) > 1) split[ns++] = (int)d.v[i];
+    }
+    const gs_sharding *rs = ns ? reverse_sharding(c, t, ns, split) : t;
+    if (!rs) return false;
+    gs_instr *x = resharded(c, in, 0, rs);
+    for (int i = 0; i < ns && x; i++) {
+        int dd = split[i];
+        int64_t k = gs_sharding_tiles_in_dim(rs, dd), len = sh->dims[dd], so = (len + k - 1) / k;
+        int64_t pad = so * k - len;
+        if (pad > 0) x = gs_part_halo_read(c, x, rs, dd, len, -pad, so, so, k, NULL);
+    }
+    const gs_shape *ls = gs_part_local_shape(c, sh, t);
+    if (!x || !ls) return false;
+    result(out, gs_part_clone(c, in, ls, 1, &x), sh, t);
+    return out->hlo != NULL;
 }
 
 /* fft transforms its last len(fft_length) dims: those are made whole, the leading (batch) dims
@@ -506,11 +558,58 @@ bool gs_part_handle_dynamic_update_slice(gs_part_ctx *c, const gs_instr *in, con
     if (gs_part_owner_update(c, in, out)) return true; /* into a stacked buffer (h_scan.c) */
     if (c->failed) return false;
     const gs_shape *os = in->shape, *us = in->operands[1]->shape;
-    if (in->n_operands != os->rank + 2 || us->rank != os->rank) return false;
-    int moved[GS_MAX_RANK], n = 0;
-    for (int i = 0; i < os->rank; i++)
-        if (us->dims[i] != os->dims[i]) moved[n++] = i;
-    return with_whole_dims(c, in, t, n, moved, 2, out);
+    int r = os->rank;
+    if (in->n_operands != r + 2 || us->rank != r) return false;
+    /* A dim the update covers keeps the result's tiles (its start clamps to 0). Along a split
+     * dim it does not cover, the update is whole on every device, and each device writes the
+     * part of it that falls in its shard: its shard padded by the update's length on both
+     * sides takes the update at the start made local (the global start, clamped, minus the
+     * shard's offset, plus the padding; the local clamp sends an update that misses the shard
+     * into the padding), and the padding is sliced off again. No data moves (XLA's
+     * HandleDynamicUpdateSlice). */
+    int whole[GS_MAX_RANK], nw = 0, split[GS_MAX_RANK], ns = 0;
+    for (int i = 0; i < r; i++) {
+        if (us->dims[i] == os->dims[i]) continue;
+        whole[nw++] = i;
+        if (gs_sharding_tiles_in_dim(t, i) > 1) split[ns++] = i;
+    }
+    if (ns == 0 || os->dynamic || us->dynamic) return with_whole_dims(c, in, t, nw, whole, 2, out);
+    gs_instr *x = resharded(c, in, 0, t);
+    gs_instr *u = resharded(c, in, 1, gs_part_replicate_dims(c, t, nw, whole));
+    gs_instr *idx[GS_MAX_RANK + 1];
+    replicated_rest(c, in, 2, idx);
+    const gs_shape *ls = gs_part_local_shape(c, os, t);
+    if (!x || !u || !ls) return false;
+    gs_builder *b = gs_part_builder(c);
+    int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, in0[GS_MAX_RANK] = {0};
+    gs_instr *starts[GS_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        gs_instr *v = idx[i + 2];
+        if (!v) return false;
+        /* s64 starts: an unsigned start less the offset must go negative. */
+        starts[i] = gs_build_convert(b, v, GS_S64);
+    }
+    for (int k = 0; k < ns; k++) {
+        int i = split[k];
+        int64_t ud = us->dims[i];
+        gs_instr *cl[3] = {gs_build_scalar_i(b, GS_S64, 0), starts[i],
+                           gs_build_scalar_i(b, GS_S64, os->dims[i] - ud)};
+        gs_instr *g = gs_build(b, GS_OP_CLAMP, cl[1]->shape, 3, cl);
+        gs_instr *off = gs_build_convert(b, gs_part_shard_offset(c, t, i, ls->dims[i]), GS_S64);
+        starts[i] = gs_build_binary(b, GS_OP_ADD, gs_build_binary(b, GS_OP_SUBTRACT, g, off),
+                                    gs_build_scalar_i(b, GS_S64, ud));
+        lo[i] = hi[i] = ud;
+    }
+    gs_instr *z = gs_build_scalar_i(b, os->type, 0);
+    gs_instr *padded = gs_build_pad(b, x, z, lo, hi, in0);
+    gs_instr *w = gs_build_dynamic_update_slice(b, padded, u, starts);
+    int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        st[i] = lo[i];
+        lim[i] = lo[i] + ls->dims[i];
+    }
+    result(out, w ? gs_build_slice(b, w, st, lim, NULL) : NULL, os, t);
+    return out->hlo != NULL;
 }
 
 /* ------------------------------------------------------------------ iota, constant */

@@ -3,8 +3,8 @@
  * broadcast, reshape, transpose, dot, reduce, argmax (variadic reduce), slice, pad, concatenate,
  * sort (keys, or keys and indices), 1-D convolution (and its filter-gradient form, with batch
  * groups), reduce-window, select-and-scatter, gather, batch-norm training and inference,
- * scatter, dynamic-slice and dynamic-update-slice with clamped indices, calls, while loops,
- * conditionals)
+ * scatter, dynamic-slice and dynamic-update-slice with clamped indices, reverse, calls, while
+ * loops, conditionals)
  * with random shardings
  * (JAX-style: each axis of a random mesh of 1-3 axes goes to a tensor dim or to replication, in
  * a random order; the mesh's device order iota, transposed, or an explicit permutation; so iota,
@@ -330,10 +330,18 @@ static void op(graph *g) {
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
     switch (g->dots && rnd(2) ? 6 : rnd(25)) {
-    case 0: { /* unary */
+    case 0: { /* unary, or a reverse along random dims (split ones, uneven ones) */
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
-        emit(g, "  %%%s = %s %s(%%%s)", v->name, so, f32 && rnd(2) ? "tanh" : "negate", a->name);
+        if (k > 0 && rnd(3) == 0) {
+            emit(g, "  %%%s = %s reverse(%%%s), dimensions={", v->name, so, a->name);
+            for (int i = 0, n = 0; i < k; i++)
+                if (rnd(2) || (i == k - 1 && n == 0)) emit(g, "%s%d", n++ ? "," : "", i);
+            emit(g, "}");
+        } else {
+            emit(g, "  %%%s = %s %s(%%%s)", v->name, so, f32 && rnd(2) ? "tanh" : "negate",
+                 a->name);
+        }
         finish(g, v);
         break;
     }
