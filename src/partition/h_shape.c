@@ -430,6 +430,12 @@ bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding 
     return out->hlo != NULL;
 }
 
+/* Positions a dim of n elements split k ways spans once each shard is dilated locally by d
+ * (gs_part_dilate_shard); n itself when d is 1. */
+static int64_t dilated_len(int64_t n, int64_t k, int64_t d) {
+    return d > 1 ? (n + k - 1) / k * d * k : n;
+}
+
 bool gs_part_handle_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                         gs_part_value *out) {
     if (!plain_array(in, t)) return false;
@@ -438,16 +444,24 @@ bool gs_part_handle_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     const gs_shape *os = in->operands[0]->shape;
     if (!a || a->u.padding->n != r) return false;
     /* Padded dims the result tiles go through a halo exchange (the positions outside the
-     * operand masked with the pad value) when one hop reaches; the others are made whole. */
+     * operand masked with the pad value) when one hop reaches. With interior padding, as XLA
+     * reads a pad as a window with base dilation, each shard is dilated locally first (its
+     * holes the pad value) and its output window read from the dilated positions. The other
+     * padded dims are made whole. */
     int moved[GS_MAX_RANK], n = 0;
-    bool halo[GS_MAX_RANK] = {0};
+    bool halo[GS_MAX_RANK] = {0}, dil[GS_MAX_RANK] = {0};
     for (int i = 0; i < r; i++) {
         const gs_pad_dim *p = &a->u.padding->dims[i];
         if (p->lo == 0 && p->hi == 0 && p->interior == 0) continue;
-        int64_t l, h;
+        int64_t l, h, k = gs_sharding_tiles_in_dim(t, i), o = in->shape->dims[i];
+        int64_t so = (o + k - 1) / k;
         if (p->interior == 0 &&
             gs_part_halo_plan(t, i, os->dims[i], -p->lo, in->shape->dims[i], &l, &h))
             halo[i] = true;
+        else if (p->interior > 0 && k > 1 && os->dims[i] > 0 && so > 0 &&
+                 gs_part_halo_extent(t, i, dilated_len(os->dims[i], k, p->interior + 1), -p->lo,
+                                     so, so, (o + so - 1) / so, &l, &h))
+            dil[i] = true;
         else
             moved[n++] = i;
     }
@@ -456,12 +470,22 @@ bool gs_part_handle_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     gs_instr *ops[2] = {x, NULL};
     replicated_rest(c, in, 1, ops);
     if (!x || !ops[1]) return false;
+    for (int i = 0; i < r && x; i++) {
+        if (!dil[i]) continue;
+        const gs_pad_dim *p = &a->u.padding->dims[i];
+        int64_t k = gs_sharding_tiles_in_dim(s, i), o = in->shape->dims[i], so = (o + k - 1) / k;
+        x = gs_part_dilate_shard(c, x, s, os->dims, i, p->interior + 1, ops[1]);
+        x = gs_part_halo_read(c, x, s, i, dilated_len(os->dims[i], k, p->interior + 1), -p->lo,
+                              so, so, (o + so - 1) / so, ops[1]);
+    }
+    if (!x) return false;
     int64_t lo[GS_MAX_RANK], hi[GS_MAX_RANK], inr[GS_MAX_RANK];
     for (int i = 0; i < r; i++) {
         const gs_pad_dim *p = &a->u.padding->dims[i];
-        lo[i] = halo[i] ? 0 : p->lo;
-        hi[i] = halo[i] ? 0 : p->hi;
-        inr[i] = halo[i] ? 0 : p->interior;
+        bool local = halo[i] || dil[i];
+        lo[i] = local ? 0 : p->lo;
+        hi[i] = local ? 0 : p->hi;
+        inr[i] = local ? 0 : p->interior;
     }
     gs_instr *y = gs_build_pad(gs_part_builder(c), x, ops[1], lo, hi, inr);
     for (int i = 0; i < r && y; i++)
@@ -694,12 +718,6 @@ bool gs_part_handle_sort(gs_part_ctx *c, const gs_instr *in, const gs_sharding *
     if (!ls) return false;
     result(out, gs_part_clone(c, in, ls, n, ops), in->shape, rs);
     return out->hlo != NULL;
-}
-
-/* Positions a dim of n elements split k ways spans once each shard is dilated locally by d
- * (gs_part_dilate_shard); n itself when d is 1. */
-static int64_t dilated_len(int64_t n, int64_t k, int64_t d) {
-    return d > 1 ? (n + k - 1) / k * d * k : n;
 }
 
 bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,

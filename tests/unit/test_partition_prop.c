@@ -495,7 +495,7 @@ static void op(graph *g) {
             bool on = rnd(2);
             lo[i] = on ? rnd(3) - (a->dims[i] > 2 && rnd(4) == 0) : 0;
             hi[i] = on ? rnd(3) : 0;
-            in[i] = on ? rnd(2) : 0;
+            in[i] = on ? rnd(3) : 0;
             d[i] = lo[i] + hi[i] + a->dims[i] + (a->dims[i] - 1) * in[i];
         }
         val *v = new_val(g, k, d);
