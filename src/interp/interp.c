@@ -494,6 +494,60 @@ static gs_status eval_rotate_right(gs_eval *ev, const gs_instr *in, gs_value *co
     return GS_OK;
 }
 
+/* XLA's partitioner-internal multi-pad: (x, scalar p) with backend_config
+ * "dimension=D,amt=A,..." gives A + 1 arrays, result i = x padded with p by A - i before and i
+ * after along D. */
+static gs_status eval_multi_pad(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                gs_value **out) {
+    const gs_value *x = ops[0], *p = ops[1];
+    int64_t dim, amt;
+    if (!gs_instr_config_int(in, "dimension", &dim) || !gs_instr_config_int(in, "amt", &amt))
+        return gs_eval_error(ev, in, "_SPMDInternalOp_MultiPad needs backend_config "
+                                     "\"dimension=D,amt=A\"");
+    const gs_shape *s = in->shape;
+    bool ok = x->type != GS_TUPLE && p->type == x->type && p->rank == 0 && dim >= 0 &&
+              dim < x->rank && amt >= 0 && amt < 1024 && s->type == GS_TUPLE &&
+              s->n_tuple == amt + 1;
+    for (int i = 0; ok && i <= amt; i++) {
+        const gs_shape *r = s->tuple[i];
+        ok = r->type == x->type && r->rank == x->rank;
+        for (int d = 0; ok && d < x->rank; d++)
+            ok = r->dims[d] == x->dims[d] + (d == dim ? amt : 0);
+    }
+    if (!ok)
+        return gs_eval_error(ev, in, "multi-pad: the results must be %lld + 1 arrays of the "
+                                     "operand's shape grown by %lld along dimension %lld",
+                             (long long)amt, (long long)amt, (long long)dim);
+    int64_t n = x->dims[dim], outer = 1, inner = 1, es = gs_type_size(x->type);
+    for (int d = 0; d < dim; d++) outer *= x->dims[d];
+    for (int d = (int)dim + 1; d < x->rank; d++) inner *= x->dims[d];
+    gs_value **parts = calloc((size_t)amt + 1, sizeof *parts);
+    if (!parts) return gs_eval_oom(ev, in);
+    gs_status st = GS_OK;
+    for (int64_t i = 0; i <= amt && st == GS_OK; i++) {
+        gs_value *r = gs_value_new_array(x->type, x->rank, s->tuple[i]->dims);
+        if (!r) {
+            st = gs_eval_oom(ev, in);
+            break;
+        }
+        for (int64_t e = 0; e < r->n; e++)
+            memcpy((char *)r->data + e * es, p->data, (size_t)es);
+        int64_t m = n + amt, row = inner * es;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy((char *)r->data + (o * m + (amt - i)) * row, (const char *)x->data + o * n * row,
+                   (size_t)(n * row));
+        parts[i] = r;
+    }
+    if (st != GS_OK) {
+        for (int64_t i = 0; i <= amt; i++) gs_value_free(parts[i]);
+        free(parts);
+        return st;
+    }
+    *out = gs_value_new_tuple((int)amt + 1, parts); /* frees the parts when it fails */
+    free(parts);
+    return *out ? GS_OK : gs_eval_oom(ev, in);
+}
+
 /* XLA's 64-bit emulation: X64Combine(low, high) puts two 32-bit values' bits side by side into
  * one 64-bit value (high << 32 | low); X64SplitLow / X64SplitHigh take them apart. */
 static gs_status eval_x64(gs_eval *ev, const gs_instr *in, const char *target,
@@ -562,6 +616,8 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
     if (strcmp(target, "__op$block_scaled_dot") == 0) return gs_eval_block_scaled_dot(ev, in, ops, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0 && in->n_operands == 1)
         return eval_rotate_right(ev, in, ops, out);
+    if (strcmp(target, "_SPMDInternalOp_MultiPad") == 0 && in->n_operands == 2)
+        return eval_multi_pad(ev, in, ops, out);
     if (strcmp(target, "GetRngSeed") == 0 && in->n_operands == 0 && gs_shape_is_array(in->shape) &&
         in->shape->rank == 0 && !gs_type_is_float(in->shape->type)) {
         /* The seed of the run's random numbers (the same on every device). */

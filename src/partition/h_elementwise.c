@@ -134,12 +134,24 @@ static bool manual_leaves(const gs_sharding *s) {
     return s->kind == GS_SHARDING_MANUAL;
 }
 
+/* Any manual leaf. */
+static bool manual_leaves_any(const gs_sharding *s) {
+    if (s->kind == GS_SHARDING_TUPLE) {
+        for (int i = 0; i < s->n_tuple; i++)
+            if (s->tuple[i]->kind == GS_SHARDING_MANUAL) return true;
+        return false;
+    }
+    return s->kind == GS_SHARDING_MANUAL;
+}
+
 bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                 gs_part_value *out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (target && strcmp(target, "__op$block_scaled_dot") == 0)
         return gs_part_handle_dot(c, in, t, out);
     if (!target) return false;
+    if (strcmp(target, "_SPMDInternalOp_MultiPad") == 0 && !manual_leaves_any(t))
+        return gs_part_handle_multi_pad(c, in, t, out);
     if (in->n_operands != 1) return gs_part_single_device(c, in, t, out);
     int64_t group;
     if (gs_instr_sharding_group(in, &group) && gs_shape_is_tuple(in->shape) &&

@@ -1,6 +1,8 @@
 /*
- * h_rotate.c — XLA's partitioner-internal custom-call `_SPMDInternalOp_RotateRight`
- * (backend_config "dimension=D,amount=A": out[i] = in[(i - A) mod n] along D).
+ * h_rotate.c — XLA's partitioner-internal custom-calls that shift shards:
+ *
+ * `_SPMDInternalOp_RotateRight` (backend_config "dimension=D,amount=A": out[i] = in[(i - A) mod
+ * n] along D).
  *
  * Along an untiled D each device rotates its own shard. Along a tiled D (n elements in shards
  * of s) device t's output [t*s, t*s + s) reads input [t*s - A, t*s - A + s): where that is
@@ -54,4 +56,70 @@ bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sh
     out->sharding = t;
     out->combiner = GS_OP_ADD;
     return y != NULL;
+}
+
+/* `_SPMDInternalOp_MultiPad` (backend_config "dimension=D,amt=A,bufferize=B"): operands x and a
+ * scalar pad value p; result i (of A + 1) is x padded by A - i before and i after along D. Each
+ * is a window of one extended array [p x A, x, p x A]: along a tiled D whose results split into
+ * shards as long as x's, device t reads x's [t*s - A, t*s + s) by one halo exchange (positions
+ * outside x the pad value), and result i is its slice [i, i + s). Along an untiled D each
+ * device pads its own shard. Other layouts take the default action. */
+bool gs_part_handle_multi_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out) {
+    int64_t dim, amt;
+    if (in->n_operands != 2 || !gs_instr_config_int(in, "dimension", &dim) ||
+        !gs_instr_config_int(in, "amt", &amt) || amt < 0 || in->shape->type != GS_TUPLE ||
+        in->shape->n_tuple != amt + 1 || t->kind != GS_SHARDING_TUPLE || t->n_tuple != amt + 1)
+        return false;
+    const gs_shape *xs = in->operands[0]->shape;
+    if (!gs_type_is_array(xs->type) || dim < 0 || dim >= xs->rank ||
+        in->operands[1]->shape->rank != 0)
+        return false;
+    const gs_sharding *ts = t->tuple[0];
+    for (int i = 0; i <= amt; i++) {
+        const gs_shape *r = in->shape->tuple[i];
+        if (!gs_sharding_equal(t->tuple[i], ts) || r->type != xs->type || r->rank != xs->rank)
+            return false;
+        for (int d = 0; d < xs->rank; d++)
+            if (r->dims[d] != xs->dims[d] + (d == dim ? amt : 0)) return false;
+    }
+    if (!gs_part_plain(ts)) return false;
+    int64_t n = xs->dims[dim], k = gs_sharding_tiles_in_dim(ts, (int)dim);
+    int64_t s = (n + k - 1) / k;
+    if (k > 1 && (s < 1 || (n + amt + k - 1) / k != s)) return false;
+    gs_part_value v, pv;
+    gs_part_reshard(c, gs_part_operand(c, in, 0), ts, &v);
+    gs_part_reshard(c, gs_part_operand(c, in, 1), gs_part_replicated(c, in->operands[1]->shape),
+                    &pv);
+    gs_instr *x = v.hlo, *p = pv.hlo;
+    if (!x || !p) return false;
+    gs_builder *b = gs_part_builder(c);
+    int r = xs->rank;
+    gs_instr *ext = x;
+    if (k > 1) {
+        int64_t live = (n + amt + s - 1) / s, l, h;
+        if (live > k) live = k;
+        if (!gs_part_halo_extent(ts, (int)dim, n, -amt, s, s + amt, live, &l, &h)) return false;
+        ext = gs_part_halo_read(c, x, ts, (int)dim, n, -amt, s, s + amt, live, p);
+    } else {
+        int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0};
+        lo[dim] = hi[dim] = amt;
+        ext = gs_build_pad(b, x, p, lo, hi, NULL);
+    }
+    if (!ext) return false;
+    int64_t len = k > 1 ? s : n;
+    gs_instr *res[64];
+    if (amt + 1 > 64) return false;
+    for (int i = 0; i <= amt; i++) {
+        int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
+        for (int d = 0; d < r; d++) lim[d] = ext->shape->dims[d];
+        st[dim] = i;
+        lim[dim] = i + len + (k > 1 ? 0 : amt);
+        res[i] = gs_build_slice(b, ext, st, lim, NULL);
+    }
+    out->hlo = gs_build_tuple(b, (int)amt + 1, res);
+    out->base = in->shape;
+    out->sharding = t;
+    out->combiner = GS_OP_ADD;
+    return out->hlo != NULL;
 }

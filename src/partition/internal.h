@@ -456,6 +456,10 @@ bool gs_part_handle_batch_norm_grad(gs_part_ctx *c, const gs_instr *in, const gs
 /* h_rotate.c: custom-call _SPMDInternalOp_RotateRight. */
 bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                  gs_part_value *out);
+/* `_SPMDInternalOp_MultiPad` (h_rotate.c): (x, pad value) -> amt + 1 results, result i = x
+ * padded by amt - i before and i after along `dimension`. */
+bool gs_part_handle_multi_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                              gs_part_value *out);
 bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                            gs_part_value *out);
 bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
