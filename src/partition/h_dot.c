@@ -384,7 +384,7 @@ static const gs_sharding *extend(gs_part_ctx *c, const gs_part_space *sp, const 
         return NULL;
     int64_t left = base->tiles.dims[sp->ns];
     int add_dim[GS_MAX_RANK], k = 0;
-    int64_t add_n[GS_MAX_RANK], used = 1;
+    int64_t add_n[GS_MAX_RANK];
     for (int s = 0; s < sp->ns - sp->nf; s++) {
         /* The part of other's tiling the replicated devices left can take (XLA moves the rest
          * of it into replication first). */
@@ -393,9 +393,8 @@ static const gs_sharding *extend(gs_part_ctx *c, const gs_part_space *sp, const 
         add_dim[k] = s;
         add_n[k++] = t;
         left /= t;
-        used *= t;
     }
-    if (k == 0) return NULL;
+    if (k == 0 || sp->ns + k + 1 > GS_MAX_TILE_RANK) return NULL;
     /* [d.., R] viewed as [d.., t_1..t_k, R/T], each t_i moved beside its (size 1) dim, merged. */
     int64_t dims[GS_MAX_TILE_RANK];
     int r = 0;
@@ -421,7 +420,6 @@ static const gs_sharding *extend(gs_part_ctx *c, const gs_part_space *sp, const 
         gs_part_oom(c);
         return NULL;
     }
-    (void)used;
     gs_sharding *f = gs_sharding_partial(a, &merged);
     if (!f) gs_part_oom(c);
     return f;

@@ -600,7 +600,7 @@ bool gs_part_handle_dynamic_update_slice(gs_part_ctx *c, const gs_instr *in, con
     if (ns == 0 || os->dynamic || us->dynamic) return with_whole_dims(c, in, t, nw, whole, 2, out);
     gs_instr *x = resharded(c, in, 0, t);
     gs_instr *u = resharded(c, in, 1, gs_part_replicate_dims(c, t, nw, whole));
-    gs_instr *idx[GS_MAX_RANK + 1];
+    gs_instr *idx[GS_MAX_RANK + 2];
     replicated_rest(c, in, 2, idx);
     const gs_shape *ls = gs_part_local_shape(c, os, t);
     if (!x || !u || !ls) return false;
