@@ -136,9 +136,13 @@ def partition_setup(path):
     m = re.search(r"num_partitions\s*=\s*(\d+)", head)
     if m and int(m.group(1)) > 1:
         # `partition` propagates a .mlir file by default (with Shardy's rules when it has
-        # a mesh), an HLO one when asked: both sides are compared after GSPMD's propagation
-        return int(m.group(1)), (["--propagate", "--algorithm", "gspmd"] if path.endswith(".mlir")
-                                 else [])
+        # a mesh), an HLO one when asked (a test's `// ARGS:` with --propagate: StableHLO has
+        # no place for the shardings of a loop body's tuple elements, so such a test has them
+        # propagated): both sides are compared after GSPMD's propagation
+        a = re.search(r"^// ARGS:(.*)$", head, re.M)
+        asked = a is not None and "--propagate" in a.group(1).split()
+        return int(m.group(1)), (["--propagate", "--algorithm", "gspmd"]
+                                 if path.endswith(".mlir") or asked else [])
     return None
 
 
