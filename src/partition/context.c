@@ -40,6 +40,14 @@ void gs_part_oom(gs_part_ctx *c) {
 gs_builder *gs_part_builder(gs_part_ctx *c) { return &c->e->b; }
 gs_arena *gs_part_arena(gs_part_ctx *c) { return &c->scratch; }
 
+bool gs_part_all_manual(const gs_sharding *s) {
+    if (s->kind == GS_SHARDING_MANUAL) return true;
+    if (s->kind != GS_SHARDING_TUPLE || s->n_tuple == 0) return false;
+    for (int i = 0; i < s->n_tuple; i++)
+        if (s->tuple[i]->kind != GS_SHARDING_MANUAL) return false;
+    return true;
+}
+
 const gs_instr *gs_part_caller(gs_part_ctx *c, const gs_instr *in) {
     if (!c->callers_ready) {
         c->callers_ready = true;

@@ -703,9 +703,10 @@ static bool eval_plan(gs_part_ctx *c, const gs_instr *in, const gs_part_space *s
     /* Windowed dims the lhs holds whole stay whole: each device slices its window. */
     p.lhs_read = p.lhs;
     int whole[GS_MAX_RANK], nw = 0;
+    int h0 = sp.nb + sp.nm + sp.nn + sp.nk;
     for (int h = 0; h < sp.nh; h++)
         if (reads_locally(in, &sp, p.f, ls, h))
-            whole[nw++] = read_of(in, &sp, h, gs_sharding_tiles_in_dim(p.f, sp.nb + sp.nm + sp.nn + sp.nk + h)).dim;
+            whole[nw++] = read_of(in, &sp, h, gs_sharding_tiles_in_dim(p.f, h0 + h)).dim;
     if (nw) p.lhs_read = gs_part_replicate_dims(c, p.lhs, nw, whole);
     *hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs_read, ls) : 0;
     if (*hb < 0) return false; /* a window no halo exchange can read */

@@ -124,34 +124,14 @@ static bool identity_target(const char *t) {
     return false;
 }
 
-/* {manual}, or a tuple of {manual} leaves. */
-static bool manual_leaves(const gs_sharding *s) {
-    if (s->kind == GS_SHARDING_TUPLE) {
-        for (int i = 0; i < s->n_tuple; i++)
-            if (s->tuple[i]->kind != GS_SHARDING_MANUAL) return false;
-        return s->n_tuple > 0;
-    }
-    return s->kind == GS_SHARDING_MANUAL;
-}
-
-/* Any manual leaf. */
-static bool manual_leaves_any(const gs_sharding *s) {
-    if (s->kind == GS_SHARDING_TUPLE) {
-        for (int i = 0; i < s->n_tuple; i++)
-            if (s->tuple[i]->kind == GS_SHARDING_MANUAL) return true;
-        return false;
-    }
-    return s->kind == GS_SHARDING_MANUAL;
-}
-
 bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                 gs_part_value *out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (target && strcmp(target, "__op$block_scaled_dot") == 0)
         return gs_part_handle_dot(c, in, t, out);
     if (!target) return false;
-    if (strcmp(target, "_SPMDInternalOp_MultiPad") == 0 && !manual_leaves_any(t))
-        return gs_part_handle_multi_pad(c, in, t, out);
+    if (strcmp(target, "_SPMDInternalOp_MultiPad") == 0)
+        return gs_part_handle_multi_pad(c, in, t, out); /* manual: the default action's */
     if (in->n_operands != 1) return gs_part_single_device(c, in, t, out);
     int64_t group;
     if (gs_instr_sharding_group(in, &group) && gs_shape_is_tuple(in->shape) &&
@@ -167,7 +147,7 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
     bool edge = strcmp(target, "SPMDFullToShardShape") == 0 ||
                 strcmp(target, "SPMDShardToFullShape") == 0 || strcmp(target, "Sharding") == 0 ||
                 identity_target(target);
-    if (!edge && manual_leaves(t)) return false; /* the default action's manual case: the op
+    if (!edge && gs_part_all_manual(t)) return false; /* the default action's manual case: the op
                                                     runs on the devices' own values as written */
     if (strcmp(target, "TopK") == 0) return gs_part_handle_topk(c, in, t, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0)

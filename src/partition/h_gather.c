@@ -32,12 +32,18 @@
 
 /* ------------------------------------------------------------------ gather */
 
+/* The batching pairs of a gather or scatter: operand dim op.v[i] with indices dim ix.v[i], the
+ * explicit ones (operand/input and indices batching dims), then the implicit ones. */
+typedef struct batch_pairs {
+    gs_ints op, ix;
+    int n_implicit;                            /* pairs at the end that are implicit */
+    int64_t op_v[GS_MAX_RANK], ix_v[GS_MAX_RANK]; /* storage of op and ix */
+} batch_pairs;
+
 typedef struct gather_dims {
     gs_ints offset, collapsed, start_map, sizes;
-    gs_ints obatch, ibatch; /* batching pairs: the explicit ones, then the implicit ones */
-    int n_implicit;         /* pairs at the end of obatch/ibatch that are implicit */
-    int64_t ivd;            /* index vector dim (== indices rank: implicit) */
-    int64_t ob[GS_MAX_RANK], ib[GS_MAX_RANK]; /* storage of obatch, ibatch */
+    batch_pairs pairs;
+    int64_t ivd; /* index vector dim (== indices rank: implicit) */
 } gather_dims;
 
 /* ------------------------------------------------------------------ implicit parallel dims */
@@ -59,60 +65,64 @@ static const gs_instr *walk_caller(const gs_instr *in, void *ud) {
     return gs_part_caller(ud, in);
 }
 
-/* Appends to the batching pairs the implicit ones (indices that count along a dim address a
- * collapsed operand dim of that size, as XLA's GetGatherScatterBatchParallelDims finds them):
- * each device then works on its own rows, its index made local by a subtraction. */
-static void add_implicit_pairs(gs_part_ctx *c, const gs_instr *indices, gs_ints index_map,
-                               const gs_shape *operand, const int64_t *slice, gs_ints collapsed,
-                               gather_dims *g) {
-    for (int i = 0; i < g->obatch.n && i < GS_MAX_RANK; i++) {
-        g->ob[i] = g->obatch.v[i];
-        g->ib[i] = g->ibatch.v[i];
+/* The explicit pairs (op, ix: the batching dims' attributes) and then the implicit ones
+ * (indices that count along a dim address a collapsed operand dim of that size, as XLA's
+ * GetGatherScatterBatchParallelDims finds them): each device then works on its own rows, its
+ * index made local by a subtraction. False when the explicit ones do not pair up. */
+static bool read_pairs(gs_part_ctx *c, gs_ints op, gs_ints ix, const gs_instr *indices,
+                       int64_t ivd, gs_ints index_map, const gs_shape *operand,
+                       const int64_t *slice, gs_ints collapsed, batch_pairs *p) {
+    p->op = op;
+    p->ix = ix;
+    p->n_implicit = 0;
+    if (op.n != ix.n || op.n > GS_MAX_RANK) return false;
+    for (int i = 0; i < op.n; i++) {
+        p->op_v[i] = op.v[i];
+        p->ix_v[i] = ix.v[i];
     }
-    int n = g->obatch.n;
-    g->n_implicit = 0;
+    int n = op.n;
     int64_t od[GS_MAX_RANK], xd[GS_MAX_RANK];
     gs_ir_walk w = {walk_operand, walk_caller, c};
-    int k = n < GS_MAX_RANK ? gs_gather_iota_parallel(&w, indices, g->ivd, index_map, g->ibatch,
-                                                      operand, slice, od, xd)
-                            : 0;
+    int k = n < GS_MAX_RANK
+                ? gs_gather_iota_parallel(&w, indices, ivd, index_map, ix, operand, slice, od, xd)
+                : 0;
     for (int i = 0; i < k && n < GS_MAX_RANK; i++) {
         if (!gs_ints_contains(collapsed, od[i])) continue; /* a size-1 offset dim stays whole */
-        g->ob[n] = od[i];
-        g->ib[n++] = xd[i];
-        g->n_implicit++;
+        p->op_v[n] = od[i];
+        p->ix_v[n++] = xd[i];
+        p->n_implicit++;
     }
-    g->obatch = (gs_ints){n, g->ob};
-    g->ibatch = (gs_ints){n, g->ib};
+    p->op = (gs_ints){n, p->op_v};
+    p->ix = (gs_ints){n, p->ix_v};
+    return true;
 }
 
 /* Whether operand dim d is the operand side of an implicit pair. */
-static bool implicit_dim(const gather_dims *g, int64_t d) {
-    for (int i = g->obatch.n - g->n_implicit; i < g->obatch.n; i++)
-        if (g->obatch.v[i] == d) return true;
+static bool implicit_dim(const batch_pairs *p, int64_t d) {
+    for (int i = p->op.n - p->n_implicit; i < p->op.n; i++)
+        if (p->op.v[i] == d) return true;
     return false;
 }
 
-static void read_gather(gs_part_ctx *c, const gs_instr *in, gather_dims *g) {
+/* False when the dims do not fit together. */
+static bool read_gather(gs_part_ctx *c, const gs_instr *in, gather_dims *g) {
     g->offset = gs_instr_ints(in, GS_ATTR_OFFSET_DIMS);
     g->collapsed = gs_instr_ints(in, GS_ATTR_COLLAPSED_SLICE_DIMS);
     g->start_map = gs_instr_ints(in, GS_ATTR_START_INDEX_MAP);
-    g->obatch = gs_instr_ints(in, GS_ATTR_OPERAND_BATCHING_DIMS);
-    g->ibatch = gs_instr_ints(in, GS_ATTR_START_INDICES_BATCHING_DIMS);
     g->sizes = gs_instr_ints(in, GS_ATTR_SLICE_SIZES);
     g->ivd = gs_instr_int(in, GS_ATTR_INDEX_VECTOR_DIM, in->operands[1]->shape->rank);
-    g->n_implicit = 0;
     const gs_shape *a = in->operands[0]->shape;
-    if (g->sizes.n != a->rank || g->obatch.n != g->ibatch.n || g->obatch.n > GS_MAX_RANK) return;
-    add_implicit_pairs(c, in->operands[1], g->start_map, a, g->sizes.v, g->collapsed, g);
+    return g->sizes.n == a->rank &&
+           read_pairs(c, gs_instr_ints(in, GS_ATTR_OPERAND_BATCHING_DIMS),
+                      gs_instr_ints(in, GS_ATTR_START_INDICES_BATCHING_DIMS), in->operands[1],
+                      g->ivd, g->start_map, a, g->sizes.v, g->collapsed, &g->pairs);
 }
 
 /* Space: [b: batching pairs] [m: whole-sliced operand dims] [n: other index dims] [k: collapsed
  * indexed dims] [forced: other operand dims, then the index vector dim]. */
 static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space *sp) {
     const gs_shape *a = in->operands[0]->shape, *ix = in->operands[1]->shape, *o = in->shape;
-    if (g->sizes.n != a->rank || g->obatch.n != g->ibatch.n || a->rank + ix->rank + 1 > GS_MAX_RANK)
-        return false;
+    if (a->rank + ix->rank + 1 > GS_MAX_RANK) return false;
     memset(sp, 0, sizeof *sp);
     sp->groups = 1;
     sp->compose = true;
@@ -121,7 +131,7 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
      * the others the indices' dims other than the index vector dim, in order. */
     int op_of_offset[GS_MAX_RANK], ix_of_batch[GS_MAX_RANK], no = 0, nbo = 0;
     for (int d = 0; d < a->rank; d++)
-        if (!gs_ints_contains(g->collapsed, d) && !gs_ints_contains(g->obatch, d))
+        if (!gs_ints_contains(g->collapsed, d) && !gs_ints_contains(g->pairs.op, d))
             op_of_offset[no++] = d;
     for (int d = 0; d < ri; d++)
         if (d != g->ivd) ix_of_batch[nbo++] = d;
@@ -140,7 +150,7 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
     int kind_ix[GS_MAX_RANK]; /* 0 b, 1 n, 3 forced */
     int pair_of_op[GS_MAX_RANK];
     for (int d = 0; d < a->rank; d++) {
-        pair_of_op[d] = gs_ints_index(g->obatch, d);
+        pair_of_op[d] = gs_ints_index(g->pairs.op, d);
         if (pair_of_op[d] >= 0)
             kind_op[d] = 0;
         else if (gs_ints_contains(g->collapsed, d))
@@ -149,7 +159,7 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
             kind_op[d] = g->sizes.v[d] == a->dims[d] ? 1 : 3;
     }
     for (int d = 0; d < ri; d++)
-        kind_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->ibatch, d) ? 0 : 1;
+        kind_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->pairs.ix, d) ? 0 : 1;
     int cnt[4] = {0};
     for (int d = 0; d < a->rank; d++) cnt[kind_op[d]]++;
     int nn = 0;
@@ -182,7 +192,7 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
     for (int d = 0; d < ri; d++) {
         int s;
         if (kind_ix[d] == 0)
-            s = gs_ints_index(g->ibatch, d);
+            s = gs_ints_index(g->pairs.ix, d);
         else if (kind_ix[d] == 1)
             s = nidx++;
         else
@@ -261,9 +271,8 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
     if (in->n_operands != 2 || !gs_type_is_array(in->shape->type) || !gs_part_plain(t))
         return false;
     gather_dims g;
-    read_gather(c, in, &g);
     gs_part_space sp;
-    if (!gather_space(in, &g, &sp)) return false;
+    if (!read_gather(c, in, &g) || !gather_space(in, &g, &sp)) return false;
     const gs_part_value *av = gs_part_operand(c, in, 0), *iv = gs_part_operand(c, in, 1);
     gs_part_space_plan best;
     if (!gs_part_plan_space(c, in, &sp, av, iv, t, &best)) return false;
@@ -280,7 +289,7 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
         if (d < 0 || d >= ash->rank || gs_sharding_tiles_in_dim(a.sharding, d) <= 1 ||
             !gs_ints_contains(g.collapsed, d) || g.sizes.v[d] != 1)
             continue;
-        if (implicit_dim(&g, d)) {
+        if (implicit_dim(&g.pairs, d)) {
             /* An implicit pair: the indices hold this device's own rows, all in its shard. */
             idx = localize(c, idx, g.ivd, j, a.sharding, d, ash->dims[d], g.sizes.v[d],
                            a.hlo->shape->dims[d], false, NULL);
@@ -335,33 +344,31 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
 
 typedef struct scatter_dims {
     gs_ints window, inserted, to_operand;
-    gather_dims pairs; /* obatch, ibatch: the batching pairs, explicit then implicit */
+    batch_pairs pairs;
     int64_t ivd;
 } scatter_dims;
 
-static void read_scatter(gs_part_ctx *c, const gs_instr *in, scatter_dims *g) {
+/* False when the dims do not fit together. */
+static bool read_scatter(gs_part_ctx *c, const gs_instr *in, scatter_dims *g) {
     g->window = gs_instr_ints(in, GS_ATTR_UPDATE_WINDOW_DIMS);
     g->inserted = gs_instr_ints(in, GS_ATTR_INSERTED_WINDOW_DIMS);
     g->to_operand = gs_instr_ints(in, GS_ATTR_SCATTER_DIMS_TO_OPERAND_DIMS);
     g->ivd = gs_instr_int(in, GS_ATTR_INDEX_VECTOR_DIM, in->operands[1]->shape->rank);
-    gather_dims *p = &g->pairs;
-    memset(p, 0, sizeof *p);
-    p->obatch = gs_instr_ints(in, GS_ATTR_INPUT_BATCHING_DIMS);
-    p->ibatch = gs_instr_ints(in, GS_ATTR_SCATTER_INDICES_BATCHING_DIMS);
-    p->ivd = g->ivd;
+    gs_ints op = gs_instr_ints(in, GS_ATTR_INPUT_BATCHING_DIMS);
     const gs_shape *a = in->operands[0]->shape, *u = in->operands[2]->shape;
-    if (p->obatch.n != p->ibatch.n || p->obatch.n > GS_MAX_RANK) return;
+    if (a->rank > GS_MAX_RANK) return false;
     /* Window sizes: 1 along inserted and batching dims, else the updates' window dim's. */
     int64_t win[GS_MAX_RANK];
     for (int d = 0, k = 0; d < a->rank; d++) {
-        if (gs_ints_contains(g->inserted, d) || gs_ints_contains(p->obatch, d)) {
+        if (gs_ints_contains(g->inserted, d) || gs_ints_contains(op, d)) {
             win[d] = 1;
             continue;
         }
         win[d] = k < g->window.n && g->window.v[k] < u->rank ? u->dims[g->window.v[k]] : 1;
         k++;
     }
-    add_implicit_pairs(c, in->operands[1], g->to_operand, a, win, g->inserted, p);
+    return read_pairs(c, op, gs_instr_ints(in, GS_ATTR_SCATTER_INDICES_BATCHING_DIMS),
+                      in->operands[1], g->ivd, g->to_operand, a, win, g->inserted, &g->pairs);
 }
 
 /* Space: [b: batching pairs, then whole windows] [m: inserted indexed dims] [k: the updates'
@@ -372,7 +379,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     const gs_shape *a = in->operands[0]->shape, *ix = in->operands[1]->shape;
     const gs_shape *u = in->operands[2]->shape;
     int ra = a->rank, ri = ix->rank, ru = u->rank;
-    if (g->pairs.obatch.n != g->pairs.ibatch.n || ra + ri + ru + 1 > GS_MAX_RANK) return false;
+    if (ra + ri + ru + 1 > GS_MAX_RANK) return false;
     memset(sp, 0, sizeof *sp);
     sp->groups = 1;
     sp->compose = true;
@@ -380,7 +387,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
      * batching; its other dims (scatter dims) in order the indices' dims but the vector dim. */
     int op_of_win[GS_MAX_RANK], ix_of_sc[GS_MAX_RANK], nw = 0, nsc = 0;
     for (int d = 0; d < ra; d++)
-        if (!gs_ints_contains(g->inserted, d) && !gs_ints_contains(g->pairs.obatch, d))
+        if (!gs_ints_contains(g->inserted, d) && !gs_ints_contains(g->pairs.op, d))
             op_of_win[nw++] = d;
     if (nw != g->window.n) return false;
     for (int d = 0; d < ri; d++)
@@ -398,7 +405,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     /* Space dims by role; count first. */
     int role_op[GS_MAX_RANK], role_ix[GS_MAX_RANK]; /* 0 b, 1 m, 2 k, 3 forced */
     for (int d = 0; d < ra; d++) {
-        if (gs_ints_contains(g->pairs.obatch, d))
+        if (gs_ints_contains(g->pairs.op, d))
             role_op[d] = 0;
         else if (gs_ints_contains(g->inserted, d))
             role_op[d] = gs_ints_contains(g->to_operand, d) ? 1 : 3;
@@ -406,7 +413,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
             role_op[d] = u->dims[u_of_op[d]] == a->dims[d] ? 0 : 3;
     }
     for (int d = 0; d < ri; d++)
-        role_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->pairs.ibatch, d) ? 0 : splittable ? 2 : 3;
+        role_ix[d] = d == g->ivd ? 3 : gs_ints_contains(g->pairs.ix, d) ? 0 : splittable ? 2 : 3;
     int nb = 0, nm = 0, nk = 0, nf = 0;
     for (int d = 0; d < ra; d++) {
         nb += role_op[d] == 0;
@@ -428,11 +435,11 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     ixmap->rank = ri;
     int next_b = 0, next_m = nb, next_k = nb + nm, next_f = nb + nm + nk;
     int space_of_pair[GS_MAX_RANK];
-    for (int i = 0; i < g->pairs.obatch.n; i++) space_of_pair[i] = next_b++;
+    for (int i = 0; i < g->pairs.op.n; i++) space_of_pair[i] = next_b++;
     for (int d = 0; d < ra; d++) {
         int s;
-        if (role_op[d] == 0 && gs_ints_contains(g->pairs.obatch, d))
-            s = space_of_pair[gs_ints_index(g->pairs.obatch, d)];
+        if (role_op[d] == 0 && gs_ints_contains(g->pairs.op, d))
+            s = space_of_pair[gs_ints_index(g->pairs.op, d)];
         else if (role_op[d] == 0)
             s = next_b++;
         else if (role_op[d] == 1)
@@ -446,7 +453,7 @@ static bool scatter_space(const gs_instr *in, const scatter_dims *g, bool splitt
     for (int d = 0; d < ri; d++) {
         int s;
         if (role_ix[d] == 0)
-            s = space_of_pair[gs_ints_index(g->pairs.ibatch, d)];
+            s = space_of_pair[gs_ints_index(g->pairs.ix, d)];
         else if (role_ix[d] == 2)
             s = next_k++;
         else
@@ -463,7 +470,7 @@ bool gs_part_handle_scatter(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     if (in->n_operands != 3 || !gs_type_is_array(in->shape->type) || !gs_part_plain(t))
         return false;
     scatter_dims g;
-    read_scatter(c, in, &g);
+    if (!read_scatter(c, in, &g)) return false;
     gs_opcode rop;
     const gs_computation *comp = gs_instr_comp(in, GS_ATTR_TO_APPLY);
     gs_type ty = in->shape->type;

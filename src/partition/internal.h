@@ -149,6 +149,8 @@ gs_arena *gs_part_arena(gs_part_ctx *c);
 /* ` (from FILE:LINE)` (or ` (op NAME)`) from the metadata of `in` for messages; "" when it has
  * none. */
 const char *gs_part_origin(gs_part_ctx *c, const gs_instr *in);
+/* {manual}, or a tuple of {manual} leaves: a value of a manual region. */
+bool gs_part_all_manual(const gs_sharding *s);
 /* The source instruction that calls the computation `in` belongs to (the first, as XLA's call
  * graph has one caller per computation it partitions), or NULL (the entry, or unknown). */
 const gs_instr *gs_part_caller(gs_part_ctx *c, const gs_instr *in);

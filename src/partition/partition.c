@@ -69,15 +69,6 @@ gs_status gs_partition_check(const gs_module *m, int64_t n, gs_diags *d) {
 
 /* ------------------------------------------------------------------ default action */
 
-/* {manual}, or a tuple of {manual} leaves. */
-static bool all_manual(const gs_sharding *s) {
-    if (s->kind == GS_SHARDING_MANUAL) return true;
-    if (s->kind != GS_SHARDING_TUPLE || s->n_tuple == 0) return false;
-    for (int i = 0; i < s->n_tuple; i++)
-        if (s->tuple[i]->kind != GS_SHARDING_MANUAL) return false;
-    return true;
-}
-
 /* The default action: every operand replicated (or, in a manual region, as the devices hold
  * it), the op computed on whole values as written, the result replicated. */
 static void default_action(gs_part_ctx *c, const gs_instr *in, gs_part_value *out) {
@@ -90,12 +81,13 @@ static void default_action(gs_part_ctx *c, const gs_instr *in, gs_part_value *ou
     const gs_sharding *target = gs_part_sharding_of(c, in);
     const gs_sharding *written = gs_instr_get_sharding(in);
     /* In a manual region the op runs on the devices' own values as written. */
-    bool manual = all_manual(target) || (written && all_manual(written));
+    bool manual = gs_part_all_manual(target) || (written && gs_part_all_manual(written));
     for (int k = 0; k < n; k++) {
         const gs_part_value *v = gs_part_operand(c, in, k);
         gs_part_value r;
         const gs_sharding *want =
-            manual && all_manual(v->sharding) ? v->sharding : gs_part_replicated(c, v->base);
+            manual && gs_part_all_manual(v->sharding) ? v->sharding
+                                                      : gs_part_replicated(c, v->base);
         gs_part_reshard(c, v, want, &r);
         ops[k] = r.hlo;
     }
@@ -302,7 +294,7 @@ static void partition_instr(gs_part_ctx *c, const gs_instr *in) {
     /* Inside a manual region an op runs on the devices' own values as written: the default
      * action's manual case (control flow and the region's custom-calls keep their handlers). */
     gs_op_family fam = gs_op_info_of(in->op)->family;
-    if (all_manual(target) && !plumbing && fam != GS_FAM_WHILE && fam != GS_FAM_CALL &&
+    if (gs_part_all_manual(target) && !plumbing && fam != GS_FAM_WHILE && fam != GS_FAM_CALL &&
         fam != GS_FAM_CONDITIONAL && in->op != GS_OP_CUSTOM_CALL)
         h = NULL;
     if (mixed_precision(in)) h = NULL; /* computed as written, so the op's own checks apply */
