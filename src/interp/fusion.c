@@ -11,7 +11,8 @@
  * inside the tree are read from their operand, never materialised.
  *
  * Fused: f32 unary ops and add, subtract, multiply, divide, maximum, minimum on f32 arrays of
- * static shape, and broadcasts (of any operand) feeding them. Each op runs the kernels' own loop
+ * static shape, select of f32 arrays by a predicate array (a halo exchange's edge mask), and
+ * broadcasts (of any operand, predicates for a select's first) feeding them. Each op runs the kernels' own loop
  * (gs_unary_f32, gs_binary_f32), so a fused chain is bit for bit what the kernels compute one
  * instruction at a time. The reference of `--verify` (the bounded evaluation) never fuses.
  * Anything unexpected at run time (a per-device bundle, another type) takes the plain path: the
@@ -47,11 +48,28 @@ static bool same_dims(const gs_shape *a, const gs_shape *b) {
     return true;
 }
 
+static bool static_pred_array(const gs_shape *s) {
+    return s && s->type == GS_PRED && !s->dynamic;
+}
+
+/* A broadcast of predicates: a member only as a select's first operand. */
+static bool pred_broadcast(const gs_instr *in) {
+    return in->op == GS_OP_BROADCAST && in->n_operands == 1 && static_pred_array(in->shape) &&
+           static_pred_array(in->operands[0]->shape);
+}
+
 /* Can `in` be a node of a fused tree (a member, or a root)? */
 static bool fusible(const gs_instr *in) {
     if (!static_f32_array(in->shape)) return false;
     if (in->op == GS_OP_BROADCAST)
         return in->n_operands == 1 && static_f32_array(in->operands[0]->shape);
+    if (in->op == GS_OP_SELECT)
+        return in->n_operands == 3 && static_pred_array(in->operands[0]->shape) &&
+               same_dims(in->operands[0]->shape, in->shape) &&
+               static_f32_array(in->operands[1]->shape) &&
+               same_dims(in->operands[1]->shape, in->shape) &&
+               static_f32_array(in->operands[2]->shape) &&
+               same_dims(in->operands[2]->shape, in->shape);
     if (!(in->n_operands == 1 && is_unary(in->op)) && !(in->n_operands == 2 && is_binary(in->op)))
         return false;
     for (int k = 0; k < in->n_operands; k++)
@@ -81,7 +99,8 @@ gs_status gs_fusion_plan(const gs_computation *c, const gs_instr *const *order, 
         if (u->op == GS_OP_BROADCAST || !fusible(u)) continue;
         for (int k = 0; k < u->n_operands; k++) {
             const gs_instr *o = u->operands[k];
-            bool member = o != c->root && uses[o->id] == 1 && fusible(o) &&
+            bool kind = u->op == GS_OP_SELECT && k == 0 ? pred_broadcast(o) : fusible(o);
+            bool member = o != c->root && uses[o->id] == 1 && kind &&
                           size[u->id] + size[o->id] + (u->n_operands - 1 - k) <= MAX_NODES;
             size[u->id] += member ? size[o->id] : 1;
             if (!member) continue;
@@ -101,13 +120,21 @@ gs_status gs_fusion_plan(const gs_computation *c, const gs_instr *const *order, 
 
 /* ------------------------------------------------------------------ the tree */
 
-typedef enum node_kind { NODE_LEAF, NODE_BROADCAST, NODE_UNARY, NODE_BINARY } node_kind;
+typedef enum node_kind {
+    NODE_LEAF,
+    NODE_BROADCAST,
+    NODE_UNARY,
+    NODE_BINARY,
+    NODE_SELECT
+} node_kind;
 
 typedef struct node {
     node_kind kind;
     const gs_instr *in;
-    int a, b;               /* operand nodes (unary, binary) */
-    const float *data;      /* leaf: its array; broadcast: its operand's array */
+    int a, b, c;            /* operand nodes (unary, binary, select: predicate, true, false) */
+    int first;              /* the first node of this node's subtree (nodes are in post-order) */
+    int es;                 /* bytes an element: 4 (f32), 1 (a select's predicates) */
+    const void *data;       /* leaf: its array; broadcast: its operand's array */
     int rank;               /* broadcast: result rank */
     int64_t dims[GS_MAX_RANK];
     int64_t src_stride[GS_MAX_RANK]; /* broadcast: operand stride per result dim (0: repeated) */
@@ -121,23 +148,25 @@ typedef struct tree {
     gs_value *const *vals;
 } tree;
 
-/* Adds the subtree of `in` in post-order; returns its node, or -1 when it cannot be fused as
- * the values stand (the caller then takes the plain path). */
-static int add_node(tree *t, const gs_instr *in, bool top) {
+/* Adds the subtree of `in` (of type `type`: f32, or pred for a select's first operand) in
+ * post-order; returns its node, or -1 when it cannot be fused as the values stand (the caller
+ * then takes the plain path). */
+static int add_node(tree *t, const gs_instr *in, gs_type type, bool top) {
     if (t->n == MAX_NODES) return -1;
+    int es = type == GS_PRED ? 1 : 4;
     if (!top && t->plan[in->id] != GS_FUSED_MEMBER) { /* a leaf: a value computed already */
         const gs_value *v = t->vals[in->id];
-        if (!v || v->type != GS_F32 || v->devices > 0 || !gs_value_matches(v, in->shape)) return -1;
+        if (!v || v->type != type || v->devices > 0 || !gs_value_matches(v, in->shape)) return -1;
         node *x = &t->nodes[t->n];
-        *x = (node){.kind = NODE_LEAF, .in = in, .data = v->data};
+        *x = (node){.kind = NODE_LEAF, .in = in, .es = es, .data = v->data, .first = t->n};
         return t->n++;
     }
-    node x = {.in = in};
+    node x = {.in = in, .es = es};
     if (in->op == GS_OP_BROADCAST) {
         const gs_instr *o = in->operands[0];
         const gs_value *v = t->vals[o->id];
         gs_ints map = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
-        if (!v || v->type != GS_F32 || v->devices > 0 || !gs_value_matches(v, o->shape) ||
+        if (!v || v->type != type || v->devices > 0 || !gs_value_matches(v, o->shape) ||
             map.n != v->rank)
             return -1;
         x.kind = NODE_BROADCAST;
@@ -154,83 +183,140 @@ static int add_node(tree *t, const gs_instr *in, bool top) {
             if (d < 0 || d >= x.rank || x.src_stride[d] != 0 || v->dims[i] != x.dims[d]) return -1;
             x.src_stride[d] = v->dims[i] == 1 ? 0 : vs[i];
         }
+    } else if (in->op == GS_OP_SELECT) {
+        if ((x.a = add_node(t, in->operands[0], GS_PRED, false)) < 0 ||
+            (x.b = add_node(t, in->operands[1], GS_F32, false)) < 0 ||
+            (x.c = add_node(t, in->operands[2], GS_F32, false)) < 0)
+            return -1;
+        x.kind = NODE_SELECT;
     } else {
-        int a = add_node(t, in->operands[0], false);
+        int a = add_node(t, in->operands[0], GS_F32, false);
         if (a < 0) return -1;
         x.a = a;
         x.kind = NODE_UNARY;
         if (in->n_operands == 2) {
-            int b = add_node(t, in->operands[1], false);
+            int b = add_node(t, in->operands[1], GS_F32, false);
             if (b < 0) return -1;
             x.b = b;
             x.kind = NODE_BINARY;
         }
     }
     if (t->n == MAX_NODES) return -1;
+    x.first = x.kind == NODE_BROADCAST ? t->n : t->nodes[x.a].first;
     t->nodes[t->n] = x;
     return t->n++;
 }
 
-/* Fills out[0..len) with broadcast node x's elements i0 .. i0+len of its result. */
-static void broadcast_block(const node *x, int64_t i0, int64_t len, float *out) {
+/* The run of broadcast node x's result from element i to the end of its minor dim (or to
+ * `end`): its length, and in *src where its first element is in the operand. */
+static int64_t broadcast_run(const node *x, int64_t i, int64_t end, int64_t *src) {
     int r = x->rank;
-    if (r == 0) {
-        out[0] = x->data[0];
+    int64_t rem = i, idx_minor = 0;
+    *src = 0;
+    for (int d = r - 1; d >= 0; d--) {
+        int64_t idx = rem % x->dims[d];
+        rem /= x->dims[d];
+        *src += idx * x->src_stride[d];
+        if (d == r - 1) idx_minor = idx;
+    }
+    int64_t run = x->dims[r - 1] - idx_minor;
+    return run > end - i ? end - i : run;
+}
+
+/* Fills out[0..len) with broadcast node x's elements i0 .. i0+len of its result: floats, or
+ * bytes (predicates). */
+static void broadcast_block(const node *x, int64_t i0, int64_t len, void *out) {
+    int64_t s = x->rank ? x->src_stride[x->rank - 1] : 0, src;
+    if (x->es == 1) {
+        const unsigned char *data = x->data;
+        if (x->rank == 0) {
+            memset(out, data[0], (size_t)len);
+            return;
+        }
+        for (int64_t i = i0, run; i < i0 + len; i += run) {
+            run = broadcast_run(x, i, i0 + len, &src);
+            unsigned char *o = (unsigned char *)out + (i - i0);
+            if (s == 0)
+                memset(o, data[src], (size_t)run);
+            else
+                for (int64_t j = 0; j < run; j++) o[j] = data[src + j * s];
+        }
         return;
     }
-    int64_t i = i0, end = i0 + len;
-    while (i < end) {
-        /* the multi-index of i, and where the run along the minor dim ends */
-        int64_t rem = i, src = 0, idx_minor = 0;
-        for (int d = r - 1; d >= 0; d--) {
-            int64_t idx = rem % x->dims[d];
-            rem /= x->dims[d];
-            src += idx * x->src_stride[d];
-            if (d == r - 1) idx_minor = idx;
-        }
-        int64_t run = x->dims[r - 1] - idx_minor;
-        if (run > end - i) run = end - i;
-        float *o = out + (i - i0);
-        int64_t s = x->src_stride[r - 1];
+    const float *data = x->data;
+    if (x->rank == 0) {
+        ((float *)out)[0] = data[0];
+        return;
+    }
+    for (int64_t i = i0, run; i < i0 + len; i += run) {
+        run = broadcast_run(x, i, i0 + len, &src);
+        float *o = (float *)out + (i - i0);
         if (s == 0) {
-            float v = x->data[src];
-            for (int64_t j = 0; j < run; j++) o[j] = v;
+            float v = data[src];
+            _Pragma("omp simd") for (int64_t j = 0; j < run; j++) o[j] = v;
         } else if (s == 1) {
-            memcpy(o, x->data + src, (size_t)run * sizeof *o);
+            memcpy(o, data + src, (size_t)run * sizeof *o);
         } else {
-            for (int64_t j = 0; j < run; j++) o[j] = x->data[src + j * s];
+            for (int64_t j = 0; j < run; j++) o[j] = data[src + j * s];
         }
-        i += run;
+    }
+}
+
+/* select's kernel loop (k_select): the chosen operand's bits, NaN payloads included. */
+static void select_block(const unsigned char *p, const void *on_true, const void *on_false,
+                         float *out, int64_t len) {
+    const uint32_t *tv = on_true, *fv = on_false;
+    uint32_t *o = (uint32_t *)out;
+    _Pragma("omp simd") for (int64_t j = 0; j < len; j++) {
+        uint32_t m = (uint32_t)0 - (uint32_t)(p[j] != 0);
+        o[j] = (tv[j] & m) | (fv[j] & ~m);
+    }
+}
+
+/* Evaluates nodes lo..hi of the tree on elements i0 .. i0+len (the root's into `result`); at[k]:
+ * node k's block. */
+static void run_nodes(tree *t, int lo, int hi, float *result, int64_t i0, int64_t len,
+                      const void **at) {
+    for (int k = lo; k <= hi; k++) {
+        node *x = &t->nodes[k];
+        float *o = k == t->n - 1 ? result + i0 : x->buf;
+        switch (x->kind) {
+        case NODE_LEAF: at[k] = (const char *)x->data + (size_t)i0 * (size_t)x->es; continue;
+        case NODE_BROADCAST: broadcast_block(x, i0, len, o); break;
+        case NODE_UNARY: gs_unary_f32(x->in->op, at[x->a], o, len); break;
+        case NODE_BINARY: gs_binary_f32(x->in->op, at[x->a], at[x->b], o, len); break;
+        case NODE_SELECT: select_block(at[x->a], at[x->b], at[x->c], o, len); break;
+        }
+        at[k] = o;
     }
 }
 
 /* Runs the tree over the result's elements, `block` at a time (scratch holds a block per node),
- * into `result`. */
+ * into `result`. A select written over its own on-true leaf (a halo exchange's edge mask, whose
+ * value dies there) leaves alone every block whose predicates are all true: only the rows it
+ * masks are written. */
 static void run_tree(tree *t, float *result, int64_t n_elems, float *scratch, int64_t block) {
     for (int k = 0; k < t->n; k++) t->nodes[k].buf = scratch + (size_t)k * (size_t)block;
+    const node *root = &t->nodes[t->n - 1];
+    bool masks = root->kind == NODE_SELECT && t->nodes[root->b].kind == NODE_LEAF &&
+                 t->nodes[root->b].data == result;
     for (int64_t i0 = 0; i0 < n_elems; i0 += block) {
         int64_t len = n_elems - i0 < block ? n_elems - i0 : block;
-        const float *at[MAX_NODES];
-        for (int k = 0; k < t->n; k++) {
-            node *x = &t->nodes[k];
-            float *o = k == t->n - 1 ? result + i0 : x->buf;
-            switch (x->kind) {
-            case NODE_LEAF: at[k] = x->data + i0; continue;
-            case NODE_BROADCAST: broadcast_block(x, i0, len, o); break;
-            case NODE_UNARY: gs_unary_f32(x->in->op, at[x->a], o, len); break;
-            case NODE_BINARY: gs_binary_f32(x->in->op, at[x->a], at[x->b], o, len); break;
-            }
-            at[k] = o;
+        const void *at[MAX_NODES];
+        if (masks) {
+            run_nodes(t, t->nodes[root->a].first, root->a, result, i0, len, at);
+            if (!memchr(at[root->a], 0, (size_t)len)) continue;
         }
+        run_nodes(t, 0, t->n - 1, result, i0, len, at);
     }
 }
 
 /* The plain path: `in` evaluated by gs_eval_instr after its member operands, recursively. */
 static gs_status eval_plain(gs_eval *ev, const gs_instr *in, const signed char *plan,
                             gs_value *const *vals, gs_value **out) {
-    gs_value *ops[2] = {NULL, NULL}, *owned[2] = {NULL, NULL};
+    gs_value *ops[3] = {NULL, NULL, NULL}, *owned[3] = {NULL, NULL, NULL};
     gs_status st = GS_OK;
-    for (int k = 0; k < in->n_operands && k < 2 && st == GS_OK; k++) {
+    for (int k = 0; k < in->n_operands && k < 3 && st == GS_OK; k++) {
         const gs_instr *o = in->operands[k];
         if (plan[o->id] == GS_FUSED_MEMBER) {
             st = eval_plain(ev, o, plan, vals, &owned[k]);
@@ -240,8 +326,7 @@ static gs_status eval_plain(gs_eval *ev, const gs_instr *in, const signed char *
         }
     }
     if (st == GS_OK) st = gs_eval_instr(ev, in, ops, out);
-    gs_value_free(owned[0]);
-    gs_value_free(owned[1]);
+    for (int k = 0; k < 3; k++) gs_value_free(owned[k]);
     return st;
 }
 
@@ -255,7 +340,7 @@ gs_status gs_fusion_eval(gs_eval *ev, const gs_computation *c, const gs_instr *r
     t->plan = plan;
     t->vals = vals;
     gs_status st = GS_OK;
-    if (add_node(t, root, true) < 0) {
+    if (add_node(t, root, GS_F32, true) < 0) {
         free(t);
         return eval_plain(ev, root, plan, vals, out);
     }

@@ -239,6 +239,19 @@ static void gemm(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, const
     }
 }
 
+/* C = A x B for the real BLAS types with leading dimensions (row-major): a convolution's
+ * operands read in place. M, N, K > 0. */
+static void gemm_ld(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, void *C, int64_t ldc) {
+    blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
+    if (ct == CT_F32)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, (blasint)lda, B,
+                    (blasint)ldb, 0.0f, C, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, A, (blasint)lda, B,
+                    (blasint)ldb, 0.0, C, (blasint)ldc);
+}
+
 /* A batch of small matrix products runs on one BLAS thread: OpenBLAS's threads cost more to
  * wake and join than a 128x64x128 product takes (attention's batched dots ran up to 20 times
  * slower on two threads than on one). OpenBLAS 0.3.21 has no per-call thread count, so the
@@ -729,6 +742,46 @@ static bool labels_valid(const gs_conv_dims *cd, int lr, int kr, int orank) {
     return true;
 }
 
+/* Which of a convolution's GEMM operands are read or written in place (real BLAS types, so
+ * that a leading dimension can stride over the other groups' features), not gathered into or
+ * scattered from contiguous blocks: the kernel when its layout is [window..., in, out] with no
+ * reversal (ResNet's 01io), the result when it is [batch, spatial..., features] (b01f), and the
+ * patches when the window is one element that steps over every input position once (a 1x1
+ * convolution of stride 1, no padding or dilation) on a [batch, spatial..., features] input. */
+typedef struct conv_inplace {
+    bool kernel, result, patches;
+} conv_inplace;
+
+/* Whether labels put dims in the order `first`, spatial 0..ns-1, `last` (first < 0: none). */
+static bool dims_ordered(const int64_t *spatial, int ns, int64_t first, int64_t last) {
+    int at = 0;
+    if (first >= 0 && first != at++) return false;
+    for (int i = 0; i < ns; i++)
+        if (spatial[i] != at++) return false;
+    return last == at;
+}
+
+static conv_inplace conv_inplace_of(const conv_plan *pl, ctype ct) {
+    conv_inplace ip = {false, false, false};
+    if (ct != CT_F32 && ct != CT_F64) return ip;
+    const gs_conv_dims *cd = pl->cd;
+    int ns = pl->ns;
+    bool rev = false;
+    for (int i = 0; i < ns; i++) rev |= pl->rev[i];
+    ip.kernel = !rev && cd->k_in_feature == ns &&
+                dims_ordered(cd->k_spatial, ns, -1, cd->k_in_feature) &&
+                cd->k_out_feature == ns + 1;
+    ip.result = dims_ordered(cd->out_spatial, ns, cd->out_batch, cd->out_feature) &&
+                cd->out_batch == 0;
+    bool unit = pl->kw == 1 && dims_ordered(cd->in_spatial, ns, cd->in_batch, cd->in_feature) &&
+                cd->in_batch == 0;
+    for (int i = 0; i < ns && unit; i++)
+        unit = pl->stride[i] == 1 && pl->pad_lo[i] == 0 && pl->ldil[i] == 1 &&
+               pl->os[i] == pl->in_sz[i];
+    ip.patches = unit;
+    return ip;
+}
+
 /* Rows of patches gathered at once: bounds the im2col buffer to about 4M elements. */
 enum { CONV_BLOCK_ELEMS = 1 << 22 };
 
@@ -839,10 +892,12 @@ static gs_status k_convolution(gs_eval *ev, const gs_instr *in, gs_value *const 
     L = l_native ? NULL : gs_sys_malloc((size_t)lhs->n * es + 1);
     R = r_native ? NULL : gs_sys_malloc((size_t)rhs->n * es + 1);
     O = native ? NULL : gs_sys_calloc((size_t)res->n + 1, es);
-    A = gs_sys_malloc((size_t)(block * K) * es + 1);
-    W = gs_sys_malloc((size_t)(K * pl.og) * es + 1);
-    P = gs_sys_malloc((size_t)(block * pl.og) * es + 1);
-    if ((!l_native && !L) || (!r_native && !R) || (!native && !O) || !A || !W || !P) {
+    conv_inplace ip = K > 0 && pl.og > 0 ? conv_inplace_of(&pl, ct) : (conv_inplace){0};
+    A = ip.patches ? NULL : gs_sys_malloc((size_t)(block * K) * es + 1);
+    W = ip.kernel ? NULL : gs_sys_malloc((size_t)(K * pl.og) * es + 1);
+    P = ip.result ? NULL : gs_sys_malloc((size_t)(block * pl.og) * es + 1);
+    if ((!l_native && !L) || (!r_native && !R) || (!native && !O) || (!ip.patches && !A) ||
+        (!ip.kernel && !W) || (!ip.result && !P)) {
         st = gs_eval_oom(ev, in);
         goto done;
     }
@@ -850,14 +905,25 @@ static gs_status k_convolution(gs_eval *ev, const gs_instr *in, gs_value *const 
     if (!r_native) permute_into(ct, rhs, res->type, pl.kst, R);
     const void *Lr = l_native ? lhs->data : L, *Rr = r_native ? rhs->data : R;
     void *Ow = native ? res->data : O;
+    int64_t C_in = lhs->dims[pl.cd->in_feature], O_f = res->dims[pl.cd->out_feature];
     for (int64_t g = 0; g < ngroups; g++) {
         int64_t fg = G > 1 ? g : 0, bg = BG > 1 ? g : 0;
-        gather_kernel(&pl, ct, Rr, g, W);
+        const void *Wg = ip.kernel ? (const char *)Rr + (size_t)(g * pl.og) * es : W;
+        if (!ip.kernel) gather_kernel(&pl, ct, Rr, g, W);
         for (int64_t p0 = 0; p0 < rows_total; p0 += block) {
             int64_t rows = rows_total - p0 < block ? rows_total - p0 : block;
-            gather_patches(&pl, ct, Lr, fg, bg, p0, rows, A);
-            gemm(ct, rows, pl.og, K, A, W, P);
-            scatter_rows(&pl, ct, P, g, p0, rows, Ow);
+            const void *Ab = A;
+            if (ip.patches) /* row p is input position (bg * n_out * npos + p) */
+                Ab = (const char *)Lr + (size_t)((bg * rows_total + p0) * C_in + fg * pl.cg) * es;
+            else
+                gather_patches(&pl, ct, Lr, fg, bg, p0, rows, A);
+            void *Pb = ip.result ? (char *)Ow + (size_t)(p0 * O_f + g * pl.og) * es : P;
+            if (ip.kernel || ip.patches || ip.result)
+                gemm_ld(ct, rows, pl.og, K, Ab, ip.patches ? C_in : K, Wg,
+                        ip.kernel ? O_f : pl.og, Pb, ip.result ? O_f : pl.og);
+            else
+                gemm(ct, rows, pl.og, K, Ab, Wg, Pb);
+            if (!ip.result) scatter_rows(&pl, ct, P, g, p0, rows, Ow);
         }
     }
     if (!native)

@@ -377,6 +377,14 @@ static gs_status k_reverse(gs_eval *ev, const gs_instr *in, gs_value *const *ops
 /* ------------------------------------------------------------------ slices */
 
 /* slice: elements start, start+stride, ... below limit, per dim. */
+/* Whether a slice of `size` from element offset `soff` (strides 1) is all of array a. */
+static bool whole(const gs_value *a, const int64_t *size, int64_t soff) {
+    if (soff != 0) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (size[d] != a->dims[d]) return false;
+    return true;
+}
+
 static gs_status k_slice(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *a = ops[0];
     if (check_arrays(ev, in, ops, 1) || check_result(ev, in, a->type)) return GS_ERR;
@@ -400,6 +408,10 @@ static gs_status k_slice(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
         soff += sd.start * as[d];
     }
     if (check_result_dims(ev, in, a->rank, want)) return GS_ERR;
+    if (whole(a, want, soff)) { /* the operand itself (values are never written once made) */
+        *out = gs_value_ref(ops[0]);
+        return GS_OK;
+    }
     gs_strides(a->rank, want, rs);
     for (int d = 0; d < a->rank; d++) b.dst[d] = rs[d];
     gs_value *r = gs_eval_new_result(ev, in);
@@ -438,6 +450,10 @@ static gs_status k_dynamic_slice(gs_eval *ev, const gs_instr *in, gs_value *cons
         b.dims[d] = size[d];
         b.dst[d] = rs[d];
         b.src[d] = as[d];
+    }
+    if (whole(a, size, soff)) { /* the halo exchange's full-size window, for one */
+        *out = gs_value_ref(ops[0]);
+        return GS_OK;
     }
     gs_value *r = gs_value_new_array(s->type, s->rank, size);
     if (!r) return gs_eval_oom(ev, in), GS_ERR;

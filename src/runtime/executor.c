@@ -15,6 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* OpenBLAS's own shutdown of its worker threads (they are started again when a later product
+ * asks for more than one). Not in its header; weak, so a BLAS without it links and skips it. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+void gs_blas_single_thread(void) {
+    openblas_set_num_threads(1);
+    /* An idle OpenBLAS worker spins, yielding, for about 2^28 cycles (0.1 s) before it sleeps,
+     * and a fresh process's workers start spinning at load: on a machine with as many cores as
+     * devices they took the cores from the device threads while the arguments were made. */
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
 typedef struct device_run {
     const gs_module *m;
     gs_comm *comm;
@@ -87,7 +99,7 @@ gs_status gs_run_spmd(const gs_module *m, gs_comm *comm, gs_value **const *args,
         free(res);
         return gs_error(d, gs_span_none(), "out of memory");
     }
-    if (comm->n_devices > 1) openblas_set_num_threads(1);
+    if (comm->n_devices > 1) gs_blas_single_thread();
     /* Replicas' dots and convolutions computed once (share.c); without memory for it, each
      * device computes its own. */
     gs_share *share = comm->share_work && n > 1 ? gs_share_new() : NULL;

@@ -54,6 +54,9 @@ gs_value *gs_share_begin(void *ctx, const gs_instr *in, gs_value *const *ops, in
 void gs_share_end(void *ctx, void *claim, const gs_value *result);
 /* Results taken instead of computed. */
 int64_t gs_share_reused(const gs_share *s);
+/* OpenBLAS on one thread, its idle workers stopped: what a process running device threads (or
+ * one device of several, under MPI) wants before it makes arguments or runs (executor.c). */
+void gs_blas_single_thread(void);
 /* Should a process running `local` device threads share their work (more threads than cores)? */
 bool gs_share_default(int local);
 

@@ -114,6 +114,18 @@ static void each_device(device_args *runs, int local, pthread_t *threads, bool *
         if (started[k]) pthread_join(threads[k], NULL);
 }
 
+typedef struct param_size {
+    int64_t bytes;
+    int param;
+} param_size;
+
+/* qsort order: larger parameters first, then by number. */
+static int larger_first(const void *x, const void *y) {
+    const param_size *a = x, *b = y;
+    if (a->bytes != b->bytes) return a->bytes > b->bytes ? -1 : 1;
+    return (a->param > b->param) - (a->param < b->param);
+}
+
 /* Every local device's arguments (dev[k], n_args each), made by one thread per device; a part
  * several local devices hold alike (replicas) is made once and shared. */
 static gs_status make_local_args(const gs_module *m, const gs_arg_source *src,
@@ -130,18 +142,40 @@ static gs_status make_local_args(const gs_module *m, const gs_arg_source *src,
     gs_status st = runs && threads && owner && keys && key_len && started
                        ? GS_OK
                        : gs_error(d, gs_span_none(), "out of memory");
-    for (int i = 0; st == GS_OK && i < n_args; i++) {
-        for (int k = 0; k < local; k++) {
-            int *o = &owner[i * local + k];
-            *o = k;
+    /* A part several holders share goes to the least loaded of them, largest parameter
+     * first, so that drawing or reading spreads over the device threads (device 0 made every
+     * replicated weight before). A part's load is its parameter's bytes per distinct part. */
+    param_size *order = gs_sys_calloc((size_t)(n_args ? n_args : 1), sizeof *order);
+    int64_t *load = gs_sys_calloc(nl, sizeof *load);
+    if (st == GS_OK && (!order || !load)) st = gs_error(d, gs_span_none(), "out of memory");
+    for (int i = 0; st == GS_OK && i < n_args; i++)
+        order[i] = (param_size){gs_shape_bytes(m->entry->params[i]->shape), i};
+    if (st == GS_OK) qsort(order, (size_t)n_args, sizeof *order, larger_first);
+    for (int t = 0; st == GS_OK && t < n_args; t++) {
+        int i = order[t].param, parts = 0, *o = &owner[i * local];
+        for (int k = 0; k < local; k++) { /* o[k]: the first holder of k's part, for now */
+            o[k] = k;
             key_len[k] = gs_arg_source_part_key(src, i, shardings[i], comm->first_device + k,
                                                 keys[k]);
-            for (int j = 0; j < k && key_len[k] > 0 && *o == k; j++)
-                if (owner[i * local + j] == j && key_len[j] == key_len[k] &&
+            for (int j = 0; j < k && key_len[k] > 0 && o[k] == k; j++)
+                if (o[j] == j && key_len[j] == key_len[k] &&
                     memcmp(keys[j], keys[k], sizeof(int64_t) * (size_t)key_len[k]) == 0)
-                    *o = j;
+                    o[k] = j;
+            parts += o[k] == k;
+        }
+        int64_t bytes = order[t].bytes / parts;
+        for (int r = local - 1; r >= 0; r--) { /* groups by first holder, from the last */
+            if (o[r] != r) continue;
+            int best = r;
+            for (int k = r + 1; k < local; k++)
+                if (o[k] == r && load[k] < load[best]) best = k;
+            load[best] += bytes;
+            for (int k = r; k < local; k++)
+                if (o[k] == r) o[k] = best;
         }
     }
+    free(order);
+    free(load);
     for (int k = 0; st == GS_OK && k < local; k++)
         runs[k] = (device_args){m,     src, shardings, n_args, local, k, comm->first_device + k,
                                 owner, dev, false,     {0},    GS_OK};
@@ -195,6 +229,7 @@ gs_status gs_run_sharded_steps(const gs_module *m, const gs_module *p, gs_comm *
     for (int i = 0; st == GS_OK && i < n_args; i++)
         if (!(shardings[i] = gs_partition_param_sharding(&a, m, i)))
             st = gs_error(d, gs_span_none(), "out of memory");
+    if (st == GS_OK && n > 1) gs_blas_single_thread(); /* before the arguments are made */
     if (st == GS_OK) st = make_local_args(m, args, shardings, n_args, comm, dev, d);
     gs_value **results = NULL, **all = NULL;
     for (int step = 0; st == GS_OK && step < steps; step++) {
