@@ -19,9 +19,8 @@
 
 /* The first operand index of `user` that is `in` (aliases looked through), or -1. */
 static int operand_index(const gs_instr *user, const gs_instr *in) {
-    for (int i = 0; i < user->n_operands; i++)
-        if (gs_prop_operand(user, i) == in) return i;
-    return -1;
+    const gs_prop_slot *s = gs_prop_slot_of(in, user);
+    return s ? s->first : -1;
 }
 
 /* XLA InferBroadcastOperandSharding. */
@@ -240,10 +239,10 @@ const gs_sharding *gs_prop_from_user(gs_prop_ctx *c, const gs_instr *in, const g
         return gs_prop_transpose(c, us, d.n, inv);
     }
     case GS_OP_TUPLE: {
-        int first = operand_index(user, in);
-        if (first < 0) return NULL;
-        const gs_sharding *sub = gs_prop_sub(c, us, user->shape, first);
-        for (int i = first + 1; i < user->n_operands && sub; i++) {
+        const gs_prop_slot *slot = gs_prop_slot_of(in, user);
+        if (!slot) return NULL;
+        const gs_sharding *sub = gs_prop_sub(c, us, user->shape, slot->first);
+        for (int i = slot->first + 1; slot->count > 1 && i < user->n_operands && sub; i++) {
             if (gs_prop_operand(user, i) != in) continue;
             const gs_sharding *alt = gs_prop_sub(c, us, user->shape, i);
             if (alt && gs_prop_more_specific(alt, sub)) sub = alt;

@@ -28,6 +28,13 @@ gs_instr *gs_prop_operand(const gs_instr *in, int i) {
     return op;
 }
 
+const gs_prop_slot *gs_prop_slot_of(const gs_instr *in, const gs_instr *user) {
+    const gs_prop_node *n = in->aux ? GS_PROP_NODE(in) : NULL;
+    for (int i = 0; n && i < n->n_users; i++)
+        if (n->users[i] == user) return &n->slots[i];
+    return NULL;
+}
+
 bool gs_prop_is_cc(const gs_instr *in, const char *target) {
     if (in->op != GS_OP_CUSTOM_CALL) return false;
     const char *t = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
@@ -93,20 +100,27 @@ int gs_prop_parse_unspec(gs_arena *a, const gs_instr *in, int64_t **out) {
 /* ------------------------------------------------------------------ users and post order */
 
 /* Walks every (operand, user) pair once per distinct operand of each user (aliases looked
- * through), in text order: counts each node's users, or with `fill` also stores them. */
-static void visit_users(gs_prop_ctx *c, bool fill) {
+ * through), in text order: counts each node's users, or with `fill` also stores them and where
+ * they read it. A node's stamp says which user read it last (*stamp counts users), so a user
+ * with many operands (a program's root tuple) is walked once, not once per operand. */
+static void visit_users(gs_prop_ctx *c, bool fill, int *stamp) {
     for (int ci = 0; ci < c->m->n_comps; ci++) {
         gs_computation *comp = c->m->comps[ci];
         for (int k = 0; k < comp->n_instrs; k++) {
             gs_instr *in = comp->instrs[k];
             if (GS_PROP_NODE(in)->alias) continue;
+            int me = ++*stamp;
             for (int j = 0; j < in->n_operands; j++) {
-                gs_instr *op = gs_prop_operand(in, j);
-                bool seen = false;
-                for (int l = 0; l < j && !seen; l++) seen = gs_prop_operand(in, l) == op;
-                if (seen) continue;
-                gs_prop_node *n = GS_PROP_NODE(op);
-                if (fill) n->users[n->n_users] = in;
+                gs_prop_node *n = GS_PROP_NODE(gs_prop_operand(in, j));
+                if (n->stamp == me) { /* read again by this user, the last one it was given */
+                    if (fill) n->slots[n->n_users - 1].count++;
+                    continue;
+                }
+                n->stamp = me;
+                if (fill) {
+                    n->users[n->n_users] = in;
+                    n->slots[n->n_users] = (gs_prop_slot){j, 1};
+                }
                 n->n_users++;
             }
         }
@@ -115,15 +129,17 @@ static void visit_users(gs_prop_ctx *c, bool fill) {
 
 /* Fills every node's distinct users (aliases looked through), in text order. */
 static gs_status build_users(gs_prop_ctx *c) {
+    int stamp = 0;
     for (int i = 0; i < c->n_nodes; i++) c->nodes[i].n_users = 0;
-    visit_users(c, false);
+    visit_users(c, false, &stamp);
     for (int i = 0; i < c->n_nodes; i++) {
         gs_prop_node *n = &c->nodes[i];
         n->users = n->n_users ? GS_NEW_ARRAY(&c->scratch, gs_instr *, n->n_users) : NULL;
-        if (n->n_users && !n->users) return GS_ERR;
+        n->slots = n->n_users ? GS_NEW_ARRAY(&c->scratch, gs_prop_slot, n->n_users) : NULL;
+        if (n->n_users && (!n->users || !n->slots)) return GS_ERR;
         n->n_users = 0;
     }
-    visit_users(c, true);
+    visit_users(c, true, &stamp);
     return GS_OK;
 }
 

@@ -42,12 +42,20 @@ typedef struct gs_prop_step {
     signed char level;           /* aggressiveness 0..3, or -1 outside the levels */
 } gs_prop_step;
 
+/* Where a node is an operand of one of its users. */
+typedef struct gs_prop_slot {
+    int first; /* the first operand index */
+    int count; /* how many of the user's operands it is */
+} gs_prop_slot;
+
 /* Per-instruction state of the pass; gs_instr.aux points here while the pass runs. */
 typedef struct gs_prop_node {
     gs_instr *in;               /* the instruction */
     const gs_sharding *sh;      /* current sharding, or NULL */
     gs_instr **users;           /* distinct users in creation (text) order, aliases resolved */
+    gs_prop_slot *slots;        /* [i]: where this node is users[i]'s operand */
     int n_users;                /* entries of users */
+    int stamp;                  /* scratch: the user last seen reading this node */
     gs_instr *caller;           /* while/conditional/call calling the parent computation, or
                                    NULL (XLA's computation_map) */
     gs_instr *alias;            /* non-NULL: a removed Sharding custom-call standing for this
@@ -127,6 +135,8 @@ static inline const gs_sharding *gs_prop_oom(gs_prop_ctx *c) {
 
 /* Operand i of `in` with removed Sharding custom-calls looked through. */
 gs_instr *gs_prop_operand(const gs_instr *in, int i);
+/* Where `in` is an operand of `user` (aliases looked through), or NULL when it is not one. */
+const gs_prop_slot *gs_prop_slot_of(const gs_instr *in, const gs_instr *user);
 /* Builds nodes, user lists, post orders, the computation map and shard groups, reads the
  * annotations and checks them. GS_ERR with located errors on bad annotations. */
 gs_status gs_prop_setup(gs_prop_ctx *c);
