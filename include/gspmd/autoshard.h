@@ -56,7 +56,8 @@ typedef struct gs_autoshard_result {
                             were kept (the result never predicts slower than they do) */
 } gs_autoshard_result;
 
-/* Whether this build has the CBC solver (else the choice is always greedy). */
+/* Whether this build has the CBC solver and its library loads here (else the choice is always
+ * greedy). */
 bool gs_autoshard_has_solver(void);
 
 /* Chooses and writes the shardings of m (in place) for o->mesh; sets m->num_partitions to the

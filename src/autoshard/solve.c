@@ -10,6 +10,10 @@
  * compute, ops' strategies and reshards; at each memory point the live values over their
  * shards fit the limit.
  *
+ * CBC is loaded when a program is first solved (dlopen of GSPMD_CBC_LIBRARY), not linked: the
+ * other commands start without mapping it and what it needs (3.5 ms of 6.4 ms per process), and
+ * a machine without it makes the greedy choice and says why.
+ *
  * CBC rather than GLPK: its branch and cut (with Clp's simplex and the Cgl cuts) solves these
  * assignment-shaped programs of tens of thousands of binaries in seconds where GLPK's branch and
  * bound stalls, it takes a time limit and reports the best bound (the gap), and Alpa solved the
@@ -29,15 +33,8 @@
 
 #ifdef GSPMD_HAVE_CBC
 #include <Cbc_C_Interface.h>
+#include <dlfcn.h>
 #endif
-
-bool gs_autoshard_has_solver(void) {
-#ifdef GSPMD_HAVE_CBC
-    return true;
-#else
-    return false;
-#endif
-}
 
 /* ------------------------------------------------------------------ evaluating a choice */
 
@@ -189,7 +186,69 @@ static gs_status no_fit(as_problem *p, gs_diags *d) {
 /* ------------------------------------------------------------------ CBC */
 
 #ifdef GSPMD_HAVE_CBC
+/* The functions of CBC's C interface autoshard calls, from the loaded library. */
+typedef struct cbc_api {
+    void *lib;
+    __typeof__(Cbc_newModel) *newModel;
+    __typeof__(Cbc_deleteModel) *deleteModel;
+    __typeof__(Cbc_addCol) *addCol;
+    __typeof__(Cbc_addRow) *addRow;
+    __typeof__(Cbc_setLogLevel) *setLogLevel;
+    __typeof__(Cbc_setParameter) *setParameter;
+    __typeof__(Cbc_setMaximumSeconds) *setMaximumSeconds;
+    __typeof__(Cbc_setAllowableFractionGap) *setAllowableFractionGap;
+    __typeof__(Cbc_solve) *solve;
+    __typeof__(Cbc_bestSolution) *bestSolution;
+    __typeof__(Cbc_isProvenInfeasible) *isProvenInfeasible;
+    __typeof__(Cbc_isProvenOptimal) *isProvenOptimal;
+    __typeof__(Cbc_getBestPossibleObjValue) *getBestPossibleObjValue;
+} cbc_api;
+
+/* Symbol `name` of lib into *fn (a function pointer); false when it is missing. */
+static bool load_fn(void *lib, const char *name, void *fn, size_t size) {
+    void *sym = dlsym(lib, name);
+    if (sym) memcpy(fn, &sym, size);
+    return sym != NULL;
+}
+
+/* Loads CBC into *c; on failure *why says what failed (the greedy choice's reason). */
+static bool cbc_open(cbc_api *c, const char **why) {
+    memset(c, 0, sizeof *c);
+    c->lib = dlopen(GSPMD_CBC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) {
+        *why = "the solver's library (" GSPMD_CBC_LIBRARY ") cannot be loaded";
+        return false;
+    }
+#define LOAD(f) load_fn(c->lib, "Cbc_" #f, &c->f, sizeof c->f)
+    if (LOAD(newModel) && LOAD(deleteModel) && LOAD(addCol) && LOAD(addRow) &&
+        LOAD(setLogLevel) && LOAD(setParameter) && LOAD(setMaximumSeconds) &&
+        LOAD(setAllowableFractionGap) && LOAD(solve) && LOAD(bestSolution) &&
+        LOAD(isProvenInfeasible) && LOAD(isProvenOptimal) && LOAD(getBestPossibleObjValue))
+        return true;
+#undef LOAD
+    dlclose(c->lib);
+    c->lib = NULL;
+    *why = "the solver's library (" GSPMD_CBC_LIBRARY ") lacks a function autoshard calls";
+    return false;
+}
+
+#endif
+
+bool gs_autoshard_has_solver(void) {
+#ifdef GSPMD_HAVE_CBC
+    cbc_api c;
+    const char *why;
+    if (!cbc_open(&c, &why)) return false;
+    dlclose(c.lib);
+    return true;
+#else
+    return false;
+#endif
+}
+
+#ifdef GSPMD_HAVE_CBC
 typedef struct ilp {
+    const cbc_api *cbc;
     Cbc_Model *m;
     double scale; /* objective units per second: the all-replicated estimate is 1000 units,
                      so that costs stay far above the solver's absolute tolerances */
@@ -198,12 +257,12 @@ typedef struct ilp {
 } ilp;
 
 static int add_col(ilp *q, double ub, double obj, bool integer) {
-    Cbc_addCol(q->m, "", 0, ub, obj * q->scale, integer ? 1 : 0, 0, NULL, NULL);
+    q->cbc->addCol(q->m, "", 0, ub, obj * q->scale, integer ? 1 : 0, 0, NULL, NULL);
     return q->n_cols++;
 }
 
 static void add_row(ilp *q, int nz, const int *cols, const double *coefs, char sense, double rhs) {
-    Cbc_addRow(q->m, "", nz, cols, coefs, sense, rhs);
+    q->cbc->addRow(q->m, "", nz, cols, coefs, sense, rhs);
     q->n_rows++;
 }
 
@@ -279,17 +338,19 @@ static bool solve_cbc(as_problem *p, double seconds, gs_autoshard_result *r, boo
         r->why_greedy = "the program is too large for the solver";
         return false;
     }
-    ilp q = {Cbc_newModel(), 1, 0, 0, NULL, NULL};
+    cbc_api cbc;
+    if (!cbc_open(&cbc, &r->why_greedy)) return false;
+    ilp q = {&cbc, cbc.newModel(), 1, 0, 0, NULL, NULL};
     q.scale = r->replicated > 0 ? 1e3 / r->replicated : 1e6;
     q.xbase = malloc(sizeof(int) * (size_t)(p->n_values + 1));
     q.ybase = malloc(sizeof(int) * (size_t)(p->n_ops + 1));
     int *colv = malloc(sizeof(int) * (size_t)max_nz * 2 + 64);
     double *coef = malloc(sizeof(double) * (size_t)max_nz * 2 + 64);
     bool ok = q.m && q.xbase && q.ybase && colv && coef;
-    Cbc_setLogLevel(q.m, 0);
+    if (q.m) cbc.setLogLevel(q.m, 0);
     /* CBC's presolve of these programs (tens of thousands of transport columns, many costs
      * equal) takes longer than solving them: 17 s of a 20 s solve on tiny-moe's */
-    Cbc_setParameter(q.m, "presolve", "off");
+    if (q.m) cbc.setParameter(q.m, "presolve", "off");
     for (int v = 0; ok && v < p->n_values; v++) {
         const as_value *x = &p->values[v];
         q.xbase[v] = q.n_cols;
@@ -375,15 +436,15 @@ static bool solve_cbc(as_problem *p, double seconds, gs_autoshard_result *r, boo
     }
     bool found = false;
     if (ok) {
-        Cbc_setMaximumSeconds(q.m, seconds);
-        Cbc_setAllowableFractionGap(q.m, 1e-6);
+        cbc.setMaximumSeconds(q.m, seconds);
+        cbc.setAllowableFractionGap(q.m, 1e-6);
         clock_t t0 = clock();
-        Cbc_solve(q.m);
+        cbc.solve(q.m);
         r->solve_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
         r->n_columns = q.n_cols;
         r->n_rows = q.n_rows;
-        const double *sol = Cbc_bestSolution(q.m);
-        *infeasible = !sol && Cbc_isProvenInfeasible(q.m);
+        const double *sol = cbc.bestSolution(q.m);
+        *infeasible = !sol && cbc.isProvenInfeasible(q.m);
         if (sol) {
             found = true;
             for (int v = 0; v < p->n_values; v++) {
@@ -398,15 +459,16 @@ static bool solve_cbc(as_problem *p, double seconds, gs_autoshard_result *r, boo
                 for (int s = 0; s < o->n_strat; s++)
                     if (sol[q.ybase[k] + s] > 0.5) o->choice = s;
             }
-            r->optimal = Cbc_isProvenOptimal(q.m) != 0;
-            r->bound = Cbc_getBestPossibleObjValue(q.m) / q.scale;
+            r->optimal = cbc.isProvenOptimal(q.m) != 0;
+            r->bound = cbc.getBestPossibleObjValue(q.m) / q.scale;
         } else if (!*infeasible) {
             r->why_greedy = "the solver found no solution in its time limit";
         }
     } else {
         r->why_greedy = "out of memory building the program";
     }
-    if (q.m) Cbc_deleteModel(q.m);
+    if (q.m) cbc.deleteModel(q.m);
+    dlclose(cbc.lib);
     free(q.xbase);
     free(q.ybase);
     free(colv);
