@@ -471,9 +471,9 @@ gs_arg_source *gs_arg_source_of(const gs_module *m, gs_value *const *args) {
 
 int gs_arg_source_count(const gs_arg_source *src) { return src->n; }
 
-/* The box `sd` (rank r) of parameter i's random value of dims `gd`, drawn into v. */
-static void draw_box(const gs_arg_source *src, int i, gs_value *v, const int64_t *gd,
-                     const gs_shard_dim *sd, int r) {
+void gs_random_draw_box(gs_value *v, uint64_t seed, const int64_t *gd, const gs_shard_dim *sd,
+                        double limit) {
+    int r = v->rank;
     int64_t run = r ? sd[r - 1].valid : 1, rows = 1;
     for (int k = 0; k + 1 < r; k++) rows *= sd[k].valid;
     if (run <= 0 || rows <= 0) return;
@@ -484,7 +484,7 @@ static void draw_box(const gs_arg_source *src, int i, gs_value *v, const int64_t
             g = g * gd[k] + sd[k].offset + idx[k];
             l = l * sd[k].size + idx[k];
         }
-        gs_random_draw(v->type, v->data, l, src->seed[i], g, run, src->limit[i]);
+        gs_random_draw(v->type, v->data, l, seed, g, run, limit);
         for (int k = r - 2; k >= 0; k--) {
             if (++idx[k] < sd[k].valid) break;
             idx[k] = 0;
@@ -520,7 +520,7 @@ gs_status gs_arg_source_part(const gs_arg_source *src, int i, const gs_sharding 
             return GS_ERR;
         }
     } else if (holds) {
-        draw_box(src, i, v, sh->dims, sd, r);
+        gs_random_draw_box(v, src->seed[i], sh->dims, sd, src->limit[i]);
     }
     *out = v;
     return GS_OK;

@@ -715,7 +715,7 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     if (r->type != GS_TUPLE && !is_real(r)) {
         b = gs_value_ref(r); /* integers, predicates, complex, tokens are their own bound */
     } else {
-        switch (info->family) {
+        switch (in->op == GS_OP_INFEED ? GS_FAM_RNG : info->family) { /* infeed: exact data */
         case GS_FAM_IOTA:
         case GS_FAM_RNG:
         case GS_FAM_CONSTANT:
@@ -782,7 +782,7 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
                                  gs_value *const *args, int n_args, gs_value **result,
                                  gs_value **bound, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}, NULL, 0};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     *result = *bound = NULL;
     if (gs_module_check_bounded(m, "evaluation", d) != GS_OK) return GS_ERR;

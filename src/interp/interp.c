@@ -91,6 +91,7 @@ void gs_eval_free_spares(gs_eval *ev) {
         gs_value_free(ev->spares[k]);
         ev->spares[k] = NULL;
     }
+    gs_eval_free_feeds(ev);
 }
 
 /* ------------------------------------------------------------------ index helpers */
@@ -588,8 +589,10 @@ static gs_status eval_x64(gs_eval *ev, const gs_instr *in, const char *target,
 static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
     if (!target) target = "";
-    if (strcmp(target, "xla.sdy.ShardingGroup") == 0 && gs_shape_is_tuple(in->shape) &&
-        in->shape->n_tuple == 0) { /* a propagation hint with no result */
+    /* A propagation hint with no result, and XLA's debug log (jax.debug.log: its values go to
+     * a host callback, which a run here has none of; the program goes on as if logged). */
+    if ((strcmp(target, "xla.sdy.ShardingGroup") == 0 || strcmp(target, "xla.debug.Log") == 0) &&
+        gs_shape_is_tuple(in->shape) && in->shape->n_tuple == 0) {
         *out = gs_value_new_tuple(0, NULL);
         return *out ? GS_OK : gs_eval_oom(ev, in);
     }
@@ -656,6 +659,11 @@ static gs_status k_collective_done(gs_eval *ev, const gs_instr *in, gs_value *co
     return gs_eval_error(ev, in, "operand is not the value of an asynchronous collective start");
 }
 
+static gs_status k_infeed(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    (void)ops;
+    return gs_eval_infeed(ev, in, out);
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 static gs_kernel_fn structural_kernel(gs_opcode op) {
@@ -672,6 +680,7 @@ static gs_kernel_fn structural_kernel(gs_opcode op) {
     case GS_OP_CONDITIONAL: return k_conditional;
     case GS_OP_AFTER_ALL:
     case GS_OP_OUTFEED: return k_token;
+    case GS_OP_INFEED: return k_infeed;
     case GS_OP_PARTITION_ID:
     case GS_OP_REPLICA_ID: return k_device_id;
     case GS_OP_CUSTOM_CALL: return k_custom_call;
@@ -1005,7 +1014,7 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}, NULL, 0};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     gs_status st = gs_eval_call(&ev, c, args, n_args, result);
     gs_scalar_progs_free(ev.scalars);

@@ -52,9 +52,19 @@ typedef struct gs_eval {
                                  their size that will be wholly overwritten, so that a loop
                                  body or a layer stack does not map, fault in and zero fresh
                                  pages per instruction (gs_eval_keep_spare) */
+    struct gs_feed_count *feeds; /* how many times each infeed ran (infeed.c) */
+    int n_feeds;
 } gs_eval;
+typedef struct gs_feed_count gs_feed_count;
 
-/* Frees the spare arrays of ev (at the end of an evaluation). */
+/* ---- infeed.c */
+
+/* One run of infeed `in`: (data, token), the data made up as infeed.c says. */
+gs_status gs_eval_infeed(gs_eval *ev, const gs_instr *in, gs_value **out);
+/* Frees ev's infeed counts (at the end of an evaluation). */
+void gs_eval_free_feeds(gs_eval *ev);
+
+/* Frees the spare arrays of ev and its infeed counts (at the end of an evaluation). */
 void gs_eval_free_spares(gs_eval *ev);
 /* Releases value v, which died in ev: a large array held by nothing else is kept as a spare
  * instead of being freed. */
@@ -261,6 +271,10 @@ static inline int gs_value_refs(const gs_value *v) {
  * by limit as an initialiser's weights are (1: not), into dst's elements [at, at + len). */
 void gs_random_draw(gs_type t, void *dst, int64_t at, uint64_t seed, int64_t first, int64_t len,
                     double limit);
+/* Draws into v (an array of the box's sizes) the box sd (v->rank dims) of the random value of
+ * stream `seed` and dims `gdims`, as gs_random_draw draws it (floats scaled by limit). */
+void gs_random_draw_box(gs_value *v, uint64_t seed, const int64_t *gdims, const gs_shard_dim *sd,
+                        double limit);
 
 /* A .npy file checked against a parameter's shape (gs_npy_open_as, npy.c): where its data
  * starts and its dtype (the parameter's, or f32 for a bf16 parameter). */

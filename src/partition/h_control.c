@@ -22,6 +22,8 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 /* The sharding a callee's parameter p gets from operand value v: p's own when written, else v's
@@ -298,6 +300,99 @@ bool gs_part_handle_rng(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     out->hlo = c->e->dry ? NULL : gs_part_clone(c, in, in->shape, in->n_operands, ops);
     out->base = in->shape;
     out->sharding = one;
+    out->combiner = GS_OP_ADD;
+    return true;
+}
+
+/* ------------------------------------------------------------------ infeed */
+
+/* Whether a device reads its own tile of leaf shape s under leaf sharding ls: a tiled sharding
+ * (replicated subgroups allowed, not partial ones) that splits every dim evenly. */
+static bool reads_tile(const gs_shape *s, const gs_sharding *ls) {
+    if (!gs_type_is_array(s->type) || ls->kind != GS_SHARDING_TILED || ls->data_rank != s->rank)
+        return false;
+    for (int i = ls->data_rank; i < ls->tiles.rank; i++)
+        if (ls->subgroups[i - ls->data_rank] != GS_SUBGROUP_REPLICATED) return false;
+    for (int k = 0; k < s->rank; k++)
+        if (s->dims[k] % ls->tiles.dims[k] != 0) return false;
+    return true;
+}
+
+/* The shape a device reads of subtree s of the infeed (its leaves from *leaf on, depth first,
+ * tokens counted), each leaf's device sharding into dev[]. NULL: out of memory. */
+static gs_shape *read_shape(gs_part_ctx *c, const gs_shape *s, const gs_shape *whole,
+                            const gs_sharding *t, int *leaf, gs_sharding **dev) {
+    gs_arena *a = &gs_part_builder(c)->m->arena;
+    if (s->type == GS_TUPLE) {
+        gs_shape **elems = GS_NEW_ARRAY(gs_part_arena(c), gs_shape *, s->n_tuple + 1);
+        for (int i = 0; elems && i < s->n_tuple; i++)
+            if (!(elems[i] = read_shape(c, s->tuple[i], whole, t, leaf, dev))) return NULL;
+        return elems ? gs_shape_tuple(a, s->n_tuple, elems) : NULL;
+    }
+    int l = (*leaf)++;
+    const gs_sharding *ls = gs_sharding_leaf(t, whole, l);
+    gs_arena *pa = gs_part_arena(c);
+    if (reads_tile(s, ls)) {
+        dev[l] = (gs_sharding *)ls;
+        return gs_part_local_shape(c, s, ls);
+    }
+    dev[l] = ls->kind == GS_SHARDING_MANUAL ? gs_sharding_manual(pa) : gs_sharding_replicated(pa);
+    return dev[l] ? (gs_shape *)s : NULL;
+}
+
+/* Names the feed `x` reads after the source's infeed `name` (the output renames it), in its
+ * frontend attributes (_gspmd_infeed="name"), by which a run makes up its data. */
+static bool name_feed(gs_part_ctx *c, gs_instr *x, const char *name) {
+    gs_module *m = gs_part_builder(c)->m;
+    const char *old = gs_instr_str(x, GS_ATTR_FRONTEND_ATTRIBUTES);
+    size_t keep = old && strlen(old) > 2 && old[0] == '{' ? strlen(old) - 1 : 0; /* "{...": */
+    size_t len = keep + strlen(name) + 24;
+    char *text = gs_arena_alloc(&m->arena, len);
+    if (!text) return false;
+    if (keep)
+        snprintf(text, len, "%.*s,_gspmd_infeed=\"%s\"}", (int)keep, old, name);
+    else
+        snprintf(text, len, "{_gspmd_infeed=\"%s\"}", name);
+    gs_attr a = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
+    a.u.s = text;
+    return gs_instr_set_attr(m, x, &a) == GS_OK;
+}
+
+/* Sets sharding ds (in the partitioner's arena) on output instruction x: a copy in the output
+ * module's arena, which outlives the partitioner's. */
+static bool mark_feed(gs_part_ctx *c, gs_instr *x, const gs_sharding *ds) {
+    gs_module *m = gs_part_builder(c)->m;
+    const char *text = gs_sharding_to_string(gs_part_arena(c), ds);
+    gs_sharding *copy = NULL;
+    gs_diags quiet = {0};
+    bool ok = text && gs_sharding_parse(&m->arena, text, strlen(text), &copy, &quiet,
+                                        gs_span_none()) == GS_OK &&
+              gs_instr_set_sharding(m, x, copy) == GS_OK;
+    gs_diags_free(&quiet);
+    return ok;
+}
+
+bool gs_part_handle_infeed(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                           gs_part_value *out) {
+    /* XLA's HandleInfeed: each device reads the part of the fed value its sharding gives it: a
+     * leaf split evenly, its tile; a manual leaf, its own values; any other leaf (replicated,
+     * maximal, split unevenly, partial) the whole value. The new infeed carries, as its
+     * sharding, what each leaf is on a device: that is how a run feeds it (interp/infeed.c). */
+    if (c->manual || gs_part_all_manual(t) || in->n_operands != 1) return false;
+    int n = gs_shape_n_leaves(in->shape), leaf = 0;
+    gs_sharding **dev = GS_NEW_ARRAY(gs_part_arena(c), gs_sharding *, n + 1);
+    gs_shape *s = dev ? read_shape(c, in->shape, in->shape, t, &leaf, dev) : NULL;
+    const gs_sharding *ds = s && leaf == n ? gs_sharding_tuple(gs_part_arena(c), n, dev) : NULL;
+    if (!ds) {
+        gs_part_oom(c);
+        return false;
+    }
+    gs_instr *token = gs_part_operand(c, in, 0)->hlo;
+    out->hlo = c->e->dry ? NULL : gs_part_clone(c, in, s, 1, &token);
+    if (out->hlo && (!mark_feed(c, out->hlo, ds) || !name_feed(c, out->hlo, in->name)))
+        gs_part_oom(c);
+    out->base = in->shape;
+    out->sharding = ds;
     out->combiner = GS_OP_ADD;
     return true;
 }

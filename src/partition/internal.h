@@ -474,6 +474,10 @@ bool gs_part_handle_conditional(gs_part_ctx *c, const gs_instr *in, const gs_sha
                                 gs_part_value *out);
 bool gs_part_handle_rng(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                         gs_part_value *out);
+/* infeed (h_control.c): each device reads its part of the fed value, its tile where a leaf's
+ * sharding splits it evenly. */
+bool gs_part_handle_infeed(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                           gs_part_value *out);
 /* An instruction with a maximal sharding whose work or effects must happen on that device only
  * (custom-calls): a conditional on partition-id runs it there, the others hold zeros. */
 bool gs_part_single_device(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,

@@ -141,6 +141,7 @@ static gs_part_handler handler_of(const gs_instr *in) {
     case GS_OP_CALL: return gs_part_handle_call;
     case GS_OP_CONDITIONAL: return gs_part_handle_conditional;
     case GS_OP_RNG: return gs_part_handle_rng;
+    case GS_OP_INFEED: return gs_part_handle_infeed;
     default: break;
     }
     const gs_op_info *info = gs_op_info_of(in->op);
@@ -201,6 +202,8 @@ static void report_whole(gs_part_ctx *c, const gs_instr *in, bool took_default,
                                   ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET)
                                   : NULL;
     if (target_name && strcmp(target_name, "Sharding") == 0) return; /* a reshard marker */
+    if (target_name && strcmp(target_name, "xla.debug.Log") == 0)
+        return; /* it logs whole values, as in XLA: its gather is what was asked */
     int leaves = in->shape->type == GS_TUPLE ? gs_shape_n_leaves(in->shape) : 1;
     int64_t gathered = 0, want = 0, have = 0;
     bool sharded = false;
