@@ -195,8 +195,8 @@ static void test_errors(void **state) {
 static void test_runnable(void **state) {
     (void)state;
     parsed p = parse("HloModule m\nENTRY e {\n  tok = token[] after-all()\n"
-                     "  inf = ((f32[4]), token[]) infeed(tok)\n"
-                     "  ROOT g = (f32[4]) get-tuple-element(inf), index=0\n}\n");
+                     "  inf = (f32[4], u32[], token[]) recv(tok), channel_id=1\n"
+                     "  ROOT g = f32[4] get-tuple-element(inf), index=0\n}\n");
     gs_compile_options o;
     gs_compile_options_init(&o, 2);
     gs_compiled c;
