@@ -237,9 +237,11 @@ int gs_cli_input_option(const char *cmd, const char *value, gs_interp_inputs *in
 static const char *COLL_NAMES[GS_N_COLL_KINDS] = {"all-reduce", "all-gather", "reduce-scatter",
                                                   "all-to-all", "collective-permute"};
 
-/* One random leaf of the note: its name, and its scale when it is a weight. */
-static void note_leaf(gs_sb *list, int *n_scaled, const gs_module *m, const gs_instr *p, int leaf) {
-    int64_t fan = gs_init_fan_in(m, p, leaf);
+/* One random leaf of the note: its name, and its scale when it is a weight (fan: an array
+ * parameter's fan-in, else -1 to work it out). */
+static void note_leaf(gs_sb *list, int *n_scaled, const gs_module *m, const gs_instr *p, int leaf,
+                      int64_t fan) {
+    if (fan < 0) fan = gs_init_fan_in(m, p, leaf);
     if (fan <= 3) return;
     if ((*n_scaled)++ < 6) {
         if (leaf < 0)
@@ -256,6 +258,8 @@ void gs_cli_note_random(FILE *f, const gs_module *m, const gs_interp_inputs *inp
     const gs_computation *e = m->entry;
     int n_random = 0, n_scaled = 0;
     gs_sb list = {0};
+    int64_t *fan = e ? calloc((size_t)(e->n_params ? e->n_params : 1), sizeof *fan) : NULL;
+    if (fan) gs_init_fan_ins(m, fan);
     for (int i = 0; e && i < e->n_params; i++) {
         const gs_instr *p = e->params[i];
         bool given = false;
@@ -263,10 +267,11 @@ void gs_cli_note_random(FILE *f, const gs_module *m, const gs_interp_inputs *inp
         if (given) continue;
         n_random++;
         if (gs_shape_is_tuple(p->shape))
-            for (int l = 0; l < p->shape->n_tuple; l++) note_leaf(&list, &n_scaled, m, p, l);
+            for (int l = 0; l < p->shape->n_tuple; l++) note_leaf(&list, &n_scaled, m, p, l, -1);
         else
-            note_leaf(&list, &n_scaled, m, p, -1);
+            note_leaf(&list, &n_scaled, m, p, -1, fan ? fan[i] : -1);
     }
+    free(fan);
     if (filled)
         fprintf(f, "note: %d elided constant%s ({...}) filled with seeded random values (seed "
                    "%llu; weights scaled by their fan-in as below)\n",

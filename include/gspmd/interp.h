@@ -213,6 +213,9 @@ gs_value *gs_random_value(const gs_shape *s, uint64_t seed);
  * verification of its outputs means something (uniform [-1, 1) weights grow them by ~sqrt(fan-in
  * / 3) a layer: 1e13 after a few). */
 int64_t gs_init_fan_in(const gs_module *m, const gs_instr *value, int leaf);
+/* gs_init_fan_in(m, parameter i, -1) of every entry parameter into fan[i] (n_params entries),
+ * in one walk of the program rather than one per parameter. */
+void gs_init_fan_ins(const gs_module *m, int64_t *fan);
 /* sqrt(3 / fan_in), or 1 for a fan-in of at most 3. */
 double gs_init_limit(int64_t fan_in);
 

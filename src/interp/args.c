@@ -191,6 +191,21 @@ int64_t gs_init_fan_in(const gs_module *m, const gs_instr *value, int leaf) {
     return fan;
 }
 
+void gs_init_fan_ins(const gs_module *m, int64_t *fan) {
+    const gs_computation *e = m->entry;
+    for (int i = 0; i < e->n_params; i++) fan[i] = 0;
+    /* an origin is in its user's computation: the entry's parameters feed the entry's ops */
+    for (int i = 0; i < e->n_instrs; i++) {
+        const gs_instr *in = e->instrs[i];
+        int64_t k = contraction_of(in, 1);
+        if (k <= 0) continue;
+        int l;
+        const gs_instr *o = origin_of(in->operands[1], &l);
+        int64_t p = o && o->op == GS_OP_PARAMETER && l == -1 ? o->parameter_number : -1;
+        if (p >= 0 && p < e->n_params && e->params[p] == o && k > fan[p]) fan[p] = k;
+    }
+}
+
 double gs_init_limit(int64_t fan_in) { return fan_in > 3 ? sqrt(3.0 / (double)fan_in) : 1; }
 
 /* v's float elements times `limit` (v an array). */
@@ -204,9 +219,9 @@ static void scale_floats(gs_value *v, double limit) {
 
 /* A random value for `value` (of shape s), its weights scaled by their fan-in. */
 static gs_value *initial_value(const gs_module *m, const gs_instr *value, const gs_shape *s,
-                               uint64_t seed) {
+                               uint64_t seed, int64_t fan) {
     if (s->type != GS_TUPLE)
-        return random_scaled(s, seed, gs_init_limit(gs_init_fan_in(m, value, -1)));
+        return random_scaled(s, seed, gs_init_limit(fan >= 0 ? fan : gs_init_fan_in(m, value, -1)));
     gs_value *v = gs_random_value(s, seed);
     if (!v) return NULL;
     if (s == value->shape) {
@@ -245,9 +260,10 @@ static const char *input_path(const gs_interp_inputs *inputs, const gs_instr *p)
 /* Parameter i's stream: every random value of parameter i is drawn from it. */
 static uint64_t param_seed(uint64_t seed, int i) { return seed * 1000003ull + (uint64_t)i; }
 
-/* Entry parameter i's global value: read from its .npy input, or drawn. */
+/* Entry parameter i's global value: read from its .npy input, or drawn (fan: its fan-in, or -1
+ * to work it out). */
 static gs_status param_value(const gs_module *m, const gs_interp_inputs *inputs, uint64_t seed,
-                             int i, gs_value **out, gs_diags *d) {
+                             int i, int64_t fan, gs_value **out, gs_diags *d) {
     const gs_instr *p = m->entry->params[i];
     const char *path = input_path(inputs, p);
     if (path) {
@@ -256,7 +272,7 @@ static gs_status param_value(const gs_module *m, const gs_interp_inputs *inputs,
                             p->name);
         return gs_npy_read_as(path, p->shape, p->name, out, d);
     }
-    *out = initial_value(m, p, p->shape, param_seed(seed, i));
+    *out = initial_value(m, p, p->shape, param_seed(seed, i), fan);
     return *out ? GS_OK
                 : gs_error(d, p->span, "out of memory creating a value for parameter %s", p->name);
 }
@@ -266,14 +282,22 @@ gs_status gs_interp_make_args(const gs_module *m, const gs_interp_inputs *inputs
     const gs_computation *e = m->entry;
     if (check_inputs(m, inputs, d) != GS_OK) return GS_ERR;
     gs_value **a = gs_sys_calloc((size_t)(e->n_params ? e->n_params : 1), sizeof *a);
-    if (!a) return gs_error(d, gs_span_none(), "out of memory");
+    int64_t *fan = gs_sys_calloc((size_t)(e->n_params ? e->n_params : 1), sizeof *fan);
+    if (!a || !fan) {
+        free(a);
+        free(fan);
+        return gs_error(d, gs_span_none(), "out of memory");
+    }
+    gs_init_fan_ins(m, fan);
     for (int i = 0; i < e->n_params; i++) {
-        if (param_value(m, inputs, seed, i, &a[i], d) != GS_OK) {
+        if (param_value(m, inputs, seed, i, fan[i], &a[i], d) != GS_OK) {
             for (int j = 0; j < i; j++) gs_value_free(a[j]);
             free(a);
+            free(fan);
             return GS_ERR;
         }
     }
+    free(fan);
     *args = a;
     *n_args = e->n_params;
     return GS_OK;
@@ -429,8 +453,15 @@ gs_status gs_arg_source_new(const gs_module *m, const gs_interp_inputs *inputs, 
     *out = NULL;
     if (check_inputs(m, inputs, d) != GS_OK) return GS_ERR;
     gs_arg_source *a = source_alloc(m);
-    if (!a) return gs_error(d, gs_span_none(), "out of memory");
+    int64_t *fan = gs_sys_calloc((size_t)(m->entry->n_params ? m->entry->n_params : 1),
+                                 sizeof *fan);
+    if (!a || !fan) {
+        gs_arg_source_free(a);
+        free(fan);
+        return gs_error(d, gs_span_none(), "out of memory");
+    }
     a->owned = true;
+    gs_init_fan_ins(m, fan);
     for (int i = 0; i < a->n; i++) {
         const gs_instr *p = m->entry->params[i];
         a->seed[i] = param_seed(seed, i);
@@ -438,7 +469,7 @@ gs_status gs_arg_source_new(const gs_module *m, const gs_interp_inputs *inputs, 
         const char *path = input_path(inputs, p);
         if (gs_shape_is_array(p->shape) && !any_manual(gs_instr_get_sharding(p))) {
             if (!path) { /* drawn per device */
-                a->limit[i] = gs_init_limit(gs_init_fan_in(m, p, -1));
+                a->limit[i] = gs_init_limit(fan[i]);
                 continue;
             }
             /* read per device: its part of the file only */
@@ -448,16 +479,19 @@ gs_status gs_arg_source_new(const gs_module *m, const gs_interp_inputs *inputs, 
                 free(own);
                 a->npy[i].path = NULL;
                 gs_arg_source_free(a);
+                free(fan);
                 return GS_ERR;
             }
             continue;
         }
-        if (param_value(m, inputs, seed, i, &a->whole[i], d) != GS_OK ||
+        if (param_value(m, inputs, seed, i, fan[i], &a->whole[i], d) != GS_OK ||
             bundle_param(m, inputs, seed, n_devices, i, &a->whole[i], d) != GS_OK) {
             gs_arg_source_free(a);
+            free(fan);
             return GS_ERR;
         }
     }
+    free(fan);
     *out = a;
     return GS_OK;
 }
@@ -697,7 +731,7 @@ gs_status gs_module_fill_elided(gs_module *m, uint64_t seed, int *n_filled, gs_d
             gs_instr *in = m->comps[ci]->instrs[i];
             if (in->op != GS_OP_CONSTANT || !has_elided(in->literal)) continue;
             uint64_t h = gs_hash_bytes(in->name, strlen(in->name), seed);
-            gs_value *v = initial_value(m, in, in->shape, h);
+            gs_value *v = initial_value(m, in, in->shape, h, -1);
             bool ok = v && literal_from(&m->arena, in->literal, in->shape, v);
             gs_value_free(v);
             if (!ok) return gs_error(d, in->span, "out of memory filling an elided constant");

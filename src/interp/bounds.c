@@ -782,7 +782,7 @@ gs_status gs_interp_eval_bounded(const gs_module *m, const gs_interp_env *env,
                                  gs_value *const *args, int n_args, gs_value **result,
                                  gs_value **bound, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}, NULL, 0};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}, 0};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     *result = *bound = NULL;
     if (gs_module_check_bounded(m, "evaluation", d) != GS_OK) return GS_ERR;

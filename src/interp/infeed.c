@@ -1,11 +1,13 @@
 /*
  * infeed.c — what `infeed` reads in a run: the host's queue, made up deterministically.
  *
- * A run has no host feeding it, so each infeed reads values drawn as entry parameters are
- * (gs_random_draw), keyed by the run's seed, the instruction's name, how many times that
- * instruction has run before in this evaluation (a loop's infeed reads new data each
- * iteration), and the leaf. The key holds no device: a partitioned program and the reference
- * read the same global values, which is what lets --verify compare them.
+ * A run has no host feeding it, so it makes up the host's queue: the k-th value an evaluation
+ * reads from it (whichever infeed reads it, as XLA's infeeds read one queue in program order;
+ * a loop's infeed reads a new entry each iteration) is drawn as entry parameters are
+ * (gs_random_draw), keyed by the run's seed, k and the leaf. Neither names nor devices enter
+ * the key, so a partitioned program (whose instructions the partitioner renames), the same
+ * program read back from another text form, and the reference read the same global values,
+ * which is what lets --verify compare them.
  *
  * Where an infeed's sharding (as the partitioner leaves it on a device's program: h_control.c)
  * says what part a device reads, a device of a multi-device run reads that part: a tiled leaf
@@ -21,56 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How many times each infeed (by name) ran in this evaluation. */
-struct gs_feed_count {
-    uint64_t name; /* hash of the feed's name */
-    int64_t count;
-};
-
-/* This run of the feed named by hash `name`: its number (0 the first), counted in ev. -1: out
- * of memory. */
-static int64_t next_count(gs_eval *ev, uint64_t name) {
-    for (int i = 0; i < ev->n_feeds; i++)
-        if (ev->feeds[i].name == name) return ev->feeds[i].count++;
-    gs_feed_count *f = gs_sys_realloc(ev->feeds, sizeof *f * (size_t)(ev->n_feeds + 1));
-    if (!f) return -1;
-    ev->feeds = f;
-    ev->feeds[ev->n_feeds++] = (gs_feed_count){name, 1};
-    return 0;
-}
-
-void gs_eval_free_feeds(gs_eval *ev) {
-    free(ev->feeds);
-    ev->feeds = NULL;
-    ev->n_feeds = 0;
-}
-
-/* The name of the feed `in` reads: the source program's infeed, which the partitioner records
- * in frontend_attributes={_gspmd_infeed="name"} (h_control.c) since it renames it; else its
- * own. *len: its length. */
-static const char *feed_name(const gs_instr *in, size_t *len) {
-    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
-    const char *k = fa ? strstr(fa, "_gspmd_infeed=\"") : NULL;
-    const char *end = k ? strchr(k + 15, '"') : NULL;
-    if (end) {
-        *len = (size_t)(end - (k + 15));
-        return k + 15;
-    }
-    *len = strlen(in->name);
-    return in->name;
-}
-
-/* FNV-1a of n bytes. */
-static uint64_t hash_name(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* The stream of leaf `leaf` of a run of an infeed (device -1: the one every device shares). */
-static uint64_t feed_seed(uint64_t run_seed, uint64_t name, int64_t count, int leaf,
-                          int64_t device) {
-    uint64_t k = run_seed * 0x9e3779b97f4a7c15ull ^ name;
+/* The stream of leaf `leaf` of the queue's entry `count` (device -1: the one every device
+ * shares). */
+static uint64_t feed_seed(uint64_t run_seed, int64_t count, int leaf, int64_t device) {
+    uint64_t k = run_seed * 0x9e3779b97f4a7c15ull ^ 0x1f3dull;
     k = k * 31 + (uint64_t)count;
     k = k * 31 + (uint64_t)leaf;
     return k * 31 + (uint64_t)(device + 1);
@@ -107,8 +63,8 @@ typedef struct feed {
     const gs_sharding *sh; /* the infeed's sharding, or NULL */
     bool device_run;       /* a device of a multi-device run (not the reference) */
     int64_t device, n_manual;
-    uint64_t seed, name;
-    int64_t count;
+    uint64_t seed;
+    int64_t count;         /* the queue's entry this infeed reads */
 } feed;
 
 /* Fills the leaves under *slot (the next is leaf *leaf, depth first, tokens counted). */
@@ -125,14 +81,14 @@ static gs_status fill(gs_eval *ev, const feed *f, gs_value **slot, int *leaf) {
     bool manual = ls && gs_sharding_is_manual(ls);
     if (!manual || f->device_run || f->n_manual <= 1)
         return fill_leaf(ev, f->in, v, ls, f->device_run, f->device,
-                         feed_seed(f->seed, f->name, f->count, l, manual ? f->device : -1));
+                         feed_seed(f->seed, f->count, l, manual ? f->device : -1));
     /* the reference of a manual leaf: a bundle of each device's own values */
     gs_value **parts = gs_sys_calloc((size_t)f->n_manual, sizeof *parts);
     gs_status st = parts ? GS_OK : gs_eval_oom(ev, f->in);
     for (int64_t d = 0; st == GS_OK && d < f->n_manual; d++) {
         parts[d] = gs_value_copy(v);
         st = parts[d] ? fill_leaf(ev, f->in, parts[d], NULL, false, d,
-                                  feed_seed(f->seed, f->name, f->count, l, d))
+                                  feed_seed(f->seed, f->count, l, d))
                       : gs_eval_oom(ev, f->in);
     }
     gs_value *b = st == GS_OK ? gs_value_new_tuple((int)f->n_manual, parts) : NULL; /* takes them */
@@ -153,18 +109,13 @@ gs_status gs_eval_infeed(gs_eval *ev, const gs_instr *in, gs_value **out) {
     if (s->type != GS_TUPLE || s->n_tuple != 2 || s->tuple[1]->type != GS_TOKEN)
         return gs_eval_error(ev, in, "infeed's shape must be (data, token)");
     const gs_interp_env *env = ev->env;
-    size_t len;
-    const char *nm = feed_name(in, &len);
-    uint64_t name = hash_name(nm, len);
     feed f = {in,
               gs_instr_get_sharding(in),
               env && env->num_partitions > 1 && env->manual_devices <= 1,
               env ? env->partition_id : 0,
               env ? env->manual_devices : 0,
               env ? env->rng_seed : 0,
-              name,
-              next_count(ev, name)};
-    if (f.count < 0) return gs_eval_oom(ev, in);
+              ev->feeds_read++};
     gs_value *v = gs_value_from_shape(s);
     if (!v) return gs_eval_oom(ev, in);
     int leaf = 0;

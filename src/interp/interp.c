@@ -91,7 +91,6 @@ void gs_eval_free_spares(gs_eval *ev) {
         gs_value_free(ev->spares[k]);
         ev->spares[k] = NULL;
     }
-    gs_eval_free_feeds(ev);
 }
 
 /* ------------------------------------------------------------------ index helpers */
@@ -1014,7 +1013,7 @@ gs_status gs_eval_call_bounded(gs_eval *ev, const gs_computation *c, gs_value *c
 gs_status gs_interp_call(const gs_module *m, const gs_interp_env *env, const gs_computation *c,
                          gs_value *const *args, int n_args, gs_value **result, gs_diags *d) {
     gs_interp_env default_env = {0, 0, 1, NULL, 0, NULL, NULL, 0, NULL};
-    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}, NULL, 0};
+    gs_eval ev = {m, env ? env : &default_env, d, 0, 0, NULL, NULL, {NULL}, 0};
     ev.rng_state = ev.env->rng_seed ^ 0x9e3779b97f4a7c15ull;
     gs_status st = gs_eval_call(&ev, c, args, n_args, result);
     gs_scalar_progs_free(ev.scalars);

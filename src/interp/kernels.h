@@ -52,19 +52,15 @@ typedef struct gs_eval {
                                  their size that will be wholly overwritten, so that a loop
                                  body or a layer stack does not map, fault in and zero fresh
                                  pages per instruction (gs_eval_keep_spare) */
-    struct gs_feed_count *feeds; /* how many times each infeed ran (infeed.c) */
-    int n_feeds;
+    int64_t feeds_read;       /* values read from the (made-up) infeed queue: infeed.c */
 } gs_eval;
-typedef struct gs_feed_count gs_feed_count;
 
 /* ---- infeed.c */
 
 /* One run of infeed `in`: (data, token), the data made up as infeed.c says. */
 gs_status gs_eval_infeed(gs_eval *ev, const gs_instr *in, gs_value **out);
-/* Frees ev's infeed counts (at the end of an evaluation). */
-void gs_eval_free_feeds(gs_eval *ev);
 
-/* Frees the spare arrays of ev and its infeed counts (at the end of an evaluation). */
+/* Frees the spare arrays of ev (at the end of an evaluation). */
 void gs_eval_free_spares(gs_eval *ev);
 /* Releases value v, which died in ev: a large array held by nothing else is kept as a spare
  * instead of being freed. */

@@ -22,8 +22,6 @@
  */
 #include "internal.h"
 
-#include <stdio.h>
-
 #include <string.h>
 
 /* The sharding a callee's parameter p gets from operand value v: p's own when written, else v's
@@ -340,24 +338,6 @@ static gs_shape *read_shape(gs_part_ctx *c, const gs_shape *s, const gs_shape *w
     return dev[l] ? (gs_shape *)s : NULL;
 }
 
-/* Names the feed `x` reads after the source's infeed `name` (the output renames it), in its
- * frontend attributes (_gspmd_infeed="name"), by which a run makes up its data. */
-static bool name_feed(gs_part_ctx *c, gs_instr *x, const char *name) {
-    gs_module *m = gs_part_builder(c)->m;
-    const char *old = gs_instr_str(x, GS_ATTR_FRONTEND_ATTRIBUTES);
-    size_t keep = old && strlen(old) > 2 && old[0] == '{' ? strlen(old) - 1 : 0; /* "{...": */
-    size_t len = keep + strlen(name) + 24;
-    char *text = gs_arena_alloc(&m->arena, len);
-    if (!text) return false;
-    if (keep)
-        snprintf(text, len, "%.*s,_gspmd_infeed=\"%s\"}", (int)keep, old, name);
-    else
-        snprintf(text, len, "{_gspmd_infeed=\"%s\"}", name);
-    gs_attr a = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
-    a.u.s = text;
-    return gs_instr_set_attr(m, x, &a) == GS_OK;
-}
-
 /* Sets sharding ds (in the partitioner's arena) on output instruction x: a copy in the output
  * module's arena, which outlives the partitioner's. */
 static bool mark_feed(gs_part_ctx *c, gs_instr *x, const gs_sharding *ds) {
@@ -389,8 +369,7 @@ bool gs_part_handle_infeed(gs_part_ctx *c, const gs_instr *in, const gs_sharding
     }
     gs_instr *token = gs_part_operand(c, in, 0)->hlo;
     out->hlo = c->e->dry ? NULL : gs_part_clone(c, in, s, 1, &token);
-    if (out->hlo && (!mark_feed(c, out->hlo, ds) || !name_feed(c, out->hlo, in->name)))
-        gs_part_oom(c);
+    if (out->hlo && !mark_feed(c, out->hlo, ds)) gs_part_oom(c);
     out->base = in->shape;
     out->sharding = ds;
     out->combiner = GS_OP_ADD;
