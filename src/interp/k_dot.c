@@ -185,6 +185,19 @@ static void permute_into(ctype ct, const gs_value *v, gs_type rt, const int64_t 
             }                                                                                      \
     } while (0)
 
+/* C = A x B for the real BLAS types with leading dimensions (row-major): a convolution's
+ * operands read in place. M, N, K > 0. */
+static void gemm_ld(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, void *C, int64_t ldc) {
+    blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
+    if (ct == CT_F32)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, (blasint)lda, B,
+                    (blasint)ldb, 0.0f, C, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, A, (blasint)lda, B,
+                    (blasint)ldb, 0.0, C, (blasint)ldc);
+}
+
 /* C[M,N] = A[M,K] x B[K,N], all row-major and contiguous, in compute type ct. C is overwritten.
  * Integers: exact int64 with wraparound, k ascending per element. */
 static void gemm(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, const void *B, void *C) {
@@ -196,12 +209,7 @@ static void gemm(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, const
     blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
     switch (ct) {
     case CT_F32:
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, k, B, n, 0.0f, C,
-                    n);
-        return;
-    case CT_F64:
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, A, k, B, n, 0.0, C, n);
-        return;
+    case CT_F64: gemm_ld(ct, M, N, K, A, K, B, N, C, N); return;
     case CT_C64: {
         if (M * N * K <= NAIVE_COMPLEX_MAX) {
             CDOT_IN_ORDER(float, M, N, K, A, B, C);
@@ -237,19 +245,6 @@ static void gemm(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, const
         return;
     }
     }
-}
-
-/* C = A x B for the real BLAS types with leading dimensions (row-major): a convolution's
- * operands read in place. M, N, K > 0. */
-static void gemm_ld(ctype ct, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
-                    const void *B, int64_t ldb, void *C, int64_t ldc) {
-    blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
-    if (ct == CT_F32)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, (blasint)lda, B,
-                    (blasint)ldb, 0.0f, C, (blasint)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, A, (blasint)lda, B,
-                    (blasint)ldb, 0.0, C, (blasint)ldc);
 }
 
 /* A batch of small matrix products runs on one BLAS thread: OpenBLAS's threads cost more to

@@ -376,7 +376,6 @@ static gs_status k_reverse(gs_eval *ev, const gs_instr *in, gs_value *const *ops
 
 /* ------------------------------------------------------------------ slices */
 
-/* slice: elements start, start+stride, ... below limit, per dim. */
 /* Whether a slice of `size` from element offset `soff` (strides 1) is all of array a. */
 static bool whole(const gs_value *a, const int64_t *size, int64_t soff) {
     if (soff != 0) return false;
@@ -385,6 +384,7 @@ static bool whole(const gs_value *a, const int64_t *size, int64_t soff) {
     return true;
 }
 
+/* slice: elements start, start+stride, ... below limit, per dim. */
 static gs_status k_slice(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     const gs_value *a = ops[0];
     if (check_arrays(ev, in, ops, 1) || check_result(ev, in, a->type)) return GS_ERR;

@@ -309,7 +309,8 @@ void gs_build_copy_attr(gs_builder *b, gs_instr *in, const gs_attr *src,
         }
         break;
     case GS_AK_SHARDING:
-        /* Shardings are not copied: the partitioned program carries none. */
+        /* Shardings are not copied: the partitioned program carries none but the one the
+         * infeed handler sets for a run to feed it (src/partition/h_control.c). */
         return;
     default: break;
     }

@@ -320,16 +320,15 @@ static bool reads_tile(const gs_shape *s, const gs_sharding *ls) {
  * tokens counted), each leaf's device sharding into dev[]. NULL: out of memory. */
 static gs_shape *read_shape(gs_part_ctx *c, const gs_shape *s, const gs_shape *whole,
                             const gs_sharding *t, int *leaf, gs_sharding **dev) {
-    gs_arena *a = &gs_part_builder(c)->m->arena;
+    gs_arena *pa = gs_part_arena(c); /* the builder copies the shape into the output */
     if (s->type == GS_TUPLE) {
-        gs_shape **elems = GS_NEW_ARRAY(gs_part_arena(c), gs_shape *, s->n_tuple + 1);
+        gs_shape **elems = GS_NEW_ARRAY(pa, gs_shape *, s->n_tuple + 1);
         for (int i = 0; elems && i < s->n_tuple; i++)
             if (!(elems[i] = read_shape(c, s->tuple[i], whole, t, leaf, dev))) return NULL;
-        return elems ? gs_shape_tuple(a, s->n_tuple, elems) : NULL;
+        return elems ? gs_shape_tuple(pa, s->n_tuple, elems) : NULL;
     }
     int l = (*leaf)++;
     const gs_sharding *ls = gs_sharding_leaf(t, whole, l);
-    gs_arena *pa = gs_part_arena(c);
     if (reads_tile(s, ls)) {
         dev[l] = (gs_sharding *)ls;
         return gs_part_local_shape(c, s, ls);
