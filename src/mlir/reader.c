@@ -377,7 +377,9 @@ static bool parse_func(reader *r) {
                 !dict_sharding(r, t, &sh))
                 return false;
             r->b.span = mlir_span_at(r, at);
-            const char *pn = gs_names_fresh(&r->names, r->a, an); /* %arg0 → %arg0 */
+            char stem[128];
+            gs_names_hlo(an, stem, sizeof stem); /* %arg0 → %arg0; MLIR allows `%$`, `%0` */
+            const char *pn = gs_names_fresh(&r->names, r->a, stem);
             gs_instr *p = pn ? gs_build_parameter(&r->b, n++, t, pn) : NULL;
             if (!p || !mlir_define_value(r, an, p, 1)) return mlir_oom(r);
             if (sh && gs_instr_set_sharding(r->m, p, sh) != GS_OK) return mlir_oom(r);
