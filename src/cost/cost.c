@@ -25,7 +25,13 @@ static double dot_flops(const gs_instr *in) {
     double k = 1;
     for (int i = 0; i < lc.n; i++)
         if (lc.v[i] >= 0 && lc.v[i] < lhs->rank) k *= (double)lhs->dims[lc.v[i]];
-    return 2 * product(in->shape) * k;
+    /* A ragged contracting dim: the result's leading group dim splits the k range. */
+    gs_ints lr = gs_instr_ints(in, GS_ATTR_LHS_RAGGED_DIMS);
+    double groups = in->op == GS_OP_RAGGED_DOT && lr.n == 1 && gs_ints_contains(lc, lr.v[0]) &&
+                            in->shape->rank > 0 && in->shape->dims[0] > 0
+                        ? (double)in->shape->dims[0]
+                        : 1;
+    return 2 * product(in->shape) * k / groups;
 }
 
 static double convolution_flops(const gs_instr *in) {

@@ -162,7 +162,7 @@ static int64_t contraction_of(const gs_instr *in, int operand) {
     if (operand != 1 || in->n_operands < 2) return 0;
     const gs_shape *s = in->operands[1]->shape;
     if (!gs_shape_is_array(s)) return 0;
-    if (in->op == GS_OP_DOT) {
+    if (in->op == GS_OP_DOT || in->op == GS_OP_RAGGED_DOT) {
         gs_ints rc = gs_instr_ints(in, GS_ATTR_RHS_CONTRACTING_DIMS);
         for (int i = 0; i < rc.n; i++)
             if (rc.v[i] >= 0 && rc.v[i] < s->rank) n *= s->dims[rc.v[i]];

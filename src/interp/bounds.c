@@ -401,7 +401,7 @@ static gs_status resized(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
  * times input features per group, a reduction's reduced size. */
 static double terms(const gs_instr *in, gs_value *const *ops, const gs_value *r) {
     double k = 1;
-    if (in->op == GS_OP_DOT) {
+    if (in->op == GS_OP_DOT || in->op == GS_OP_RAGGED_DOT) {
         gs_ints lc = gs_instr_ints(in, GS_ATTR_LHS_CONTRACTING_DIMS);
         for (int i = 0; i < lc.n; i++)
             if (lc.v[i] >= 0 && lc.v[i] < ops[0]->rank) k *= (double)ops[0]->dims[lc.v[i]];
@@ -438,7 +438,9 @@ static void accumulate(gs_value *a, const gs_value *b) {
 /* dot and convolution: |A|.(b_B + c|B|) + b_A.|B| with c = u sqrt(K). */
 static gs_status contraction(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                              gs_value *const *bops, gs_value *r, gs_value **br) {
-    if (in->n_operands != 2 || !is_real(ops[0]) || !is_real(ops[1]))
+    /* A ragged-dot's group sizes (exact integers) pass through as they are. */
+    bool ragged = in->op == GS_OP_RAGGED_DOT && in->n_operands == 3;
+    if ((in->n_operands != 2 && !ragged) || !is_real(ops[0]) || !is_real(ops[1]))
         return fallback(ev, in, ops, bops, r, br);
     double c = unit_roundoff(r->type) * sqrt(terms(in, ops, r));
     gs_value *absa = abs_of(ops[0]), *absb = abs_of(ops[1]);
@@ -450,11 +452,11 @@ static gs_status contraction(gs_eval *ev, const gs_instr *in, gs_value *const *o
         if (!x) st = gs_eval_oom(ev, in);
     }
     if (st == GS_OK) {
-        gs_value *o1[2] = {absa, x};
+        gs_value *o1[3] = {absa, x, ragged ? ops[2] : NULL};
         st = gs_eval_instr(ev, in, o1, &t[0]);
     }
     if (st == GS_OK && !all_zero(ba)) {
-        gs_value *o2[2] = {ba, absb};
+        gs_value *o2[3] = {ba, absb, ragged ? ops[2] : NULL};
         st = gs_eval_instr(ev, in, o2, &t[1]);
         if (st == GS_OK) accumulate(t[0], t[1]);
     }

@@ -16,6 +16,7 @@
  */
 #include "kernels.h"
 #include "base/sysalloc.h"
+#include "ir/analysis.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -404,10 +405,8 @@ static bool direct_gemm(const gs_value *l, const gs_value *r, gs_ints lb, gs_int
 
 /* dot: operands gathered to [batch, M, K] and [batch, K, N], one gemm per batch; the result's
  * dims are (batch, lhs free, rhs free), which is the row-major [batch, M, N] product. */
-static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
-    if (in->n_operands != 2)
-        return gs_eval_error(ev, in, "sparse dot (a metadata operand) is not supported");
-    const gs_value *l = ops[0], *r = ops[1];
+static gs_status dot_of(gs_eval *ev, const gs_instr *in, const gs_value *l, const gs_value *r,
+                        gs_value **out) {
     gs_ints lb = gs_instr_ints(in, GS_ATTR_LHS_BATCH_DIMS);
     gs_ints lc = gs_instr_ints(in, GS_ATTR_LHS_CONTRACTING_DIMS);
     gs_ints rb = gs_instr_ints(in, GS_ATTR_RHS_BATCH_DIMS);
@@ -482,6 +481,194 @@ static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs
     free(A);
     free(Bm);
     free(C);
+    *out = res;
+    return GS_OK;
+}
+
+static gs_status k_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
+    if (in->n_operands != 2)
+        return gs_eval_error(ev, in, "sparse dot (a metadata operand) is not supported");
+    return dot_of(ev, in, ops[0], ops[1], out);
+}
+
+/* ------------------------------------------------------------------ ragged dot */
+
+/* XLA's ragged-dot. group_sizes is [prefix..., g] (or [g], the same sizes for every prefix):
+ * consecutive runs of the lhs ragged dim, group i the next group_sizes[i] positions.
+ *   non-contracting (the ragged dim is an lhs free dim m; the rhs has a group dim): row m of
+ *     the lhs multiplies rhs[group(m)]; rows past the groups' end are zeros. The prefix is the
+ *     batch dims, then the lhs free dims before m.
+ *   contracting (the ragged dim is a contracting dim k): the result has a leading [g] dim, and
+ *     result[i] sums only the k in group i. The prefix is the batch dims, then the contracting
+ *     dims listed before k.
+ *   batch (the ragged dim is a batch dim): a plain dot, group_sizes unused, as JAX, CHLO's
+ *     decomposition and XLA's SPMD partitioner have it (XLA's evaluator alone zeros the
+ *     batches past the groups' end).
+ * As XLA's evaluator has it, a non-contracting row belongs to the first group whose running
+ * end exceeds it, and contracting group i sums the k from the running end of group i-1 to its
+ * own, clamped to the dim (with negative sizes, ranges may overlap). Running ends saturate far
+ * beyond any dim, so no size overflows. */
+
+/* Saturating running end of the groups. */
+static int64_t group_end(int64_t end, int64_t size) {
+    const int64_t cap = (int64_t)1 << 62;
+    end += size < -cap ? -cap : size > cap ? cap : size;
+    return end < -cap ? -cap : end > cap ? cap : end;
+}
+
+/* The sizes of prefix row p (rank-1 group sizes: the same row for every p). */
+static void group_row(const gs_value *gsz, int64_t p, int64_t g, int64_t *sizes) {
+    int64_t base = gsz->rank > 1 ? p * g : 0;
+    for (int64_t i = 0; i < g; i++) sizes[i] = gs_elem_get_i(gsz->data, gsz->type, base + i);
+}
+
+/* dst += src over n compute-type elements (integers wrap). */
+static void add_into(ctype ct, void *dst, const void *src, int64_t n) {
+    switch (ct) {
+    case CT_F32:
+    case CT_C64:
+        for (int64_t i = 0; i < n * (ct == CT_C64 ? 2 : 1); i++)
+            ((float *)dst)[i] += ((const float *)src)[i];
+        return;
+    case CT_F64:
+    case CT_C128:
+        for (int64_t i = 0; i < n * (ct == CT_C128 ? 2 : 1); i++)
+            ((double *)dst)[i] += ((const double *)src)[i];
+        return;
+    case CT_I64:
+        for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] += ((const uint64_t *)src)[i];
+        return;
+    }
+}
+
+/* A list of ints: l's first n entries, then extra (when >= 0). */
+static gs_ints ints_prefix(int64_t *buf, gs_ints l, int n, int64_t extra) {
+    for (int i = 0; i < n; i++) buf[i] = l.v[i];
+    if (extra >= 0) buf[n++] = extra;
+    return (gs_ints){n, buf};
+}
+
+static gs_status k_ragged_dot(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                              gs_value **out) {
+    const gs_value *l = ops[0], *r = ops[1], *gsz = ops[2];
+    gs_dot_dims dd;
+    if (!gs_dot_dims_of(in, &dd) || !dims_valid(l->rank, dd.lb, dd.lc) ||
+        !dims_valid(r->rank, dd.rb, dd.rc) || dd.ragged < 0 || dd.ragged >= l->rank ||
+        (dd.rg.n && (dd.rg.v[0] < 0 || dd.rg.v[0] >= r->rank)) || gsz->rank < 1 ||
+        !gs_type_is_int(gsz->type))
+        return gs_eval_error(ev, in, "invalid ragged-dot dimension numbers");
+    gs_ints lb = dd.lb, lc = dd.lc, rb = dd.rb, rc = dd.rc, rg = dd.rg;
+    int64_t ragged = dd.ragged;
+    if (dd.mode == GS_RAGGED_BATCH) return dot_of(ev, in, l, r, out);
+    bool contracting = dd.mode == GS_RAGGED_CONTRACTING;
+    int64_t G = gsz->dims[gsz->rank - 1];
+    if (!contracting && r->dims[rg.v[0]] != G)
+        return gs_eval_error(ev, in, "the rhs group dimension is not the number of groups");
+    /* Gathered as a dot whose batch is the group sizes' prefix: lhs [P, M, K], rhs [.., K, N]. */
+    int64_t pb[GS_MAX_RANK], rbb[GS_MAX_RANK], rcc[GS_MAX_RANK];
+    gs_ints lbatch, lcontr, rbatch, rcontr;
+    int kpos = contracting ? (int)gs_ints_index(lc, ragged) : 0;
+    if (contracting) { /* batch += the contracting dims before k; contracting = k and after */
+        lbatch = ints_prefix(pb, lb, lb.n, -1);
+        rbatch = ints_prefix(rbb, rb, rb.n, -1);
+        for (int i = 0; i < kpos; i++) {
+            pb[lbatch.n++] = lc.v[i];
+            rbb[rbatch.n++] = rc.v[i];
+        }
+        lcontr = (gs_ints){lc.n - kpos, lc.v + kpos};
+        rcontr = (gs_ints){rc.n - kpos, rc.v + kpos};
+    } else { /* batch += the lhs free dims before m; the rhs batch += its group dim */
+        lbatch = ints_prefix(pb, lb, lb.n, -1);
+        for (int d = 0; d < ragged; d++)
+            if (gs_ints_index(lb, d) < 0 && gs_ints_index(lc, d) < 0) pb[lbatch.n++] = d;
+        rbatch = ints_prefix(rbb, rb, rb.n, rg.v[0]);
+        lcontr = lc;
+        rcontr = ints_prefix(rcc, rc, rc.n, -1);
+    }
+    int64_t B = dims_product(l, lb), P = dims_product(l, lbatch), K = dims_product(l, lcontr);
+    int64_t M = 1, N = 1;
+    for (int d = 0; d < l->rank; d++)
+        if (gs_ints_index(lbatch, d) < 0 && gs_ints_index(lcontr, d) < 0) M *= l->dims[d];
+    for (int d = 0; d < r->rank; d++)
+        if (gs_ints_index(rbatch, d) < 0 && gs_ints_index(rcontr, d) < 0) N *= r->dims[d];
+    int64_t prefix_n = 1;
+    for (int d = 0; d + 1 < gsz->rank; d++) prefix_n *= gsz->dims[d];
+    if (gsz->rank > 1 && prefix_n != P)
+        return gs_eval_error(ev, in, "group sizes do not match the ragged-dot's prefix dims");
+    gs_value *res = gs_eval_new_result(ev, in);
+    if (!res) return GS_ERR;
+    if (res->n != (contracting ? G * B : P) * M * N) {
+        gs_value_free(res);
+        return gs_eval_error(ev, in, "result shape does not match the ragged-dot's dimensions");
+    }
+    if (!blas_fits(M) || !blas_fits(N) || !blas_fits(K)) {
+        gs_value_free(res);
+        return gs_eval_error(ev, in, "ragged-dot is too large for BLAS");
+    }
+    ctype ct = ctype_of(res->type);
+    size_t es = ctype_size(ct);
+    /* Per group row of a contracting group: the rows of the lhs's k range, copied together. */
+    int64_t Kr = contracting ? l->dims[ragged] : 1, Ks = contracting ? K / (Kr ? Kr : 1) : 1;
+    void *A = gs_sys_malloc((size_t)l->n * es + 1);
+    void *Bm = gs_sys_malloc((size_t)r->n * es + 1);
+    void *C = gs_sys_calloc((size_t)res->n + 1, es);
+    void *As = contracting ? gs_sys_malloc((size_t)(M * K) * es + 1) : NULL;
+    void *Cs = contracting ? gs_sys_malloc((size_t)(M * N) * es + 1) : NULL;
+    int64_t *sizes = gs_sys_malloc(sizeof *sizes * (size_t)(G + 1));
+    gs_status st = GS_OK;
+    if (!A || !Bm || !C || !sizes || (contracting && (!As || !Cs))) {
+        st = gs_eval_oom(ev, in);
+        goto done;
+    }
+    int64_t ls[GS_MAX_RANK], rs[GS_MAX_RANK];
+    operand_strides(l, lbatch, lcontr, true, M, K, ls);
+    operand_strides(r, rbatch, rcontr, false, N, K, rs);
+    permute_into(ct, l, res->type, ls, A);
+    permute_into(ct, r, res->type, rs, Bm);
+    for (int64_t p = 0; p < P && res->n > 0; p++) {
+        group_row(gsz, p, G, sizes);
+        const char *Ap = (const char *)A + (size_t)(p * M * K) * es;
+        int64_t end = 0, done_to = 0;
+        for (int64_t i = 0; i < G; i++) {
+            int64_t start = end;
+            end = group_end(end, sizes[i]);
+            if (!contracting) {
+                /* Rows [done_to, end) of the ragged dim, each a run of M / Mr lhs rows. */
+                int64_t Mr = l->dims[ragged], S = Mr ? M / Mr : 0;
+                int64_t hi = end < Mr ? end : Mr;
+                if (hi <= done_to) continue;
+                int64_t b = p / (P / B);
+                gemm(ct, (hi - done_to) * S, N, K, Ap + (size_t)(done_to * S * K) * es,
+                     (const char *)Bm + (size_t)((b * G + i) * K * N) * es,
+                     (char *)C + (size_t)((p * M + done_to * S) * N) * es);
+                done_to = hi;
+                continue;
+            }
+            int64_t s0 = start < 0 ? 0 : start > Kr ? Kr : start;
+            int64_t s1 = end < 0 ? 0 : end > Kr ? Kr : end;
+            if (s1 <= s0) continue;
+            /* result[i, b] += A[p][:, s0*Ks : s1*Ks] x Bm[p][s0*Ks : s1*Ks, :] */
+            int64_t kk = (s1 - s0) * Ks;
+            for (int64_t m = 0; m < M; m++)
+                memcpy((char *)As + (size_t)(m * kk) * es,
+                       Ap + (size_t)(m * K + s0 * Ks) * es, (size_t)kk * es);
+            gemm(ct, M, N, kk, As, (const char *)Bm + (size_t)((p * K + s0 * Ks) * N) * es, Cs);
+            int64_t b = p / (P / B);
+            add_into(ct, (char *)C + (size_t)((i * B + b) * M * N) * es, Cs, M * N);
+        }
+    }
+    for (int64_t i = 0; i < res->n; i++) store_elem(ct, C, i, res->type, res->data, i, false);
+done:
+    free(A);
+    free(Bm);
+    free(C);
+    free(As);
+    free(Cs);
+    free(sizes);
+    if (st != GS_OK) {
+        gs_value_free(res);
+        return st;
+    }
     *out = res;
     return GS_OK;
 }
@@ -943,6 +1130,7 @@ done:
 gs_kernel_fn gs_kernel_dot(gs_opcode op) {
     switch (op) {
     case GS_OP_DOT: return k_dot;
+    case GS_OP_RAGGED_DOT: return k_ragged_dot;
     case GS_OP_CONVOLUTION: return k_convolution;
     default: return NULL;
     }

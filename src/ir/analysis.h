@@ -3,7 +3,7 @@
  * 0, 1, 2, ... along a dim, and the index-parallel dims of a gather or scatter that follow from
  * it (XLA's hlo_sharding_util GetDimensionForIota and GetGatherScatterBatchParallelDims).
  * Propagation and the partitioner read them alike, so a dim one pass treats as parallel the
- * other partitions as parallel.
+ * other partitions as parallel. Also a dot's or ragged-dot's dimension numbers, read once.
  */
 #ifndef GSPMD_IR_ANALYSIS_H
 #define GSPMD_IR_ANALYSIS_H
@@ -35,5 +35,26 @@ int64_t gs_iota_dim(const gs_ir_walk *w, const gs_instr *in);
 int gs_gather_iota_parallel(const gs_ir_walk *w, const gs_instr *indices, int64_t ivd,
                             gs_ints index_map, gs_ints idx_batch, const gs_shape *operand,
                             const int64_t *slice, int64_t *op_dims, int64_t *ix_dims);
+
+/* Which dim of a ragged-dot is ragged (k_dot.c has the semantics of each). */
+typedef enum gs_ragged_mode {
+    GS_RAGGED_NONE,            /* a dot */
+    GS_RAGGED_NON_CONTRACTING, /* an lhs free dim; the rhs has one group dim */
+    GS_RAGGED_CONTRACTING,     /* a contracting dim; the result a leading group dim */
+    GS_RAGGED_BATCH,           /* a batch dim: a plain dot */
+} gs_ragged_mode;
+
+/* The dimension numbers of a dot or ragged-dot. */
+typedef struct gs_dot_dims {
+    gs_ints lb, rb, lc, rc; /* batch and contracting dims of each side */
+    gs_ints rg;             /* the rhs group dims (ragged-dot) */
+    int64_t ragged;         /* the lhs ragged dim, or -1 */
+    gs_ragged_mode mode;
+} gs_dot_dims;
+
+/* Reads in's dimension numbers; false when the lists do not pair up or a ragged-dot does not
+ * name one ragged dim (and one rhs group dim exactly when it is a free dim). Dims are not
+ * checked against the operands' ranks. */
+bool gs_dot_dims_of(const gs_instr *in, gs_dot_dims *d);
 
 #endif /* GSPMD_IR_ANALYSIS_H */

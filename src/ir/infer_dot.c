@@ -65,11 +65,41 @@ gs_status gs_infer_dot(ictx *c, gs_shape **out) {
         rg = gs_instr_ints(c->in, GS_ATTR_RHS_GROUP_DIMS);
         if (gs_infer_check_dims(c, rg, r->rank, r, "rhs group dimension", false) != GS_OK)
             return GS_ERR;
-        if (gs_ints_contains(lc, lr.v[0]))
-            n_groups = g->dims[g->rank - 1];
-        else if (!gs_ints_contains(lb, lr.v[0]) && rg.n != 1)
+        int64_t ragged = lr.v[0];
+        bool batch = gs_ints_contains(lb, ragged), contracting = gs_ints_contains(lc, ragged);
+        if (contracting) n_groups = g->dims[g->rank - 1];
+        if ((batch || contracting) && rg.n != 0)
+            return fail(c, "a ragged %s dimension takes no rhs group dimension, not %s",
+                        batch ? "batch" : "contracting", ints_text(c, rg));
+        if (!batch && !contracting && rg.n != 1)
             return fail(c, "a ragged non-contracting lhs dimension needs one rhs group dimension");
-        if (n_groups >= 0 || gs_ints_contains(lb, lr.v[0])) rg.n = 0;
+        if (rg.n == 1 && (gs_ints_contains(rb, rg.v[0]) || gs_ints_contains(rc, rg.v[0])))
+            return fail(c, "rhs group dimension %lld is a batch or contracting dimension",
+                        (long long)rg.v[0]);
+        if (rg.n == 1 && !dim_eq(r->dims[rg.v[0]], g->dims[g->rank - 1]))
+            return fail(c, "rhs group dimension %lld of %s does not match the %lld groups of %s",
+                        (long long)rg.v[0], sh(c, r), (long long)g->dims[g->rank - 1], sh(c, g));
+        /* group_sizes [prefix..., g]: the batch dims (before the ragged one, for a ragged
+         * batch dim), then the free or contracting dims before the ragged one; or just [g]. */
+        if (g->rank > 1) {
+            int64_t want[GS_MAX_RANK];
+            int np = 0;
+            for (int i = 0; i < lb.n && !(batch && lb.v[i] == ragged); i++)
+                want[np++] = lb.v[i];
+            if (contracting)
+                for (int i = 0; i < lc.n && lc.v[i] != ragged; i++) want[np++] = lc.v[i];
+            else if (!batch)
+                for (int d = 0; d < ragged; d++)
+                    if (!gs_ints_contains(lb, d) && !gs_ints_contains(lc, d)) want[np++] = d;
+            bool ok = g->rank == np + 1;
+            for (int i = 0; ok && i < np; i++) ok = dim_eq(g->dims[i], l->dims[want[i]]);
+            if (!ok)
+                return fail(c,
+                            "group sizes %s do not fit lhs %s: they are [g] or the lhs's "
+                            "batch dims, then its %s dims before the ragged one, then [g]",
+                            sh(c, g), sh(c, l), contracting ? "contracting" : "free");
+        }
+        if (n_groups >= 0 || batch) rg.n = 0;
     }
     bool sparse = c->in->op == GS_OP_DOT && c->in->n_operands > 2;
     if (check_dot_dims(c, l, r, lb, lc, rb, rc, sparse) != GS_OK) return GS_ERR;

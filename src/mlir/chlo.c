@@ -998,6 +998,30 @@ static bool build_top_k(reader *r, const chlo_op *o, gs_instr **out) {
     return *out && !r->b.failed ? true : mlir_oom(r);
 }
 
+/* chlo.ragged_dot: XLA's ragged-dot (its dims and its group sizes checked by shape inference,
+ * once the module is read). */
+static bool build_ragged_dot(reader *r, const chlo_op *o, gs_instr **out) {
+    if (!check_arity(r, o, 3, 1)) return false;
+    static const struct {
+        const char *mlir;
+        gs_attr_key k;
+    } DIMS[] = {{"lhs_batching_dimensions", GS_ATTR_LHS_BATCH_DIMS},
+                {"rhs_batching_dimensions", GS_ATTR_RHS_BATCH_DIMS},
+                {"lhs_contracting_dimensions", GS_ATTR_LHS_CONTRACTING_DIMS},
+                {"rhs_contracting_dimensions", GS_ATTR_RHS_CONTRACTING_DIMS},
+                {"lhs_ragged_dimensions", GS_ATTR_LHS_RAGGED_DIMS},
+                {"rhs_group_dimensions", GS_ATTR_RHS_GROUP_DIMS}};
+    *out = gs_build(&r->b, GS_OP_RAGGED_DOT, o->outs[0], 3, o->ops);
+    for (size_t i = 0; *out && i < sizeof DIMS / sizeof DIMS[0]; i++) {
+        const kv *d = mlir_find_kv(&o->kvs, DIMS[i].mlir);
+        if (!d && i == 4) /* the others may be empty and left out */
+            return mlir_fail_at(r, o->pos, "'chlo.ragged_dot' needs %s", DIMS[i].mlir);
+        if (!d) continue;
+        if (d->n_a) gs_build_set_ints(&r->b, *out, DIMS[i].k, d->n_a, d->a);
+    }
+    return *out && !r->b.failed ? true : mlir_oom(r);
+}
+
 bool mlir_parse_chlo(reader *r, const char *opname, size_t op_pos, bool generic,
                      gs_instr **result) {
     chlo_op o = {.name = opname + 5, .pos = op_pos};
@@ -1012,6 +1036,8 @@ bool mlir_parse_chlo(reader *r, const char *opname, size_t op_pos, bool generic,
             ok = build_unary(r, &o, u, result);
         } else if (strcmp(o.name, "top_k") == 0) {
             ok = build_top_k(r, &o, result);
+        } else if (strcmp(o.name, "ragged_dot") == 0) {
+            ok = build_ragged_dot(r, &o, result);
         } else if (strcmp(o.name, "next_after") == 0 || strcmp(o.name, "zeta") == 0 ||
                    strcmp(o.name, "polygamma") == 0 || strncmp(o.name, "broadcast_", 10) == 0) {
             ok = build_binary(r, &o, result);

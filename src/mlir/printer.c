@@ -2145,6 +2145,36 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
         print_result_types(p->sb, in);
         return !p->failed;
     }
+    case GS_OP_RAGGED_DOT: {
+        /* `"chlo.ragged_dot"(%l, %r, %g) {ragged_dot_dimension_numbers = #chlo.ragged_dot<...>,
+         * precision_config = [...]} : (L, R, G) -> T`, as JAX writes it */
+        static const struct {
+            gs_attr_key k;
+            const char *mlir;
+        } DIMS[] = {{GS_ATTR_LHS_BATCH_DIMS, "lhs_batching_dimensions"},
+                    {GS_ATTR_RHS_BATCH_DIMS, "rhs_batching_dimensions"},
+                    {GS_ATTR_LHS_CONTRACTING_DIMS, "lhs_contracting_dimensions"},
+                    {GS_ATTR_RHS_CONTRACTING_DIMS, "rhs_contracting_dimensions"},
+                    {GS_ATTR_LHS_RAGGED_DIMS, "lhs_ragged_dimensions"},
+                    {GS_ATTR_RHS_GROUP_DIMS, "rhs_group_dimensions"}};
+        const char *ops[MAX_VALUES];
+        int n = operands_and_result(p, s, in, ops);
+        if (n < 0) return false;
+        gs_sb_puts(&at, "ragged_dot_dimension_numbers = #chlo.ragged_dot<");
+        for (size_t i = 0; i < sizeof DIMS / sizeof DIMS[0]; i++) {
+            gs_sb_printf(&at, "%s%s = ", i ? ", " : "", DIMS[i].mlir);
+            print_list(&at, gs_instr_ints(in, DIMS[i].k));
+        }
+        gs_sb_puts(&at, ">, precision_config = [#chlo<precision DEFAULT>, #chlo<precision "
+                        "DEFAULT>]");
+        gs_sb_puts(p->sb, "\"chlo.ragged_dot\"(");
+        print_names(p->sb, ops, n);
+        gs_sb_putc(p->sb, ')');
+        print_attr_dict(p, p->sb, in, gs_sb_str(&at));
+        print_fn_type(p->sb, in);
+        gs_sb_free(&at);
+        return !p->failed;
+    }
     case GS_OP_MAP: {
         gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
         gs_sb_puts(&at, "dimensions = ");

@@ -31,56 +31,112 @@
  * device; else the dim is made whole.
  */
 #include "internal.h"
+#include "ir/analysis.h"
 
 #include <string.h>
 
 enum { MAX_PLANS = 10 };
 
-static bool build_space(const gs_instr *in, gs_part_space *sp) {
+/* The space of a dot (or a ragged-dot: its rhs group dim, if any, goes to space dim `group`,
+ * which the caller sizes): batch dims, lhs free dims, rhs free dims, contracting dims, in that
+ * order; the result's dims are the first nb + nm + nn, after `lead` leading dims of its own.
+ * sp->ns must be set, sp->nf too when there is a group dim. */
+static bool map_dot_space(const gs_instr *in, const gs_dot_dims *dd, int lead, int group,
+                          gs_part_space *sp) {
     const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
-    gs_ints lb = gs_instr_ints(in, GS_ATTR_LHS_BATCH_DIMS);
-    gs_ints rb = gs_instr_ints(in, GS_ATTR_RHS_BATCH_DIMS);
-    gs_ints lc = gs_instr_ints(in, GS_ATTR_LHS_CONTRACTING_DIMS);
-    gs_ints rc = gs_instr_ints(in, GS_ATTR_RHS_CONTRACTING_DIMS);
-    if (lb.n != rb.n || lc.n != rc.n) return false;
-    memset(sp, 0, sizeof *sp);
-    sp->nb = lb.n;
-    sp->nk = lc.n;
-    sp->nm = l->rank - lb.n - lc.n;
-    sp->nn = r->rank - rb.n - rc.n;
-    sp->ns = sp->nb + sp->nm + sp->nn + sp->nk;
-    if (sp->nm < 0 || sp->nn < 0 || sp->ns > GS_MAX_RANK) return false;
-    if (in->shape->rank != sp->nb + sp->nm + sp->nn) return false;
+    int rgd = dd->mode == GS_RAGGED_NON_CONTRACTING ? (int)dd->rg.v[0] : -1;
+    sp->nb = dd->lb.n;
+    sp->nk = dd->lc.n;
+    sp->nm = l->rank - dd->lb.n - dd->lc.n;
+    sp->nn = r->rank - dd->rb.n - dd->rc.n - (rgd >= 0);
+    if (sp->nm < 0 || sp->nn < 0) return false;
+    if (in->shape->rank != lead + sp->nb + sp->nm + sp->nn) return false;
     sp->lhs.rank = l->rank;
     sp->rhs.rank = r->rank;
     sp->out.rank = in->shape->rank;
-    for (int i = 0; i < lb.n; i++) {
-        sp->lhs.to[lb.v[i]] = i;
-        sp->rhs.to[rb.v[i]] = i;
-        sp->size[i] = l->dims[lb.v[i]];
+    for (int i = 0; i < dd->lb.n; i++) {
+        sp->lhs.to[dd->lb.v[i]] = i;
+        sp->rhs.to[dd->rb.v[i]] = i;
+        sp->size[i] = l->dims[dd->lb.v[i]];
     }
-    for (int i = 0; i < lc.n; i++) {
-        int s = sp->nb + sp->nm + sp->nn + i;
-        sp->lhs.to[lc.v[i]] = s;
-        sp->rhs.to[rc.v[i]] = s;
-        sp->size[s] = l->dims[lc.v[i]];
+    int k0 = sp->nb + sp->nm + sp->nn;
+    for (int i = 0; i < dd->lc.n; i++) {
+        sp->lhs.to[dd->lc.v[i]] = k0 + i;
+        sp->rhs.to[dd->rc.v[i]] = k0 + i;
+        sp->size[k0 + i] = l->dims[dd->lc.v[i]];
     }
     int k = sp->nb;
     for (int d = 0; d < l->rank; d++)
-        if (!gs_ints_contains(lb, d) && !gs_ints_contains(lc, d)) {
+        if (!gs_ints_contains(dd->lb, d) && !gs_ints_contains(dd->lc, d)) {
             sp->lhs.to[d] = k;
             sp->size[k++] = l->dims[d];
         }
-    for (int d = 0; d < r->rank; d++)
-        if (!gs_ints_contains(rb, d) && !gs_ints_contains(rc, d)) {
+    for (int d = 0; d < r->rank; d++) {
+        if (d == rgd) {
+            sp->rhs.to[d] = group;
+        } else if (!gs_ints_contains(dd->rb, d) && !gs_ints_contains(dd->rc, d)) {
             sp->rhs.to[d] = k;
             sp->size[k++] = r->dims[d];
         }
-    for (int d = 0; d < sp->out.rank; d++) sp->out.to[d] = d;
-    sp->n_lk = lc.n;
-    for (int i = 0; i < lc.n; i++) {
-        sp->lk[i] = (int)lc.v[i];
-        sp->rk[i] = (int)rc.v[i];
+    }
+    for (int d = 0; d < k0; d++) sp->out.to[lead + d] = d;
+    sp->n_lk = dd->lc.n;
+    for (int i = 0; i < dd->lc.n; i++) {
+        sp->lk[i] = (int)dd->lc.v[i];
+        sp->rk[i] = (int)dd->rc.v[i];
+    }
+    return true;
+}
+
+static bool build_space(const gs_instr *in, gs_part_space *sp) {
+    const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
+    gs_dot_dims dd;
+    if (!gs_dot_dims_of(in, &dd)) return false;
+    memset(sp, 0, sizeof *sp);
+    sp->ns = l->rank + r->rank - dd.lb.n - dd.rc.n;
+    if (sp->ns > GS_MAX_RANK) return false;
+    dd.mode = GS_RAGGED_NONE; /* a ragged batch dim: the plain dot */
+    return map_dot_space(in, &dd, 0, -1, sp);
+}
+
+/* ragged-dot with a ragged non-contracting or contracting dim (k_dot.c has the semantics): the
+ * dot's space, and one forced-whole dim last, the groups (the rhs's group dim, or the result's
+ * leading dim); the ragged dim is whole too, since the groups are runs of it. So each device
+ * computes a ragged-dot of its shards with the groups whole, as XLA's partitioner does once
+ * Shardy's rule has made the operands agree; a split contracting dim sums partially. The group
+ * sizes' prefix dims (batch dims, then the lhs free or contracting dims before the ragged one)
+ * split as the lhs does: *gmap maps them. A ragged batch dim is a plain dot (build_space). */
+static bool build_ragged_space(const gs_instr *in, gs_part_space *sp, gs_part_space_map *gmap) {
+    const gs_shape *l = in->operands[0]->shape, *r = in->operands[1]->shape;
+    const gs_shape *g = in->operands[2]->shape;
+    gs_dot_dims dd;
+    if (!gs_dot_dims_of(in, &dd) || dd.mode == GS_RAGGED_NONE || dd.mode == GS_RAGGED_BATCH ||
+        !gs_shape_is_array(g) || g->rank < 1)
+        return false;
+    bool contracting = dd.mode == GS_RAGGED_CONTRACTING;
+    memset(sp, 0, sizeof *sp);
+    sp->nf = 1;
+    sp->ns = l->rank + r->rank - dd.lb.n - dd.rc.n - (contracting ? 0 : 1) + 1;
+    if (sp->ns > GS_MAX_RANK || sp->ns > 32) return false;
+    int gdim = sp->ns - 1;
+    if (!map_dot_space(in, &dd, contracting ? 1 : 0, gdim, sp)) return false;
+    sp->size[gdim] = g->dims[g->rank - 1];
+    if (contracting) sp->out.to[0] = gdim;
+    sp->whole = 1u << sp->lhs.to[dd.ragged];
+    /* The group sizes: [g], or [prefix..., g]. */
+    gmap->rank = g->rank;
+    gmap->to[g->rank - 1] = gdim;
+    if (g->rank > 1) {
+        int p = 0;
+        for (int i = 0; i < dd.lb.n && p < g->rank - 1; i++) gmap->to[p++] = i;
+        if (contracting)
+            for (int i = 0; i < dd.lc.n && dd.lc.v[i] != dd.ragged && p < g->rank - 1; i++)
+                gmap->to[p++] = sp->lhs.to[dd.lc.v[i]];
+        else
+            for (int d = 0; d < dd.ragged && p < g->rank - 1; d++)
+                if (!gs_ints_contains(dd.lb, d) && !gs_ints_contains(dd.lc, d))
+                    gmap->to[p++] = sp->lhs.to[d];
+        if (p != g->rank - 1) return false;
     }
     return true;
 }
@@ -340,8 +396,10 @@ static const gs_sharding *project_out(gs_part_ctx *c, const gs_part_space *sp,
 static void add_candidate(gs_part_ctx *c, const gs_part_space *sp, const gs_sharding *f,
                           const gs_sharding **v, int *n) {
     if (!f || !gs_part_plain(f) || *n >= MAX_PLANS) return;
-    if (sp->nf > 0) {
+    if (sp->nf > 0 || sp->whole) {
         int forced[GS_MAX_RANK], nfo = 0;
+        for (int i = 0; i < sp->ns - sp->nf; i++)
+            if (sp->whole >> i & 1) forced[nfo++] = i;
         for (int i = 0; i < sp->nf; i++) forced[nfo++] = sp->ns - sp->nf + i;
         /* Windowed dims that cannot take a halo are made whole too. */
         int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
@@ -809,15 +867,43 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     return true;
 }
 
+/* A ragged-dot's local computation: a ragged-dot of the shards, the group sizes split as the
+ * plan splits their prefix; with a ragged batch dim, a dot. */
+static gs_instr *local_ragged(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
+                              const gs_part_space_map *gmap, const gs_sharding *f,
+                              const gs_shape *shape, gs_instr *lx, gs_instr *rx) {
+    gs_builder *b = gs_part_builder(c);
+    if (gmap->rank == 0) { /* ragged batch: the plain dot */
+        gs_instr *ops[2] = {lx, rx};
+        gs_instr *d = gs_build(b, GS_OP_DOT, shape, 2, ops);
+        for (int i = 0; d && i < in->n_attrs; i++)
+            if (in->attrs[i].key != GS_ATTR_LHS_RAGGED_DIMS &&
+                in->attrs[i].key != GS_ATTR_RHS_GROUP_DIMS)
+                gs_build_copy_attr(b, d, &in->attrs[i], NULL, NULL);
+        return d;
+    }
+    gs_part_value gv;
+    gs_part_reshard(c, gs_part_operand(c, in, 2), gs_part_space_project(c, sp, gmap, f), &gv);
+    gs_instr *ops[3] = {lx, rx, gv.hlo};
+    return gv.hlo ? gs_part_clone(c, in, shape, 3, ops) : NULL;
+}
+
 bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                         gs_part_value *out) {
-    bool scaled = is_block_scaled_dot(in);
-    if (in->n_operands != (scaled ? 4 : 2) || !gs_type_is_array(in->shape->type)) return false;
-    gs_part_space sp;
-    if (scaled ? !build_scaled_space(in, &sp)
-        : in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, false, &sp)
-                                      : !build_space(in, &sp))
+    bool scaled = is_block_scaled_dot(in), ragged = in->op == GS_OP_RAGGED_DOT;
+    if (in->n_operands != (scaled ? 4 : ragged ? 3 : 2) || !gs_type_is_array(in->shape->type))
         return false;
+    gs_part_space sp;
+    gs_part_space_map gmap = {0};
+    if (ragged) {
+        gs_dot_dims dd;
+        bool batch = gs_dot_dims_of(in, &dd) && dd.mode == GS_RAGGED_BATCH;
+        if (batch ? !build_space(in, &sp) : !build_ragged_space(in, &sp, &gmap)) return false;
+    } else if (scaled ? !build_scaled_space(in, &sp)
+               : in->op == GS_OP_CONVOLUTION ? !build_conv_space(in, false, &sp)
+                                             : !build_space(in, &sp)) {
+        return false;
+    }
     const gs_part_value *lv = gs_part_operand(c, in, 0), *rv = gs_part_operand(c, in, 1);
     gs_part_space_plan best;
     if (!gs_part_plan_space(c, in, &sp, lv, rv, t, &best)) return false;
@@ -872,8 +958,9 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
         /* Partial sums of a narrow float result travel and add up in f32, rounded once at
          * the end, as the single-device dot rounds once. */
         gs_shape *wide = gs_shape_with_type(gs_part_arena(c), in->shape, narrow ? GS_F32 : GS_S64);
-        gs_part_value p = {local_conv(c, in, &sp, best.f, r.sharding,
-                                      gs_part_local_shape(c, wide, best.out), n_ops, ops),
+        const gs_shape *ws = gs_part_local_shape(c, wide, best.out);
+        gs_part_value p = {ragged ? local_ragged(c, in, &sp, &gmap, best.f, ws, lx, rx)
+                                  : local_conv(c, in, &sp, best.f, r.sharding, ws, n_ops, ops),
                            wide, best.out, GS_OP_ADD};
         gs_part_value whole;
         gs_part_reshard(c, &p, t, &whole);
@@ -893,8 +980,9 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
         out->combiner = GS_OP_ADD;
         return out->hlo != NULL;
     }
-    out->hlo = local_conv(c, in, &sp, best.f, r.sharding,
-                          gs_part_local_shape(c, in->shape, best.out), n_ops, ops);
+    const gs_shape *ls = gs_part_local_shape(c, in->shape, best.out);
+    out->hlo = ragged ? local_ragged(c, in, &sp, &gmap, best.f, ls, lx, rx)
+                      : local_conv(c, in, &sp, best.f, r.sharding, ls, n_ops, ops);
     out->base = in->shape;
     out->sharding = best.out;
     out->combiner = GS_OP_ADD;

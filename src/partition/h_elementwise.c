@@ -1,6 +1,6 @@
 /*
  * h_elementwise.c — handlers for ops that keep the data where it is: elementwise ops (unary,
- * binary, compare, select, clamp, convert, map, same-width bitcast-convert), copy and
+ * binary, compare, select, clamp, convert, map, bitcast-convert), copy and
  * opt-barrier, parameters, tuples and get-tuple-element, the Sharding and manual-region
  * custom-calls, and collectives already in the module (kept as written in manual regions).
  *
@@ -12,13 +12,46 @@
 
 #include <string.h>
 
+/* A bitcast-convert between element types of different widths, which adds or drops a minor
+ * dim (the narrow type's elements of one wide element): XLA's HandleBitcastConvert. That dim is
+ * whole; the others keep the wider side's sharding (the operand's when it drops the dim, the
+ * result's when it adds it), and the result is resharded to its own. */
+static bool bitcast_convert_rank(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                 gs_part_value *out) {
+    const gs_part_value *v = gs_part_operand(c, in, 0);
+    const gs_shape *o = in->operands[0]->shape;
+    bool drops = o->rank == in->shape->rank + 1;
+    if (!drops && o->rank + 1 != in->shape->rank) return false;
+    const gs_sharding *wide = drops ? v->sharding : t;
+    if (!gs_part_plain(wide)) return false;
+    int extra = drops ? o->rank - 1 : in->shape->rank - 1;
+    int64_t extra64 = extra;
+    const gs_sharding *with = gs_part_replicate_dims(c, wide, 1, &extra);
+    gs_sharding *without = NULL;
+    if (c->failed ||
+        gs_sharding_remove_dims(gs_part_arena(c), with, 1, &extra64, &without) != GS_OK ||
+        !without) {
+        gs_part_oom(c);
+        return false;
+    }
+    const gs_sharding *in_sh = drops ? with : without, *out_sh = drops ? without : with;
+    gs_part_value r;
+    gs_part_reshard(c, v, in_sh, &r);
+    gs_part_value local = {
+        gs_part_clone(c, in, gs_part_local_shape(c, in->shape, out_sh), 1, &r.hlo), in->shape,
+        out_sh, GS_OP_ADD};
+    if (!local.hlo) return false;
+    gs_part_reshard(c, &local, t, out);
+    return out->hlo != NULL;
+}
+
 bool gs_part_handle_elementwise(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                 gs_part_value *out) {
     if (!gs_type_is_array(in->shape->type) || !gs_part_plain(t)) return false;
     if (in->op == GS_OP_BITCAST_CONVERT) {
         const gs_shape *o = in->operands[0]->shape;
-        if (o->rank != in->shape->rank || gs_type_size(o->type) != gs_type_size(in->shape->type))
-            return false;
+        if (o->rank != in->shape->rank) return bitcast_convert_rank(c, in, t, out);
+        if (gs_type_size(o->type) != gs_type_size(in->shape->type)) return false;
     }
     int n = in->n_operands;
     gs_instr *ops[64];

@@ -314,6 +314,8 @@ typedef struct gs_part_space {
     int nh;                /* windowed dims (convolution spatial dims of the lhs and the result,
                               tiled by halo exchange), after the contracting ones */
     int nf;                /* forced-whole dims (the kernel's window), after the others */
+    uint32_t whole;        /* further space dims no plan may tile (bit i: dim i), such as a
+                              ragged-dot's ragged dim */
     int spatial[GS_MAX_RANK]; /* windowed dim i: its index among the convolution's spatial dims */
     bool halo_ok[GS_MAX_RANK]; /* windowed dim i can be tiled */
     bool kernel_windowed;  /* the windowed dims are the lhs's and the kernel's spatial dims

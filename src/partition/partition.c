@@ -122,6 +122,7 @@ static gs_part_handler handler_of(const gs_instr *in) {
     case GS_OP_DYNAMIC_SLICE: return gs_part_handle_dynamic_slice;
     case GS_OP_DYNAMIC_UPDATE_SLICE: return gs_part_handle_dynamic_update_slice;
     case GS_OP_DOT:
+    case GS_OP_RAGGED_DOT:
     case GS_OP_CONVOLUTION: return gs_part_handle_dot;
     case GS_OP_REDUCE: return gs_part_handle_reduce;
     case GS_OP_SORT: return gs_part_handle_sort;

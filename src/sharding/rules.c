@@ -440,6 +440,83 @@ static bool rule_dot(builder *b) {
     return true;
 }
 
+/* ragged-dot (XLA's rule for Shardy, mhlo_extensions): batch factors (on the group sizes'
+ * prefix too, but for a ragged batch dim), the lhs free dims (those before a ragged free dim on
+ * the group sizes' prefix; the ragged one need-replication), the rhs free dims, the contracting
+ * dims as reductions (those before a ragged contracting dim on the prefix; the ragged one
+ * need-replication), then the groups, need-replication: the rhs group dim and the group
+ * sizes' last dim, or the result's leading dim and that last dim. */
+static bool rule_ragged_dot(builder *b) {
+    if (b->in->n_operands != 3 || b->n_res != 1 || !op_array(b, 2)) return false;
+    gs_ints lb = gs_instr_ints(b->in, GS_ATTR_LHS_BATCH_DIMS);
+    gs_ints rb = gs_instr_ints(b->in, GS_ATTR_RHS_BATCH_DIMS);
+    gs_ints lc = gs_instr_ints(b->in, GS_ATTR_LHS_CONTRACTING_DIMS);
+    gs_ints rc = gs_instr_ints(b->in, GS_ATTR_RHS_CONTRACTING_DIMS);
+    gs_ints lr = gs_instr_ints(b->in, GS_ATTR_LHS_RAGGED_DIMS);
+    gs_ints rg = gs_instr_ints(b->in, GS_ATTR_RHS_GROUP_DIMS);
+    const gs_shape *ls = op_shape(b, 0), *rs = op_shape(b, 1), *gs = op_shape(b, 2);
+    if (lb.n != rb.n || lc.n != rc.n || lr.n != 1 || !gs_shape_is_array(ls) ||
+        !gs_shape_is_array(rs) || gs->rank < 1)
+        return false;
+    int64_t ragged = lr.v[0];
+    enum { NON_CONTRACTING, CONTRACTING, BATCH } mode =
+        gs_ints_contains(lc, ragged) ? CONTRACTING
+        : gs_ints_contains(lb, ragged) ? BATCH
+                                        : NON_CONTRACTING;
+    if ((mode == NON_CONTRACTING) != (rg.n == 1) || rg.n > 1) return false;
+    /* Rank-1 group sizes stand for every prefix (no factor reaches them but the groups). */
+    bool prefixed = gs->rank > 1;
+    int gd = 0, out = mode == CONTRACTING ? 1 : 0;
+    const gs_factor_kind pt = GS_FACTOR_PASS_THROUGH;
+    for (int k = 0; k < lb.n; k++) {
+        b->od[0] = (int)lb.v[k];
+        b->od[1] = (int)rb.v[k];
+        b->od[2] = mode != BATCH && prefixed ? gd++ : -1;
+        b->rd[0] = out++;
+        fac(b, ls->dims[lb.v[k]], pt, false);
+    }
+    bool on_sizes = mode == NON_CONTRACTING;
+    for (int d = 0; d < ls->rank; d++) {
+        if (gs_ints_contains(lb, d) || gs_ints_contains(lc, d)) continue;
+        gs_factor_kind k = pt;
+        if (d == ragged) {
+            on_sizes = false;
+            k = GS_FACTOR_NEED_REPLICATION;
+        }
+        b->od[0] = d;
+        b->od[2] = on_sizes && prefixed ? gd++ : -1;
+        b->rd[0] = out++;
+        fac(b, ls->dims[d], k, false);
+    }
+    for (int d = 0; d < rs->rank; d++)
+        if (!gs_ints_contains(rb, d) && !gs_ints_contains(rc, d) && !gs_ints_contains(rg, d))
+            fac_at(b, -1, d, out++, rs->dims[d], pt);
+    on_sizes = mode == CONTRACTING;
+    for (int k = 0; k < lc.n; k++) {
+        gs_factor_kind kind = GS_FACTOR_REDUCTION;
+        if (lc.v[k] == ragged) {
+            on_sizes = false;
+            kind = GS_FACTOR_NEED_REPLICATION;
+        }
+        b->od[0] = (int)lc.v[k];
+        b->od[1] = (int)rc.v[k];
+        b->od[2] = on_sizes && prefixed ? gd++ : -1;
+        fac(b, ls->dims[lc.v[k]], kind, false);
+    }
+    if (prefixed && gd != gs->rank - 1) return false;
+    int64_t groups = gs->dims[gs->rank - 1];
+    if (mode == NON_CONTRACTING) {
+        b->od[1] = (int)rg.v[0];
+        b->od[2] = gs->rank - 1;
+        fac(b, rs->dims[rg.v[0]], GS_FACTOR_NEED_REPLICATION, false);
+    } else if (mode == CONTRACTING) {
+        b->od[2] = gs->rank - 1;
+        b->rd[0] = 0;
+        fac(b, groups, GS_FACTOR_NEED_REPLICATION, false);
+    }
+    return true;
+}
+
 /* dynamic-slice: sliced dims need replication and block propagation. */
 static bool rule_dynamic_slice(builder *b) {
     return pointwise_mismatch(b, GS_FACTOR_NEED_REPLICATION, true);
@@ -1037,6 +1114,7 @@ static bool op_rule(builder *b) {
     case GS_OP_CONVOLUTION: return rule_convolution(b);
     case GS_OP_CUSTOM_CALL: return rule_custom_call(b);
     case GS_OP_DOT: return rule_dot(b);
+    case GS_OP_RAGGED_DOT: return rule_ragged_dot(b);
     case GS_OP_DYNAMIC_SLICE: return rule_dynamic_slice(b);
     case GS_OP_DYNAMIC_UPDATE_SLICE: return rule_dynamic_update_slice(b);
     case GS_OP_FFT: return rule_fft(b);

@@ -21,7 +21,6 @@ static const struct {
     const char *why;
 } NOT_INTERPRETED[] = {
     {GS_OP_STOCHASTIC_CONVERT, "needs XLA's random bits"},
-    {GS_OP_RAGGED_DOT, "not yet implemented"},
     {GS_OP_SEND, "host transfer has no host here"},
     {GS_OP_SEND_DONE, "host transfer has no host here"},
     {GS_OP_RECV, "host transfer has no host here"},

@@ -1,6 +1,7 @@
 /*
  * test_partition_prop.c — property test of the partitioner: random small graphs (elementwise,
- * broadcast, reshape, transpose, dot, reduce, argmax (variadic reduce), slice, pad, concatenate,
+ * bitcast-convert to a wider rank and back, broadcast, reshape, transpose, dot and ragged-dot
+ * (its three modes), reduce, argmax (variadic reduce), slice, pad, concatenate,
  * sort (keys, or keys and indices), 1-D convolution (and its filter-gradient form, with batch
  * groups), reduce-window, select-and-scatter, gather, batch-norm training and inference,
  * scatter, dynamic-slice and dynamic-update-slice with clamped indices, reverse, calls, while
@@ -206,6 +207,7 @@ typedef struct val {
     char name[16];
     int rank;
     int dims[MAXR];
+    bool aux; /* a ragged-dot's group sizes (s32): no operand of other ops */
 } val;
 
 typedef struct graph {
@@ -281,6 +283,7 @@ static val *new_val(graph *g, int rank, const int *dims) {
     snprintf(v->name, sizeof v->name, "v%d", g->n);
     g->n++;
     v->rank = rank;
+    v->aux = false;
     for (int i = 0; i < rank; i++) v->dims[i] = dims[i];
     return v;
 }
@@ -306,7 +309,7 @@ static val *random_param(graph *g) {
 static val *same_shape(graph *g, const val *v) {
     for (int t = 0; t < 4; t++) {
         val *w = &g->v[rnd(g->n)];
-        if (w->rank == v->rank && memcmp(w->dims, v->dims, sizeof(int) * (size_t)v->rank) == 0)
+        if (!w->aux && w->rank == v->rank && memcmp(w->dims, v->dims, sizeof(int) * (size_t)v->rank) == 0)
             return w;
     }
     return param(g, v->rank, v->dims);
@@ -326,11 +329,25 @@ static void sum_pair(graph *g, val *v, const char *pair, const char *so, const c
 
 static void op(graph *g) {
     val *a = &g->v[g->n - 1 - rnd(g->n < 3 ? g->n : 3)];
+    for (int i = g->n - 1; a->aux && i >= 0; i--) a = &g->v[i];
+    if (a->aux) return;
     char sa[64], so[64];
     int d[MAXR + 1], k = a->rank;
     bool f32 = strcmp(g->ty, "f32") == 0;
     switch (g->dots && rnd(2) ? 6 : rnd(25)) {
-    case 0: { /* unary, or a reverse along random dims (split ones, uneven ones) */
+    case 0: { /* unary, or a reverse along random dims (split ones, uneven ones), or a
+               * bitcast-convert to s16 pairs (a new minor dim of 2) and back */
+        if (k < MAXR && rnd(4) == 0) {
+            char sh[320];
+            emit(g, "  %%%s.h = s16[", a->name);
+            for (int i = 0; i < k; i++) emit(g, "%d,", a->dims[i]);
+            emit(g, "2] bitcast-convert(%%%s)%s\n", a->name, sharding_attr(g, k + 1, sh, sizeof sh));
+            val *v = new_val(g, k, a->dims);
+            shape_text(g, v, so, sizeof so);
+            emit(g, "  %%%s = %s bitcast-convert(%%%s.h)", v->name, so, a->name);
+            finish(g, v);
+            break;
+        }
         val *v = new_val(g, k, a->dims);
         shape_text(g, v, so, sizeof so);
         if (k > 0 && rnd(3) == 0) {
@@ -434,13 +451,49 @@ static void op(graph *g) {
         if (batch) rd[rr++] = a->dims[0];
         rd[rr++] = kd;
         rd[rr++] = n;
+        /* A ragged-dot one time in four: the groups along a free dim of a (the rhs then has a
+         * leading group dim), along the contracting dim (a leading group dim in the result),
+         * or along the batch dim; group sizes [G] or with their prefix dims, random s32. */
+        int mode = rnd(4) == 0 ? rnd(3) : -1, groups = 1 + rnd(4);
+        if (mode == 2 && !batch) mode = 1;
+        /* (ranks stay within MAXR: the rhs [G, k, n], the result [G, free..., n]) */
+        if ((mode == 0 && (batch || k < 2)) || (mode == 1 && k + 1 > MAXR)) mode = -1;
+        int ragged = mode == 0 ? batch + rnd(k - 1 - batch) : mode == 1 ? k - 1 : 0;
+        if (mode == 0) {
+            memmove(rd + 1, rd, sizeof rd[0] * (size_t)rr);
+            rd[0] = groups;
+            rr++;
+        }
         val *b = param(g, rr, rd);
+        val *gsz = NULL;
+        if (mode >= 0) {
+            int gd[MAXR + 1], gr = 0;
+            if (rnd(2)) {
+                if (batch && mode != 2) gd[gr++] = a->dims[0];
+                for (int i = batch; mode == 0 && i < ragged; i++) gd[gr++] = a->dims[i];
+            }
+            gd[gr++] = groups;
+            const char *ty = g->ty;
+            g->ty = "s32";
+            gsz = gr <= MAXR ? param(g, gr, gd) : NULL;
+            g->ty = ty;
+            if (gsz) gsz->aux = true;
+            else mode = -1;
+        }
         int nr = 0;
+        if (mode == 1) d[nr++] = groups;
         for (int i = 0; i < k - 1; i++) d[nr++] = a->dims[i];
         d[nr++] = n;
         val *v = new_val(g, nr, d);
         shape_text(g, v, so, sizeof so);
-        if (batch)
+        if (mode >= 0) {
+            emit(g, "  %%%s = %s ragged-dot(%%%s, %%%s, %%%s), ", v->name, so, a->name, b->name,
+                 gsz->name);
+            if (batch) emit(g, "lhs_batch_dims={0}, rhs_batch_dims={%d}, ", mode == 0);
+            emit(g, "lhs_contracting_dims={%d}, rhs_contracting_dims={%d}, lhs_ragged_dims={%d}",
+                 k - 1, batch + (mode == 0), ragged);
+            if (mode == 0) emit(g, ", rhs_group_dims={0}");
+        } else if (batch)
             emit(g, "  %%%s = %s dot(%%%s, %%%s), lhs_batch_dims={0}, rhs_batch_dims={0}, "
                     "lhs_contracting_dims={%d}, rhs_contracting_dims={1}",
                  v->name, so, a->name, b->name, k - 1);
@@ -773,7 +826,7 @@ static void op(graph *g) {
                 * narrower than the window), sometimes padding, selecting the larger or the smaller; the
                 * source a new parameter */
         if (k == 0) return;
-        int ws[MAXR], st[MAXR], lo[MAXR], hi[MAXR], sd[MAXR];
+        int ws[MAXR], st[MAXR], lo[MAXR], hi[MAXR], sd[MAXR] = {0};
         for (int i = 0; i < k; i++) {
             ws[i] = 1 + rnd(3);
             st[i] = 1 + rnd(3);
