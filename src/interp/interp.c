@@ -469,6 +469,18 @@ static gs_status k_async(gs_eval *ev, const gs_instr *in, gs_value *const *ops, 
     return *out ? GS_OK : gs_eval_oom(ev, in);
 }
 
+/* Copies x into r along dim: r's position j (of m) takes x's position (j + shift) mod n. */
+static void copy_circular(const gs_value *x, gs_value *r, int64_t dim, int64_t shift) {
+    int64_t n = x->dims[dim], m = r->dims[dim], outer = 1, row = gs_type_size(x->type);
+    for (int i = 0; i < dim; i++) outer *= x->dims[i];
+    for (int i = (int)dim + 1; i < x->rank; i++) row *= x->dims[i];
+    int64_t base = n > 0 ? ((shift % n) + n) % n : 0;
+    for (int64_t o = 0; n > 0 && o < outer; o++)
+        for (int64_t j = 0; j < m; j++)
+            memcpy((char *)r->data + (o * m + j) * row,
+                   (const char *)x->data + (o * n + (j + base) % n) * row, (size_t)row);
+}
+
 /* XLA's partitioner-internal rotate: out[.., i, ..] = in[.., (i - amount) mod n, ..] along
  * `dimension` (backend_config "dimension=D,amount=A", A >= 0). */
 static gs_status eval_rotate_right(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
@@ -483,15 +495,68 @@ static gs_status eval_rotate_right(gs_eval *ev, const gs_instr *in, gs_value *co
                              (long long)dim, (long long)amount);
     gs_value *r = gs_value_new_array(x->type, x->rank, x->dims);
     if (!r) return gs_eval_oom(ev, in);
-    int64_t n = x->dims[dim], outer = 1, inner = gs_type_size(x->type);
-    for (int i = 0; i < dim; i++) outer *= x->dims[i];
-    for (int i = (int)dim + 1; i < x->rank; i++) inner *= x->dims[i];
-    for (int64_t o = 0; n > 0 && o < outer; o++)
-        for (int64_t i = 0; i < n; i++)
-            memcpy((char *)r->data + (o * n + (i + amount) % n) * inner,
-                   (const char *)x->data + (o * n + i) * inner, (size_t)inner);
+    copy_circular(x, r, dim, x->dims[dim] > 0 ? -(amount % x->dims[dim]) : 0);
     *out = r;
     return GS_OK;
+}
+
+/* XLA's partitioner-internal multi-rotate and wrap (backend_config
+ * "dimension=D,left_amount=L,right_amount=R"; XLA defines them by how its partitioner splits
+ * them): multi-rotate gives L + R + 1 results, result i the operand rotated left by L - i
+ * (out[j] = x[(j + L - i) mod n]); wrap pads circularly, out[j] = x[(j - L) mod n] for j in
+ * [0, n + L + R). */
+static gs_status eval_rotate_family(gs_eval *ev, const gs_instr *in, const char *target,
+                                    gs_value *const *ops, gs_value **out) {
+    bool wrap = strcmp(target, "_SPMDInternalOp_Wrap") == 0;
+    const gs_value *x = ops[0];
+    int64_t dim, la, ra;
+    if (!gs_instr_config_int(in, "dimension", &dim) ||
+        !gs_instr_config_int(in, "left_amount", &la) ||
+        !gs_instr_config_int(in, "right_amount", &ra))
+        return gs_eval_error(ev, in, "%s needs backend_config "
+                                     "\"dimension=D,left_amount=L,right_amount=R\"",
+                             target);
+    const gs_shape *s = in->shape;
+    bool ok = x->type != GS_TUPLE && dim >= 0 && dim < x->rank && la >= 0 && ra >= 0 &&
+              la < 1024 && ra < 1024 && x->dims[dim] > 0;
+    if (ok && wrap) {
+        ok = gs_shape_is_array(s) && s->type == x->type && s->rank == x->rank;
+        for (int d = 0; ok && d < x->rank; d++)
+            ok = s->dims[d] == x->dims[d] + (d == dim ? la + ra : 0);
+    } else if (ok) {
+        ok = s->type == GS_TUPLE && s->n_tuple == la + ra + 1;
+        for (int i = 0; ok && i < s->n_tuple; i++)
+            ok = s->tuple[i]->type == x->type && s->tuple[i]->rank == x->rank &&
+                 memcmp(s->tuple[i]->dims, x->dims, sizeof x->dims[0] * (size_t)x->rank) == 0;
+    }
+    if (!ok)
+        return gs_eval_error(ev, in, "%s: dimension %lld or amounts %lld, %lld do not fit its "
+                                     "operand and result shapes",
+                             target, (long long)dim, (long long)la, (long long)ra);
+    if (wrap) {
+        gs_value *r = gs_value_new_array(x->type, x->rank, s->dims);
+        if (!r) return gs_eval_oom(ev, in);
+        copy_circular(x, r, dim, -la);
+        *out = r;
+        return GS_OK;
+    }
+    int n = s->n_tuple;
+    gs_value **parts = calloc((size_t)n, sizeof *parts);
+    if (!parts) return gs_eval_oom(ev, in);
+    gs_status st = GS_OK;
+    for (int i = 0; i < n && st == GS_OK; i++) {
+        parts[i] = gs_value_new_array(x->type, x->rank, x->dims);
+        if (!parts[i]) st = gs_eval_oom(ev, in);
+        else copy_circular(x, parts[i], dim, la - i);
+    }
+    if (st != GS_OK) {
+        for (int i = 0; i < n; i++) gs_value_free(parts[i]);
+        free(parts);
+        return st;
+    }
+    *out = gs_value_new_tuple(n, parts); /* frees the parts when it fails */
+    free(parts);
+    return *out ? GS_OK : gs_eval_oom(ev, in);
 }
 
 /* XLA's partitioner-internal multi-pad: (x, scalar p) with backend_config
@@ -620,6 +685,10 @@ static gs_status k_custom_call(gs_eval *ev, const gs_instr *in, gs_value *const 
         return eval_rotate_right(ev, in, ops, out);
     if (strcmp(target, "_SPMDInternalOp_MultiPad") == 0 && in->n_operands == 2)
         return eval_multi_pad(ev, in, ops, out);
+    if ((strcmp(target, "_SPMDInternalOp_MultiRotate") == 0 ||
+         strcmp(target, "_SPMDInternalOp_Wrap") == 0) &&
+        in->n_operands == 1)
+        return eval_rotate_family(ev, in, target, ops, out);
     if (strcmp(target, "GetRngSeed") == 0 && in->n_operands == 0 && gs_shape_is_array(in->shape) &&
         in->shape->rank == 0 && !gs_type_is_float(in->shape->type)) {
         /* The seed of the run's random numbers (the same on every device). */

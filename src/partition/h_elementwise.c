@@ -185,6 +185,9 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
     if (strcmp(target, "TopK") == 0) return gs_part_handle_topk(c, in, t, out);
     if (strcmp(target, "_SPMDInternalOp_RotateRight") == 0)
         return gs_part_handle_rotate_right(c, in, t, out);
+    if (strcmp(target, "_SPMDInternalOp_MultiRotate") == 0)
+        return gs_part_handle_multi_rotate(c, in, t, out);
+    if (strcmp(target, "_SPMDInternalOp_Wrap") == 0) return gs_part_handle_wrap(c, in, t, out);
     const gs_part_value *v = gs_part_operand(c, in, 0);
     bool region = strcmp(target, "SPMDFullToShardShape") == 0 ||
                   strcmp(target, "SPMDShardToFullShape") == 0;

@@ -2,7 +2,8 @@
  * h_rotate.c — XLA's partitioner-internal custom-calls that shift shards:
  *
  * `_SPMDInternalOp_RotateRight` (backend_config "dimension=D,amount=A": out[i] = in[(i - A) mod
- * n] along D).
+ * n] along D), `_SPMDInternalOp_MultiRotate` (several rotations at once), `_SPMDInternalOp_Wrap`
+ * (circular padding) and `_SPMDInternalOp_MultiPad` (several paddings at once).
  *
  * Along an untiled D each device rotates its own shard. Along a tiled D (n elements in shards
  * of s) device t's output [t*s, t*s + s) reads input [t*s - A, t*s - A + s): where that is
@@ -11,6 +12,43 @@
  * positions of the padding are never read.
  */
 #include "internal.h"
+
+/* Device tile t's window [a0 + t*step, a0 + t*step + len) of x (its shard along tiled dim d
+ * of s; n elements) read circularly: a position j below 0 (`low`) reads j + n, one from n on
+ * (`high`) reads j - n, each by its own halo read, chosen by a select on the position. The
+ * callers say which wraps their valid outputs reach. NULL when a read has no halo plan. */
+static gs_instr *circular_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d,
+                                 int64_t n, int64_t a0, int64_t step, int64_t len, int64_t live,
+                                 bool low, bool high) {
+    int64_t l, r;
+    if (!gs_part_halo_extent(s, d, n, a0, step, len, live, &l, &r) ||
+        (low && !gs_part_halo_extent(s, d, n, a0 + n, step, len, live, &l, &r)) ||
+        (high && !gs_part_halo_extent(s, d, n, a0 - n, step, len, live, &l, &r)))
+        return NULL;
+    gs_instr *w = gs_part_halo_read(c, x, s, d, n, a0, step, len, live, NULL);
+    if (!w || (!low && !high)) return w;
+    gs_builder *b = gs_part_builder(c);
+    const gs_shape *ws = w->shape;
+    gs_instr *pos = gs_build_iota(b, GS_S32, ws->rank, ws->dims, d);
+    gs_instr *off = gs_part_add(c, gs_part_shard_offset(c, s, d, step), gs_part_s32(c, a0));
+    pos = gs_build_binary(b, GS_OP_ADD, pos, gs_part_bcast_scalar(c, off, ws));
+    for (int side = 0; side < 2 && w; side++) {
+        if (!(side == 0 ? low : high)) continue;
+        gs_instr *other =
+            gs_part_halo_read(c, x, s, d, n, side == 0 ? a0 + n : a0 - n, step, len, live, NULL);
+        gs_instr *edge = gs_part_bcast_scalar(c, gs_part_s32(c, side == 0 ? 0 : n), ws);
+        gs_instr *wraps = gs_build_compare(b, pos, edge, side == 0 ? "LT" : "GE");
+        w = other ? gs_build_select(b, wraps, other, w) : NULL;
+    }
+    return w;
+}
+
+static void result(gs_part_value *out, gs_instr *y, const gs_instr *in, const gs_sharding *t) {
+    out->hlo = y;
+    out->base = in->shape;
+    out->sharding = t;
+    out->combiner = GS_OP_ADD;
+}
 
 bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                  gs_part_value *out) {
@@ -25,36 +63,108 @@ bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sh
     gs_instr *x = v.hlo;
     if (!x) return false;
     int64_t n = in->shape->dims[dim], a = n > 0 ? amount % n : 0;
-    int64_t tiles = t->kind == GS_SHARDING_TILED ? t->tiles.dims[dim] : 1;
+    int64_t tiles = gs_sharding_tiles_in_dim(t, (int)dim);
     gs_instr *y;
     if (tiles == 1) {
         y = gs_part_clone(c, in, x->shape, 1, &x);
     } else if (a == 0) {
         y = x;
     } else {
+        /* output j reads input j - a: below 0 for the first a positions */
         int64_t s = x->shape->dims[dim];
         if (s < 1) return false;
-        int64_t live = (n + s - 1) / s;
-        int64_t l, r;
-        if (!gs_part_halo_extent(t, (int)dim, n, -a, s, s, live, &l, &r) ||
-            !gs_part_halo_extent(t, (int)dim, n, n - a, s, s, live, &l, &r))
-            return false;
-        gs_instr *head = gs_part_halo_read(c, x, t, (int)dim, n, -a, s, s, live, NULL);
-        gs_instr *wrap = gs_part_halo_read(c, x, t, (int)dim, n, n - a, s, s, live, NULL);
-        if (!head || !wrap) return false;
-        gs_builder *b = gs_part_builder(c);
-        const gs_shape *ls = x->shape;
-        gs_instr *pos = gs_build_iota(b, GS_S32, ls->rank, ls->dims, (int)dim);
-        gs_instr *off = gs_part_shard_offset(c, t, (int)dim, s);
-        pos = gs_build_binary(b, GS_OP_ADD, pos, gs_part_bcast_scalar(c, off, ls));
-        gs_instr *wraps =
-            gs_build_compare(b, pos, gs_part_bcast_scalar(c, gs_part_s32(c, a), ls), "LT");
-        y = gs_build_select(b, wraps, wrap, head);
+        y = circular_window(c, x, t, (int)dim, n, -a, s, s, (n + s - 1) / s, true, false);
     }
-    out->hlo = y;
-    out->base = in->shape;
-    out->sharding = t;
-    out->combiner = GS_OP_ADD;
+    result(out, y, in, t);
+    return y != NULL;
+}
+
+/* `_SPMDInternalOp_MultiRotate` (backend_config "dimension=D,left_amount=L,right_amount=R"):
+ * L + R + 1 results, result i the operand rotated left by L - i (out[j] = in[(j + L - i) mod
+ * n]). Along a tiled D, each device reads one circular window of L + s + R elements (its own
+ * shard s, R before it and L after it, wrapping round the ends: XLA's two halos) and slices every
+ * result from it. Along an untiled D each device rotates its own shard. */
+bool gs_part_handle_multi_rotate(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                 gs_part_value *out) {
+    int64_t dim, la, ra;
+    if (in->n_operands != 1 || !gs_instr_config_int(in, "dimension", &dim) ||
+        !gs_instr_config_int(in, "left_amount", &la) ||
+        !gs_instr_config_int(in, "right_amount", &ra) || la < 0 || ra < 0 ||
+        in->shape->type != GS_TUPLE || in->shape->n_tuple != la + ra + 1 || la + ra + 1 > 64 ||
+        t->kind != GS_SHARDING_TUPLE || t->n_tuple != in->shape->n_tuple)
+        return false;
+    const gs_shape *xs = in->operands[0]->shape;
+    if (!gs_type_is_array(xs->type) || dim < 0 || dim >= xs->rank) return false;
+    const gs_sharding *ts = t->tuple[0];
+    for (int i = 0; i < in->shape->n_tuple; i++)
+        if (!gs_sharding_equal(t->tuple[i], ts) || !gs_shape_equal(in->shape->tuple[i], xs))
+            return false;
+    if (!gs_part_plain(ts)) return false;
+    gs_part_value v;
+    gs_part_reshard(c, gs_part_operand(c, in, 0), ts, &v);
+    gs_instr *x = v.hlo;
+    if (!x) return false;
+    int64_t n = xs->dims[dim], k = gs_sharding_tiles_in_dim(ts, (int)dim);
+    if (k == 1) {
+        const gs_shape *local[64];
+        for (int i = 0; i < in->shape->n_tuple; i++) local[i] = x->shape;
+        gs_shape *tup = gs_shape_tuple(gs_part_arena(c), in->shape->n_tuple, (gs_shape **)local);
+        gs_instr *y = tup ? gs_part_clone(c, in, tup, 1, &x) : NULL;
+        result(out, y, in, t);
+        return y != NULL;
+    }
+    int64_t s = x->shape->dims[dim];
+    if (s < 1 || la >= n || ra >= n) return false;
+    gs_instr *ext = circular_window(c, x, ts, (int)dim, n, -ra, s, s + la + ra, (n + s - 1) / s,
+                                    ra > 0, la > 0);
+    if (!ext) return false;
+    gs_builder *b = gs_part_builder(c);
+    gs_instr *res[64];
+    for (int64_t i = 0; i <= la + ra; i++) {
+        int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
+        for (int d = 0; d < xs->rank; d++) lim[d] = ext->shape->dims[d];
+        st[dim] = la - i + ra;
+        lim[dim] = st[dim] + s;
+        res[i] = gs_build_slice(b, ext, st, lim, NULL);
+    }
+    gs_instr *y = gs_build_tuple(b, (int)(la + ra + 1), res);
+    result(out, y, in, t);
+    return y != NULL;
+}
+
+/* `_SPMDInternalOp_Wrap` (backend_config "dimension=D,left_amount=L,right_amount=R"): the
+ * operand padded circularly along D, L elements from its end before it and R from its start
+ * after it (out[j] = in[(j - L) mod n], n + L + R long). Along a tiled D each device's result
+ * shard (ps long) reads the circular window [t*ps - L, t*ps - L + ps) of the operand, which is
+ * split as the result is. Along an untiled D each device wraps its own shard. */
+bool gs_part_handle_wrap(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out) {
+    int64_t dim, la, ra;
+    if (in->n_operands != 1 || !gs_type_is_array(in->shape->type) || !gs_part_plain(t) ||
+        !gs_instr_config_int(in, "dimension", &dim) ||
+        !gs_instr_config_int(in, "left_amount", &la) ||
+        !gs_instr_config_int(in, "right_amount", &ra) || la < 0 || ra < 0)
+        return false;
+    const gs_shape *xs = in->operands[0]->shape;
+    if (!gs_type_is_array(xs->type) || dim < 0 || dim >= xs->rank || xs->rank != in->shape->rank)
+        return false;
+    for (int d = 0; d < xs->rank; d++)
+        if (in->shape->dims[d] != xs->dims[d] + (d == dim ? la + ra : 0)) return false;
+    int64_t n = xs->dims[dim], k = gs_sharding_tiles_in_dim(t, (int)dim);
+    if (la > n || ra > n) return false;
+    gs_part_value v;
+    gs_part_reshard(c, gs_part_operand(c, in, 0), t, &v);
+    gs_instr *x = v.hlo;
+    if (!x) return false;
+    gs_instr *y;
+    if (k == 1) {
+        y = gs_part_clone(c, in, gs_part_local_shape(c, in->shape, t), 1, &x);
+    } else {
+        int64_t m = in->shape->dims[dim], ps = (m + k - 1) / k;
+        y = circular_window(c, x, t, (int)dim, n, -la, ps, ps, gs_part_live_tiles(k, ps, m),
+                            la > 0, ra > 0);
+    }
+    result(out, y, in, t);
     return y != NULL;
 }
 

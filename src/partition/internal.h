@@ -457,11 +457,16 @@ bool gs_part_handle_batch_norm_training(gs_part_ctx *c, const gs_instr *in, cons
                                         gs_part_value *out);
 bool gs_part_handle_batch_norm_grad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                     gs_part_value *out);
-/* h_rotate.c: custom-call _SPMDInternalOp_RotateRight. */
+/* h_rotate.c: XLA's partitioner-internal custom-calls that shift shards:
+ * _SPMDInternalOp_RotateRight, _SPMDInternalOp_MultiRotate (L + R + 1 rotations by L .. -R),
+ * _SPMDInternalOp_Wrap (circular padding by L and R), and _SPMDInternalOp_MultiPad ((x, pad
+ * value) -> amt + 1 results, result i = x padded by amt - i before and i after). */
 bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                  gs_part_value *out);
-/* `_SPMDInternalOp_MultiPad` (h_rotate.c): (x, pad value) -> amt + 1 results, result i = x
- * padded by amt - i before and i after along `dimension`. */
+bool gs_part_handle_multi_rotate(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                                 gs_part_value *out);
+bool gs_part_handle_wrap(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                         gs_part_value *out);
 bool gs_part_handle_multi_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                               gs_part_value *out);
 bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
