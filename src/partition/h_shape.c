@@ -372,6 +372,8 @@ bool gs_part_handle_fft(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
     gs_ints len = gs_instr_ints(in, GS_ATTR_FFT_LENGTH);
     int r = in->shape->rank;
     if (len.n < 1 || len.n > r || in->operands[0]->shape->rank != r) return false;
+    if (gs_part_fft_distributed(c, in, t, out)) return true;
+    if (c->failed) return false;
     int moved[GS_MAX_RANK];
     for (int i = 0; i < len.n; i++) moved[i] = r - len.n + i;
     return with_whole_dims(c, in, t, (int)len.n, moved, 1, out);

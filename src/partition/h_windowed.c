@@ -36,6 +36,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,19 +71,13 @@ typedef struct window_step {
     const int64_t (*back)[2];
 } window_step;
 
-/* One step of a windowed loop: next[1..n-1] from the state g[0..n-1] (g[0] the step number;
- * next[0] is made by the loop). Built in the loop body's computation. */
-typedef void (*step_fn)(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next);
-
-static gs_instr *build_loop(gs_part_ctx *c, int n, gs_instr **init, int64_t k, step_fn f,
-                            void *ctx);
 
 /* The loop over ring tile dim `dim` of `ring` (w->k devices; each step's permute sends `dist`
  * tiles down): while (step < k) state = f(state), from (0, own tile index, x0, y0, zeros of
  * shape acc). The final output (element 4), or NULL. */
 static gs_instr *ring_loop(gs_part_ctx *c, window_step *w, const gs_tile_assignment *ring, int dim,
                            int64_t dist, gs_instr *x0, gs_instr *y0, const gs_shape *acc,
-                           step_fn f) {
+                           gs_part_step_fn f) {
     int64_t(*pairs)[2] = gs_part_ring_pairs(ring, dim, dist, &w->n_pairs);
     if (!pairs) {
         gs_part_oom(c);
@@ -91,15 +86,13 @@ static gs_instr *ring_loop(gs_part_ctx *c, window_step *w, const gs_tile_assignm
     w->pairs = (const int64_t(*)[2])pairs;
     gs_instr *zero = gs_part_zeros(c, acc);
     gs_instr *init[5] = {gs_part_s32(c, 0), gs_part_tile_index(c, ring, dim), x0, y0, zero};
-    gs_instr *loop = build_loop(c, 5, init, w->k, f, w);
+    gs_instr *loop = gs_part_build_loop(c, "windowed_dot", 5, init, w->k, f, w);
     free(pairs);
     return loop ? gs_build_gte(gs_part_builder(c), loop, 4) : NULL;
 }
 
-/* while (step < k) state = f(state), from init (n values, the counter first); the loop, or
- * NULL. */
-static gs_instr *build_loop(gs_part_ctx *c, int n, gs_instr **init, int64_t k, step_fn f,
-                            void *ctx) {
+gs_instr *gs_part_build_loop(gs_part_ctx *c, const char *name, int n, gs_instr **init,
+                            int64_t k, gs_part_step_fn f, void *ctx) {
     gs_builder *b = gs_part_builder(c);
     gs_arena *ma = &b->m->arena;
     gs_shape *leaf[8];
@@ -109,8 +102,11 @@ static gs_instr *build_loop(gs_part_ctx *c, int n, gs_instr **init, int64_t k, s
     }
     gs_shape *ts = gs_shape_tuple(ma, n, leaf);
     gs_instr *state = gs_build_tuple(b, n, init);
-    const char *bn = gs_names_fresh(&c->e->names, ma, "windowed_dot_body");
-    const char *cn = gs_names_fresh(&c->e->names, ma, "windowed_dot_cond");
+    char bname[64], cname[64];
+    snprintf(bname, sizeof bname, "%s_body", name);
+    snprintf(cname, sizeof cname, "%s_cond", name);
+    const char *bn = gs_names_fresh(&c->e->names, ma, bname);
+    const char *cn = gs_names_fresh(&c->e->names, ma, cname);
     gs_computation *body = bn ? gs_computation_new(b->m, bn) : NULL;
     gs_computation *cond = cn ? gs_computation_new(b->m, cn) : NULL;
     if (!ts || !state || !body || !cond) {
@@ -265,7 +261,7 @@ static gs_instr *scatter_both_ways(gs_part_ctx *c, window_step *w, const gs_tile
             a0 = gs_part_permute(c, block_product(c, w, x0, y0, my, ma, NULL, 1), w->n_pairs,
                                  w->pairs);
         gs_instr *init[6] = {gs_part_s32(c, 0), my, x0, y0, a0, zero};
-        gs_instr *loop = build_loop(c, 6, init, mb, scatter2_step, w);
+        gs_instr *loop = gs_part_build_loop(c, "windowed_dot", 6, init, mb, scatter2_step, w);
         if (loop) {
             b = gs_part_builder(c);
             gs_instr *own = block_product(c, w, x0, y0, my, 0, NULL, 1);
@@ -319,7 +315,7 @@ static gs_instr *gather_both_ways(gs_part_ctx *c, window_step *w, const gs_tile_
                              y0,
                              o};
         int64_t m = (w->k - 1) / 2;
-        gs_instr *loop = build_loop(c, 6, init, m + 1, gather2_step, w);
+        gs_instr *loop = gs_part_build_loop(c, "windowed_dot", 6, init, m + 1, gather2_step, w);
         if (loop) {
             b = gs_part_builder(c);
             r = gs_build_gte(b, loop, 5);

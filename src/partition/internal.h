@@ -430,6 +430,11 @@ bool gs_part_handle_reduce(gs_part_ctx *c, const gs_instr *in, const gs_sharding
                            gs_part_value *out);
 bool gs_part_handle_sort(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                          gs_part_value *out);
+/* h_fft.c: an FFT or IFFT whose last dim t splits evenly, by the four-step decomposition
+ * (all-to-all, local FFT, twiddle, a ring of collective-permutes); false for the other
+ * layouts (known before anything is emitted). */
+bool gs_part_fft_distributed(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                             gs_part_value *out);
 bool gs_part_handle_fft(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                         gs_part_value *out);
 bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
@@ -446,6 +451,14 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
 bool gs_part_windowed_applies(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                               const gs_part_space_plan *plan, const gs_sharding *t,
                               int *looped, bool *scatters);
+/* One step of a loop: next[1..n-1] from the state g[0..n-1] (g[0] the step number; next[0] is
+ * made by the loop). Built in the loop body's computation. */
+typedef void (*gs_part_step_fn)(gs_part_ctx *c, void *ctx, gs_instr *const *g, gs_instr **next);
+/* while (step < k) state = f(state), from init (n <= 8 values, the counter first), its body and
+ * condition named NAME_body and NAME_cond: the loop (a tuple of the state), or NULL. The
+ * program does not grow with k. */
+gs_instr *gs_part_build_loop(gs_part_ctx *c, const char *name, int n, gs_instr **init,
+                             int64_t k, gs_part_step_fn f, void *ctx);
 bool gs_part_windowed_dot(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                           const gs_part_space_plan *best, const gs_sharding *t, gs_part_value *out);
 bool gs_part_handle_topk(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
