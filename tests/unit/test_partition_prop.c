@@ -339,12 +339,12 @@ static void op(graph *g) {
                * bitcast-convert to s16 pairs (a new minor dim of 2) and back */
         if (k < MAXR && rnd(4) == 0) {
             char sh[320];
-            emit(g, "  %%%s.h = s16[", a->name);
+            val *v = new_val(g, k, a->dims);
+            emit(g, "  %%%s.h = s16[", v->name);
             for (int i = 0; i < k; i++) emit(g, "%d,", a->dims[i]);
             emit(g, "2] bitcast-convert(%%%s)%s\n", a->name, sharding_attr(g, k + 1, sh, sizeof sh));
-            val *v = new_val(g, k, a->dims);
             shape_text(g, v, so, sizeof so);
-            emit(g, "  %%%s = %s bitcast-convert(%%%s.h)", v->name, so, a->name);
+            emit(g, "  %%%s = %s bitcast-convert(%%%s.h)", v->name, so, v->name);
             finish(g, v);
             break;
         }
