@@ -361,6 +361,48 @@ static gs_status k_device_id(gs_eval *ev, const gs_instr *in, gs_value *const *o
     return GS_OK;
 }
 
+/* Are a and b the same value bit for bit? */
+static bool same_bits(const gs_value *a, const gs_value *b) {
+    if (a->type != b->type) return false;
+    if (a->type == GS_TUPLE) {
+        if (a->n_tuple != b->n_tuple) return false;
+        for (int i = 0; i < a->n_tuple; i++)
+            if (!same_bits(a->tuple[i], b->tuple[i])) return false;
+        return true;
+    }
+    if (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->rank) != 0)
+        return false;
+    size_t n = gs_value_bytes(a);
+    return n == gs_value_bytes(b) && (n == 0 || memcmp(a->data, b->data, n) == 0);
+}
+
+/* A collective outside any manual region, in the reference of a program for N devices: the
+ * partitioned program runs it on every device's copy of the whole value (XLA's partitioner
+ * replicates its operands), so the reference runs it on N copies by the runtime's own code. The
+ * devices must then agree, as the result is one value; else an error says that its sharding
+ * cannot hold what it computes. */
+static gs_status replicated_collective(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                                       gs_value **out) {
+    const gs_collectives *c = ev->env->collectives;
+    int n = (int)ev->env->manual_devices;
+    gs_value *b = NULL;
+    if (c->execute_bundle(c->ctx, in, ops, in->n_operands, n, &b, ev->d) != GS_OK || !b)
+        return GS_ERR;
+    bool same = b->n_tuple == n && n > 0;
+    for (int d = 1; same && d < n; d++) same = same_bits(b->tuple[0], b->tuple[d]);
+    if (!same) {
+        gs_value_free(b);
+        return gs_eval_error(ev, in,
+                             "outside a manual region this collective gives the %d devices "
+                             "different values, which no sharding of one value holds (put it in "
+                             "a manual region)",
+                             n);
+    }
+    *out = gs_value_ref(b->tuple[0]);
+    gs_value_free(b);
+    return *out ? GS_OK : gs_eval_oom(ev, in);
+}
+
 /* Collectives: through the runtime's hooks, or XLA's single-device semantics. */
 static gs_status k_collective(gs_eval *ev, const gs_instr *in, gs_value *const *ops, gs_value **out) {
     if (ev->env->collectives && ev->env->collectives->execute)
@@ -368,6 +410,9 @@ static gs_status k_collective(gs_eval *ev, const gs_instr *in, gs_value *const *
                                              out, ev->d);
     if (ev->env->num_partitions > 1 || ev->m->replica_count > 1)
         return gs_eval_error(ev, in, "collectives need the multi-device runtime (gspmd run)");
+    const gs_collectives *hooks = ev->env->collectives;
+    if (ev->env->manual_devices > 1 && hooks && hooks->execute_bundle)
+        return replicated_collective(ev, in, ops, out);
     /* One device: every group is {0}; all-reduce, all-gather, all-to-all, reduce-scatter and
      * collective-broadcast return their operands; collective-permute returns the operand when
      * some pair is {0,0}, else zeros. */

@@ -110,8 +110,26 @@ gs_status gs_manual_exit(gs_eval *ev, const gs_instr *in, gs_value *op, gs_value
                              "the region runs on %d devices, its result's sharding spans "
                              "%lld",
                              op->devices, (long long)s->tiles.n);
-    if (gs_value_unshard(op->tuple, op->devices, s, in->shape, out, ev->d) != GS_OK)
-        return gs_eval_error(ev, in, "cannot reassemble the region's result");
+    /* Out of some of the manual axes of a partially manual value: device d holds its manual
+     * group's value, of which its own part is its tile (along the dims the operand's sharding
+     * splits); the parts reassemble by the result's sharding. */
+    const gs_sharding *os = gs_instr_get_sharding(in->operands[0]);
+    gs_value **own = NULL;
+    if (os && os->kind == GS_SHARDING_TILED && gs_sharding_manual_dim(os) >= 0 &&
+        os->tiles.n == op->devices) {
+        own = gs_sys_calloc((size_t)op->devices, sizeof *own);
+        if (!own) return gs_eval_oom(ev, in);
+        for (int d = 0; d < op->devices; d++)
+            if (gs_value_shard(op->tuple[d], os, d, &own[d], ev->d) != GS_OK) {
+                for (int k = 0; k < d; k++) gs_value_free(own[k]);
+                free(own);
+                return gs_eval_error(ev, in, "cannot cut device %d's part of the operand", d);
+            }
+    }
+    gs_status st = gs_value_unshard(own ? own : op->tuple, op->devices, s, in->shape, out, ev->d);
+    for (int d = 0; own && d < op->devices; d++) gs_value_free(own[d]);
+    free(own);
+    if (st != GS_OK) return gs_eval_error(ev, in, "cannot reassemble the region's result");
     return GS_OK;
 }
 

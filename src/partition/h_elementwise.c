@@ -219,6 +219,19 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
                       in->name, target);
         return false;
     }
+    if (strcmp(target, "SPMDFullToShardShape") == 0 && gs_part_partial_manual(t) &&
+        gs_part_plain(v->sharding) && gs_type_is_array(v->base->type)) {
+        /* Into a partially manual region: each device's shard of the operand becomes its part
+         * of its manual group's value, as XLA copies it. */
+        const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
+        if (ls && v->hlo && gs_shape_same_dims(v->hlo->shape, ls)) {
+            out->hlo = v->hlo;
+            out->base = in->shape;
+            out->sharding = t;
+            out->combiner = GS_OP_ADD;
+            return true;
+        }
+    }
     if (strcmp(target, "SPMDFullToShardShape") == 0 && t->kind == GS_SHARDING_MANUAL) {
         /* Into a manual region: each device's shard of the operand becomes its whole value. */
         if (!gs_type_is_array(v->base->type) || !v->hlo ||
@@ -230,9 +243,11 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
         out->combiner = GS_OP_ADD;
         return true;
     }
-    if (strcmp(target, "SPMDShardToFullShape") == 0 && v->sharding->kind == GS_SHARDING_MANUAL &&
-        gs_part_plain(t) && gs_type_is_array(in->shape->type)) {
-        /* Out of a manual region: each device's value is its shard of the result. */
+    if (strcmp(target, "SPMDShardToFullShape") == 0 &&
+        (v->sharding->kind == GS_SHARDING_MANUAL || gs_part_partial_manual(v->sharding)) &&
+        (gs_part_plain(t) || gs_part_partial_manual(t)) && gs_type_is_array(in->shape->type)) {
+        /* Out of a manual region (or out of some of its manual axes, into a region manual
+         * along fewer): each device's value is its shard of the result, as XLA takes it. */
         gs_shape *ls = gs_part_local_shape(c, in->shape, t);
         if (!ls || !v->hlo || !gs_shape_same_dims(v->hlo->shape, ls)) return false;
         out->hlo = v->hlo;
@@ -245,10 +260,38 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
     return gs_part_single_device(c, in, t, out);
 }
 
+/* A collective-permute of a partially manual value whose operand is split as it is, each pair
+ * joining devices that hold the same tile of their groups' values: each device sends its own
+ * tile (the groups' values move whole, tile by tile), as XLA partitions it. */
+static bool permute_tiles(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out) {
+    const gs_part_value *v = gs_part_operand(c, in, 0);
+    const gs_attr *pa = gs_instr_attr(in, GS_ATTR_SOURCE_TARGET_PAIRS);
+    if (in->op != GS_OP_COLLECTIVE_PERMUTE || in->n_operands != 1 || !pa || !v->hlo ||
+        !gs_part_partial_manual(t) || !gs_sharding_equal(v->sharding, t) ||
+        !gs_type_is_array(in->shape->type) || t->data_rank > GS_MAX_RANK)
+        return false;
+    for (int i = 0; i < pa->u.pairs.n; i++) {
+        int64_t a[GS_MAX_RANK], b[GS_MAX_RANK];
+        if (!gs_sharding_tile_index(t, pa->u.pairs.v[i][0], a) ||
+            !gs_sharding_tile_index(t, pa->u.pairs.v[i][1], b) ||
+            memcmp(a, b, sizeof a[0] * (size_t)t->data_rank) != 0)
+            return false;
+    }
+    gs_instr *x = v->hlo;
+    out->hlo = gs_part_clone(c, in, x->shape, 1, &x);
+    out->base = in->shape;
+    out->sharding = t;
+    out->combiner = GS_OP_ADD;
+    return out->hlo != NULL;
+}
+
 bool gs_part_handle_collective(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                gs_part_value *out) {
     /* A collective written by hand in a manual region runs as written. Elsewhere the default
      * action keeps its semantics on whole values. */
+    if (permute_tiles(c, in, t, out)) return true;
+    if (c->failed) return false;
     if (t->kind != GS_SHARDING_MANUAL) return false;
     int n = in->n_operands;
     gs_instr **ops = GS_NEW_ARRAY(gs_part_arena(c), gs_instr *, n + 1);
