@@ -67,6 +67,22 @@ static bool aliases(const gs_instr *in) {
     return in->op == GS_OP_TUPLE || in->op == GS_OP_RESHAPE || in->op == GS_OP_BITCAST;
 }
 
+/* What a contraction's kernel holds beside its operands and result while it runs (k_dot.c):
+ * both operands and the result, gathered and widened to the compute type (f32 for the narrow
+ * floats, int64 for integers), the convolution's patch and weight blocks within that. An upper
+ * bound: f32 operands already in place are not copied. */
+static int64_t kernel_scratch(const gs_instr *in) {
+    if ((in->op != GS_OP_DOT && in->op != GS_OP_RAGGED_DOT && in->op != GS_OP_CONVOLUTION) ||
+        in->n_operands < 2 || !gs_shape_is_array(in->shape))
+        return 0;
+    gs_type t = in->shape->type;
+    int64_t es = t == GS_C128 ? 16 : t == GS_F64 || t == GS_C64 || !gs_type_is_float(t) ? 8 : 4;
+    double n = product(in->shape);
+    for (int k = 0; k < 2; k++)
+        if (gs_shape_is_array(in->operands[k]->shape)) n += product(in->operands[k]->shape);
+    return n * (double)es < 9.0e18 ? (int64_t)(n * (double)es) : INT64_MAX / 4;
+}
+
 /* The walk over computations (depth guards against recursion the verifier would reject). */
 typedef struct walk {
     const gs_module *m;
@@ -160,6 +176,7 @@ static void comp_cost_in_place(walk *w, const gs_computation *c, const bool *in_
                 if (sub.peak_bytes > inner) inner = sub.peak_bytes;
             }
         }
+        if (w->materialise && kernel_scratch(in) > inner) inner = kernel_scratch(in);
         bool free_slot = aliases(in) || in->op == GS_OP_PARAMETER || fused[in->id] ||
                          (in_place && in_place[in->id]);
         int64_t bytes = free_slot ? 0 : gs_shape_bytes(in->shape);

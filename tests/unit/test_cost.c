@@ -96,6 +96,10 @@ static void test_peak_memory(void **state) {
             &c);
     assert_int_equal(c.param_bytes, 16384);
     assert_int_equal(c.peak_bytes, 16384 + 32768);
+    /* Run as the interpreter runs it (every value in memory of its own), the dot's kernel also
+     * holds its operands and result as f32 copies while it runs (k_dot.c: 3 x 16 KiB) beside
+     * a (16 KiB) and its own result (16 KiB): 80 KiB, and the parameter. */
+    assert_int_equal(c.run_peak_bytes, 16384 + 16384 + 3 * 16384 + 16384);
     /* The same update donated to its parameter (input_output_alias): written in place through
      * the bitcast, no memory beyond the parameter. */
     cost_of("HloModule t, input_output_alias={ {0}: (0, {}, may-alias) }\n"
