@@ -745,6 +745,21 @@ static gs_instr *local_conv(gs_part_ctx *c, const gs_instr *in, const gs_part_sp
     return sum;
 }
 
+/* Does space sharding f split every device's part along the batch dims only, or along the
+ * contracting dims only (no replication), as XLA's base cases ask of operands it keeps? */
+static bool in_place_full(gs_part_ctx *c, const gs_part_space *sp, const gs_sharding *f) {
+    if (!f || f->kind != GS_SHARDING_TILED || f->n_subgroups || f->tiles.n != c->n || c->n < 2)
+        return false;
+    int64_t batch = 1, contr = 1;
+    for (int s = 0; s < sp->ns; s++) {
+        int64_t k = gs_sharding_tiles_in_dim(f, s);
+        if (s < sp->nb) batch *= k;
+        else if (s >= sp->nb + sp->nm + sp->nn && s < sp->nb + sp->nm + sp->nn + sp->nk)
+            contr *= k;
+    }
+    return batch == c->n || contr == c->n;
+}
+
 /* Plan p for space sharding f: the operands' and the result's shardings, the bytes their
  * reshards and halos move (*lb, *rb, *ob, *hb) and the local FLOPs. False when no halo exchange
  * can read a window. */
@@ -758,7 +773,9 @@ static bool eval_plan(gs_part_ctx *c, const gs_instr *in, const gs_part_space *s
     p.rhs = project(c, &sp, &sp.rhs, p.f);
     p.out = project_out(c, &sp, p.f);
     if (c->failed) return false;
-    /* Windowed dims the lhs holds whole stay whole: each device slices its window. */
+    /* Windowed dims the lhs holds whole may stay whole: each device slices its window. Or
+     * the lhs is resharded to the plan's tiling of them and reads its windows by halo
+     * exchange (XLA's way): whichever moves fewer bytes, the local slices on a tie. */
     p.lhs_read = p.lhs;
     int whole[GS_MAX_RANK], nw = 0;
     int h0 = sp.nb + sp.nm + sp.nn + sp.nk;
@@ -769,6 +786,17 @@ static bool eval_plan(gs_part_ctx *c, const gs_instr *in, const gs_part_space *s
     *hb = sp.nh > 0 ? halo_bytes(c, in, &sp, p.f, p.lhs_read, ls) : 0;
     if (*hb < 0) return false; /* a window no halo exchange can read */
     *lb = gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner, p.lhs_read);
+    if (nw) {
+        int64_t hb2 = halo_bytes(c, in, &sp, p.f, p.lhs, ls);
+        int64_t lb2 = hb2 < 0 ? -1
+                              : gs_part_reshard_cost(c, lv->base, lv->sharding, lv->combiner,
+                                                     p.lhs);
+        if (hb2 >= 0 && lb2 >= 0 && lb2 + hb2 < *lb + *hb) {
+            p.lhs_read = p.lhs;
+            *lb = lb2;
+            *hb = hb2;
+        }
+    }
     *rb = gs_part_reshard_cost(c, rv->base, rv->sharding, rv->combiner, p.rhs);
     *ob = gs_part_reshard_cost(c, in->shape, p.out, GS_OP_ADD, t);
     p.bytes = *lb + *rb + *ob + *hb;
@@ -812,8 +840,8 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
                             : gs_sharding_replicated(gs_part_arena(c)),
                   cands, &nc);
     if (c->failed || nc == 0) return false;
-    gs_part_space_plan best = {0}, windowed = {0};
-    int best_i = -1, windowed_i = -1;
+    gs_part_space_plan best = {0}, windowed = {0}, inplace = {0};
+    int best_i = -1, windowed_i = -1, inplace_i = -1;
     for (int i = 0; i < nc; i++) {
         gs_part_space_plan p;
         int64_t lb, rb, ob, hb;
@@ -825,6 +853,13 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
             (p.bytes == best.bytes && p.flops < best.flops)) {
             best = p;
             best_i = i;
+        }
+        /* XLA's base cases: operands split alike over every device along the batch dims or
+         * the contracting dims are used as they are (the result resharded after). */
+        if (lb == 0 && rb == 0 && hb == 0 && in_place_full(c, &sp, cands[i]) &&
+            (inplace_i < 0 || p.bytes < inplace.bytes)) {
+            inplace = p;
+            inplace_i = i;
         }
         /* XLA loops over one operand where the other and the result stay as they are (the
          * result scattered by the loop itself in the scatter form). */
@@ -840,6 +875,10 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
         }
     }
     if (c->failed || best_i < 0) return false;
+    if (inplace_i >= 0) {
+        best = inplace;
+        best_i = inplace_i;
+    }
     /* XLA partitions a gather or scatter by one method at a time, and within the device groups
      * one method leaves, the next method applies wherever an operand is still tiled: its
      * tiling is kept on the group's devices (collective-permuted there) rather than gathered.
