@@ -7,7 +7,8 @@
  *   n  the indices' other dims (the result's batch dims): index-parallel, each device gathers
  *      for its own indices;
  *   m  operand dims sliced whole (passthrough): each device gathers from its own slice;
- *   k  collapsed indexed dims (slice size 1): operand-parallel — each device gathers at the
+ *   k  indexed dims sliced one element at a time (collapsed, or kept as a dim of 1: XLA's
+ *      trivially sliced dims): operand-parallel — each device gathers at the
  *      index made local (after XLA's clamp), zeroes the rows another device holds, and the
  *      result is a partial value the driver all-reduces (Megatron's vocab-parallel embedding);
  *   forced: partially sliced dims and the index vector dim stay whole.
@@ -118,8 +119,8 @@ static bool read_gather(gs_part_ctx *c, const gs_instr *in, gather_dims *g) {
                       g->ivd, g->start_map, a, g->sizes.v, g->collapsed, &g->pairs);
 }
 
-/* Space: [b: batching pairs] [m: whole-sliced operand dims] [n: other index dims] [k: collapsed
- * indexed dims] [forced: other operand dims, then the index vector dim]. */
+/* Space: [b: batching pairs] [m: whole-sliced operand dims] [n: other index dims] [k: indexed
+ * dims sliced one element at a time] [forced: other operand dims, then the index vector dim]. */
 static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space *sp) {
     const gs_shape *a = in->operands[0]->shape, *ix = in->operands[1]->shape, *o = in->shape;
     if (a->rank + ix->rank + 1 > GS_MAX_RANK) return false;
@@ -153,8 +154,10 @@ static bool gather_space(const gs_instr *in, const gather_dims *g, gs_part_space
         pair_of_op[d] = gs_ints_index(g->pairs.op, d);
         if (pair_of_op[d] >= 0)
             kind_op[d] = 0;
+        else if (gs_ints_contains(g->start_map, d) && g->sizes.v[d] == 1 && a->dims[d] > 1)
+            kind_op[d] = 2; /* a one-element slice, collapsed or kept as a dim of 1 */
         else if (gs_ints_contains(g->collapsed, d))
-            kind_op[d] = gs_ints_contains(g->start_map, d) && g->sizes.v[d] == 1 ? 2 : 3;
+            kind_op[d] = 3;
         else
             kind_op[d] = g->sizes.v[d] == a->dims[d] ? 1 : 3;
     }
@@ -285,9 +288,10 @@ bool gs_part_handle_gather(gs_part_ctx *c, const gs_instr *in, const gs_sharding
     /* Indexed dims the operand is tiled along: local indices, rows held elsewhere masked. */
     for (int j = 0; j < g.start_map.n; j++) {
         int d = (int)g.start_map.v[j];
-        /* Only collapsed one-element slices; a whole slice's index is clamped to 0 anyway. */
+        /* Only one-element slices (XLA's trivially sliced dims, collapsed or not); a whole
+         * slice's index is clamped to 0 anyway. */
         if (d < 0 || d >= ash->rank || gs_sharding_tiles_in_dim(a.sharding, d) <= 1 ||
-            !gs_ints_contains(g.collapsed, d) || g.sizes.v[d] != 1)
+            g.sizes.v[d] != 1)
             continue;
         if (implicit_dim(&g.pairs, d)) {
             /* An implicit pair: the indices hold this device's own rows, all in its shard. */
