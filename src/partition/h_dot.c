@@ -760,6 +760,24 @@ static bool in_place_full(gs_part_ctx *c, const gs_part_space *sp, const gs_shar
     return batch == c->n || contr == c->n;
 }
 
+/* Is result sharding `out` (maybe partial sums) t once its partial sums are summed, up to the
+ * order of the devices? XLA's grouped cases keep operands in place where the result then needs
+ * only that (an operand's free dims split as the result's, its contracting dims summed: an
+ * all-reduce, and a collective-permute when the devices' order differs). */
+static bool reduced_is(gs_part_ctx *c, const gs_sharding *out, const gs_sharding *t) {
+    if (!gs_part_plain(t) || gs_part_unreduced_dim(t) != -1 || t->kind != GS_SHARDING_TILED)
+        return false;
+    const gs_sharding *r = gs_part_unreduced_dim(out) != -1 ? gs_part_reduced_form(c, out) : out;
+    if (!r || r->kind != GS_SHARDING_TILED || r->tiles.rank != t->tiles.rank ||
+        r->data_rank != t->data_rank || r->n_subgroups != t->n_subgroups)
+        return false;
+    for (int i = 0; i < t->tiles.rank; i++)
+        if (r->tiles.dims[i] != t->tiles.dims[i]) return false;
+    for (int i = 0; i < t->n_subgroups; i++)
+        if (r->subgroups[i] != t->subgroups[i]) return false;
+    return true;
+}
+
 /* Plan p for space sharding f: the operands' and the result's shardings, the bytes their
  * reshards and halos move (*lb, *rb, *ob, *hb) and the local FLOPs. False when no halo exchange
  * can read a window. */
@@ -856,7 +874,8 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
         }
         /* XLA's base cases: operands split alike over every device along the batch dims or
          * the contracting dims are used as they are (the result resharded after). */
-        if (lb == 0 && rb == 0 && hb == 0 && in_place_full(c, &sp, cands[i]) &&
+        if (lb == 0 && rb == 0 && hb == 0 &&
+            (in_place_full(c, &sp, cands[i]) || reduced_is(c, p.out, t)) &&
             (inplace_i < 0 || p.bytes < inplace.bytes)) {
             inplace = p;
             inplace_i = i;
