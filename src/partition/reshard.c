@@ -709,8 +709,11 @@ static bool rung_all_to_all(gs_part_ctx *c, gs_part_value *v, const gs_sharding 
     const gs_sharding *best = NULL;
     for (int i = 0; i < r && !(best && gs_sharding_equal(best, to)); i++) {
         int64_t a = gs_sharding_tiles_in_dim(s, i), ti = gs_sharding_tiles_in_dim(to, i);
-        if (a == 1 || a % ti != 0) continue;
-        int64_t fi = a / ti; /* the factor that leaves i with the target's count */
+        if (a == 1) continue;
+        /* The factor that leaves i with the target's count; when that count does not divide
+         * i's, all of i's tiles move (i is then split anew from the replicated devices, as
+         * XLA's all-to-all then dynamic-slice does). */
+        int64_t fi = a % ti == 0 ? a / ti : a;
         if (fi == 1) continue;
         for (int j = 0; j < r; j++) {
             if (j == i) continue;
