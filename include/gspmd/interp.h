@@ -58,6 +58,8 @@ size_t gs_value_bytes(const gs_value *v);
  * dynamic dim (`<=N`) matches any size up to its bound: values hold only the valid elements of
  * dynamic dims (their current size, set by set-dimension-size / dynamic-reshape). */
 bool gs_value_matches(const gs_value *v, const gs_shape *s);
+/* Are a and b the same value bit for bit (types, dims, tuple structure, bytes)? */
+bool gs_value_same_bits(const gs_value *a, const gs_value *b);
 /* The array leaves of v, depth first (a bundle counts as one leaf). *leaves is malloc'd (free
  * it); each entry is borrowed. */
 gs_status gs_value_leaves(gs_value *v, gs_value ***leaves, int *n);

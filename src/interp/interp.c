@@ -361,21 +361,6 @@ static gs_status k_device_id(gs_eval *ev, const gs_instr *in, gs_value *const *o
     return GS_OK;
 }
 
-/* Are a and b the same value bit for bit? */
-static bool same_bits(const gs_value *a, const gs_value *b) {
-    if (a->type != b->type) return false;
-    if (a->type == GS_TUPLE) {
-        if (a->n_tuple != b->n_tuple) return false;
-        for (int i = 0; i < a->n_tuple; i++)
-            if (!same_bits(a->tuple[i], b->tuple[i])) return false;
-        return true;
-    }
-    if (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->rank) != 0)
-        return false;
-    size_t n = gs_value_bytes(a);
-    return n == gs_value_bytes(b) && (n == 0 || memcmp(a->data, b->data, n) == 0);
-}
-
 /* A collective outside any manual region, in the reference of a program for N devices: the
  * partitioned program runs it on every device's copy of the whole value (XLA's partitioner
  * replicates its operands), so the reference runs it on N copies by the runtime's own code. The
@@ -389,7 +374,7 @@ static gs_status replicated_collective(gs_eval *ev, const gs_instr *in, gs_value
     if (c->execute_bundle(c->ctx, in, ops, in->n_operands, n, &b, ev->d) != GS_OK || !b)
         return GS_ERR;
     bool same = b->n_tuple == n && n > 0;
-    for (int d = 1; same && d < n; d++) same = same_bits(b->tuple[0], b->tuple[d]);
+    for (int d = 1; same && d < n; d++) same = gs_value_same_bits(b->tuple[0], b->tuple[d]);
     if (!same) {
         gs_value_free(b);
         return gs_eval_error(ev, in,

@@ -126,6 +126,20 @@ gs_value *gs_value_copy(const gs_value *v) {
     return c;
 }
 
+bool gs_value_same_bits(const gs_value *a, const gs_value *b) {
+    if (a->type != b->type || a->devices != b->devices) return false;
+    if (a->type == GS_TUPLE) {
+        if (a->n_tuple != b->n_tuple) return false;
+        for (int i = 0; i < a->n_tuple; i++)
+            if (!gs_value_same_bits(a->tuple[i], b->tuple[i])) return false;
+        return true;
+    }
+    if (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->rank) != 0)
+        return false;
+    size_t n = gs_value_bytes(a);
+    return n == gs_value_bytes(b) && (n == 0 || memcmp(a->data, b->data, n) == 0);
+}
+
 bool gs_value_matches(const gs_value *v, const gs_shape *s) {
     if (v->devices > 0) {
         for (int d = 0; d < v->n_tuple; d++)

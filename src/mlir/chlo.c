@@ -1000,24 +1000,23 @@ static bool build_top_k(reader *r, const chlo_op *o, gs_instr **out) {
 
 /* chlo.ragged_dot: XLA's ragged-dot (its dims and its group sizes checked by shape inference,
  * once the module is read). */
+const mlir_ragged_dim MLIR_RAGGED_DIMS[MLIR_N_RAGGED_DIMS] = {
+    {"lhs_batching_dimensions", GS_ATTR_LHS_BATCH_DIMS},
+    {"rhs_batching_dimensions", GS_ATTR_RHS_BATCH_DIMS},
+    {"lhs_contracting_dimensions", GS_ATTR_LHS_CONTRACTING_DIMS},
+    {"rhs_contracting_dimensions", GS_ATTR_RHS_CONTRACTING_DIMS},
+    {"lhs_ragged_dimensions", GS_ATTR_LHS_RAGGED_DIMS},
+    {"rhs_group_dimensions", GS_ATTR_RHS_GROUP_DIMS}};
+
 static bool build_ragged_dot(reader *r, const chlo_op *o, gs_instr **out) {
     if (!check_arity(r, o, 3, 1)) return false;
-    static const struct {
-        const char *mlir;
-        gs_attr_key k;
-    } DIMS[] = {{"lhs_batching_dimensions", GS_ATTR_LHS_BATCH_DIMS},
-                {"rhs_batching_dimensions", GS_ATTR_RHS_BATCH_DIMS},
-                {"lhs_contracting_dimensions", GS_ATTR_LHS_CONTRACTING_DIMS},
-                {"rhs_contracting_dimensions", GS_ATTR_RHS_CONTRACTING_DIMS},
-                {"lhs_ragged_dimensions", GS_ATTR_LHS_RAGGED_DIMS},
-                {"rhs_group_dimensions", GS_ATTR_RHS_GROUP_DIMS}};
     *out = gs_build(&r->b, GS_OP_RAGGED_DOT, o->outs[0], 3, o->ops);
-    for (size_t i = 0; *out && i < sizeof DIMS / sizeof DIMS[0]; i++) {
-        const kv *d = mlir_find_kv(&o->kvs, DIMS[i].mlir);
-        if (!d && i == 4) /* the others may be empty and left out */
-            return mlir_fail_at(r, o->pos, "'chlo.ragged_dot' needs %s", DIMS[i].mlir);
-        if (!d) continue;
-        if (d->n_a) gs_build_set_ints(&r->b, *out, DIMS[i].k, d->n_a, d->a);
+    for (int i = 0; *out && i < MLIR_N_RAGGED_DIMS; i++) {
+        const mlir_ragged_dim *f = &MLIR_RAGGED_DIMS[i];
+        const kv *d = mlir_find_kv(&o->kvs, f->mlir);
+        if (!d && f->key == GS_ATTR_LHS_RAGGED_DIMS) /* the others may be empty, left out */
+            return mlir_fail_at(r, o->pos, "'chlo.ragged_dot' needs %s", f->mlir);
+        if (d && d->n_a) gs_build_set_ints(&r->b, *out, f->key, d->n_a, d->a);
     }
     return *out && !r->b.failed ? true : mlir_oom(r);
 }

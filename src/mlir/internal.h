@@ -10,6 +10,7 @@
 #include "base/internal.h"
 #include "gspmd/builder.h"
 #include "gspmd/numeric.h"
+#include "mlir/mlir.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -130,6 +131,7 @@ bool mlir_parse_type_spec(reader *r, gs_shape **ins, int *n_in, gs_shape **outs,
 bool mlir_parse_dense_body(reader *r, const gs_shape *s, gs_literal_ir **out);
 bool mlir_parse_kv_list(reader *r, gs_vec *out, char close);
 bool mlir_parse_attr_value(reader *r, kv *k);
+
 const kv *mlir_find_kv(const gs_vec *v, const char *key);
 
 /* ---- ops.c */

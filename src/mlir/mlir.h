@@ -16,4 +16,13 @@ bool gs_mlir_detect(const gs_source *src);
  * GS_ERR with one located diagnostic in d. */
 gs_status gs_mlir_read(gs_module *m, const gs_source *src, int64_t max_lit, gs_diags *d);
 
+/* The fields of #chlo.ragged_dot<...> in the order StableHLO prints them, and the HLO attribute
+ * each is (chlo.c reads them, printer.c writes them back). */
+typedef struct mlir_ragged_dim {
+    const char *mlir;
+    gs_attr_key key;
+} mlir_ragged_dim;
+enum { MLIR_N_RAGGED_DIMS = 6 };
+extern const mlir_ragged_dim MLIR_RAGGED_DIMS[MLIR_N_RAGGED_DIMS];
+
 #endif

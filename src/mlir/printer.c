@@ -2148,22 +2148,13 @@ static bool print_instr(printer *p, scope *s, const gs_instr *in) {
     case GS_OP_RAGGED_DOT: {
         /* `"chlo.ragged_dot"(%l, %r, %g) {ragged_dot_dimension_numbers = #chlo.ragged_dot<...>,
          * precision_config = [...]} : (L, R, G) -> T`, as JAX writes it */
-        static const struct {
-            gs_attr_key k;
-            const char *mlir;
-        } DIMS[] = {{GS_ATTR_LHS_BATCH_DIMS, "lhs_batching_dimensions"},
-                    {GS_ATTR_RHS_BATCH_DIMS, "rhs_batching_dimensions"},
-                    {GS_ATTR_LHS_CONTRACTING_DIMS, "lhs_contracting_dimensions"},
-                    {GS_ATTR_RHS_CONTRACTING_DIMS, "rhs_contracting_dimensions"},
-                    {GS_ATTR_LHS_RAGGED_DIMS, "lhs_ragged_dimensions"},
-                    {GS_ATTR_RHS_GROUP_DIMS, "rhs_group_dimensions"}};
         const char *ops[MAX_VALUES];
         int n = operands_and_result(p, s, in, ops);
         if (n < 0) return false;
         gs_sb_puts(&at, "ragged_dot_dimension_numbers = #chlo.ragged_dot<");
-        for (size_t i = 0; i < sizeof DIMS / sizeof DIMS[0]; i++) {
-            gs_sb_printf(&at, "%s%s = ", i ? ", " : "", DIMS[i].mlir);
-            print_list(&at, gs_instr_ints(in, DIMS[i].k));
+        for (int i = 0; i < MLIR_N_RAGGED_DIMS; i++) {
+            gs_sb_printf(&at, "%s%s = ", i ? ", " : "", MLIR_RAGGED_DIMS[i].mlir);
+            print_list(&at, gs_instr_ints(in, MLIR_RAGGED_DIMS[i].key));
         }
         gs_sb_puts(&at, ">, precision_config = [#chlo<precision DEFAULT>, #chlo<precision "
                         "DEFAULT>]");

@@ -332,6 +332,13 @@ const gs_instr **gs_part_topo_order(gs_arena *a, const gs_computation *comp) {
 static gs_computation *copy_comp(void *ctx, gs_computation *src);
 static const char *comp_name(gs_part_ctx *c, const char *name, bool *first);
 
+void gs_part_result(gs_part_value *out, gs_instr *hlo, const gs_shape *base, const gs_sharding *s) {
+    out->hlo = hlo;
+    out->base = base;
+    out->sharding = s;
+    out->combiner = GS_OP_ADD;
+}
+
 gs_instr *gs_part_clone(gs_part_ctx *c, const gs_instr *in, const gs_shape *shape, int n,
                         gs_instr *const *ops) {
     gs_builder *b = gs_part_builder(c);

@@ -194,11 +194,8 @@ static void sums(bn_plan *p, int n, gs_instr *const *xs, gs_instr **out) {
         out[k] = NULL;
         if (!part[k]) return;
     }
-    gs_replica_groups *g = NULL;
-    if (gs_sharding_groups_along(&b->m->arena, p->s, p->nt, p->tiled, &g) != GS_OK || !g) {
-        gs_part_oom(c);
-        return;
-    }
+    gs_replica_groups *g = gs_part_groups_along(c, p->s, p->nt, p->tiled);
+    if (!g) return;
     if (n == 1) {
         out[0] = gs_part_all_reduce(c, part[0], g, GS_OP_ADD);
         return;

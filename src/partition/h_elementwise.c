@@ -225,10 +225,7 @@ bool gs_part_handle_custom_call(gs_part_ctx *c, const gs_instr *in, const gs_sha
          * of its manual group's value, as XLA copies it. */
         const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
         if (ls && v->hlo && gs_shape_same_dims(v->hlo->shape, ls)) {
-            out->hlo = v->hlo;
-            out->base = in->shape;
-            out->sharding = t;
-            out->combiner = GS_OP_ADD;
+            gs_part_result(out, v->hlo, in->shape, t);
             return true;
         }
     }
@@ -279,10 +276,7 @@ static bool permute_tiles(gs_part_ctx *c, const gs_instr *in, const gs_sharding 
             return false;
     }
     gs_instr *x = v->hlo;
-    out->hlo = gs_part_clone(c, in, x->shape, 1, &x);
-    out->base = in->shape;
-    out->sharding = t;
-    out->combiner = GS_OP_ADD;
+    gs_part_result(out, gs_part_clone(c, in, x->shape, 1, &x), in->shape, t);
     return out->hlo != NULL;
 }
 

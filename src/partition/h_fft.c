@@ -89,11 +89,8 @@ static gs_instr *decimate(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int
     const gs_shape *xs = x->shape;
     int r = xs->rank;
     int64_t M = xs->dims[r - 1];
-    gs_replica_groups *g = NULL;
-    if (gs_sharding_groups_along(&b->m->arena, s, 1, &dim, &g) != GS_OK || !g) {
-        gs_part_oom(c);
-        return NULL;
-    }
+    gs_replica_groups *g = gs_part_groups_along(c, s, 1, &dim);
+    if (!g) return NULL;
     /* Columns per device and destination (one more when the blocks do not start at multiples
      * of P), and the block placed at its offset mod P. */
     bool aligned = M % P == 0;
@@ -215,9 +212,6 @@ bool gs_part_fft_distributed(gs_part_ctx *c, const gs_instr *in, const gs_shardi
         k = k ? gs_build_convert(b, k, z->shape->type) : NULL;
         z = k ? scale_by(c, z, k) : NULL;
     }
-    out->hlo = z;
-    out->base = in->shape;
-    out->sharding = s;
-    out->combiner = GS_OP_ADD;
+    gs_part_result(out, z, in->shape, s);
     return z != NULL;
 }

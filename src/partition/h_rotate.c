@@ -43,13 +43,6 @@ static gs_instr *circular_window(gs_part_ctx *c, gs_instr *x, const gs_sharding 
     return w;
 }
 
-static void result(gs_part_value *out, gs_instr *y, const gs_instr *in, const gs_sharding *t) {
-    out->hlo = y;
-    out->base = in->shape;
-    out->sharding = t;
-    out->combiner = GS_OP_ADD;
-}
-
 bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                                  gs_part_value *out) {
     int64_t dim, amount;
@@ -75,7 +68,7 @@ bool gs_part_handle_rotate_right(gs_part_ctx *c, const gs_instr *in, const gs_sh
         if (s < 1) return false;
         y = circular_window(c, x, t, (int)dim, n, -a, s, s, (n + s - 1) / s, true, false);
     }
-    result(out, y, in, t);
+    gs_part_result(out, y, in->shape, t);
     return y != NULL;
 }
 
@@ -110,7 +103,7 @@ bool gs_part_handle_multi_rotate(gs_part_ctx *c, const gs_instr *in, const gs_sh
         for (int i = 0; i < in->shape->n_tuple; i++) local[i] = x->shape;
         gs_shape *tup = gs_shape_tuple(gs_part_arena(c), in->shape->n_tuple, (gs_shape **)local);
         gs_instr *y = tup ? gs_part_clone(c, in, tup, 1, &x) : NULL;
-        result(out, y, in, t);
+        gs_part_result(out, y, in->shape, t);
         return y != NULL;
     }
     int64_t s = x->shape->dims[dim];
@@ -128,7 +121,7 @@ bool gs_part_handle_multi_rotate(gs_part_ctx *c, const gs_instr *in, const gs_sh
         res[i] = gs_build_slice(b, ext, st, lim, NULL);
     }
     gs_instr *y = gs_build_tuple(b, (int)(la + ra + 1), res);
-    result(out, y, in, t);
+    gs_part_result(out, y, in->shape, t);
     return y != NULL;
 }
 
@@ -164,7 +157,7 @@ bool gs_part_handle_wrap(gs_part_ctx *c, const gs_instr *in, const gs_sharding *
         y = circular_window(c, x, t, (int)dim, n, -la, ps, ps, gs_part_live_tiles(k, ps, m),
                             la > 0, ra > 0);
     }
-    result(out, y, in, t);
+    gs_part_result(out, y, in->shape, t);
     return y != NULL;
 }
 
@@ -227,9 +220,6 @@ bool gs_part_handle_multi_pad(gs_part_ctx *c, const gs_instr *in, const gs_shard
         lim[dim] = i + len + (k > 1 ? 0 : amt);
         res[i] = gs_build_slice(b, ext, st, lim, NULL);
     }
-    out->hlo = gs_build_tuple(b, (int)amt + 1, res);
-    out->base = in->shape;
-    out->sharding = t;
-    out->combiner = GS_OP_ADD;
+    gs_part_result(out, gs_build_tuple(b, (int)amt + 1, res), in->shape, t);
     return out->hlo != NULL;
 }

@@ -17,13 +17,6 @@
 
 #include <string.h>
 
-static void result(gs_part_value *out, gs_instr *hlo, const gs_shape *base, const gs_sharding *s) {
-    out->hlo = hlo;
-    out->base = base;
-    out->sharding = s;
-    out->combiner = GS_OP_ADD;
-}
-
 static gs_instr *resharded(gs_part_ctx *c, const gs_instr *in, int k, const gs_sharding *s) {
     gs_part_value r;
     gs_part_reshard(c, gs_part_operand(c, in, k), s, &r);
@@ -72,7 +65,7 @@ bool gs_part_handle_broadcast(gs_part_ctx *c, const gs_instr *in, const gs_shard
     gs_instr *x = resharded(c, in, 0, op_s);
     const gs_shape *ls = gs_part_local_shape(c, in->shape, t);
     if (!ls) return false;
-    result(out, gs_build_broadcast(gs_part_builder(c), x, r, ls->dims, bd.n, bd.v), in->shape, t);
+    gs_part_result(out, gs_build_broadcast(gs_part_builder(c), x, r, ls->dims, bd.n, bd.v), in->shape, t);
     return out->hlo != NULL;
 }
 
@@ -213,7 +206,7 @@ bool gs_part_handle_reshape(gs_part_ctx *c, const gs_instr *in, const gs_shardin
         gs_part_value same;
         gs_part_reshard(c, v, want, &same);
         if (!same.hlo) return false;
-        result(out, gs_build_copy(gs_part_builder(c), same.hlo), b, want);
+        gs_part_result(out, gs_build_copy(gs_part_builder(c), same.hlo), b, want);
         return out->hlo != NULL;
     }
     const gs_sharding *fwd =
@@ -239,14 +232,14 @@ bool gs_part_handle_reshape(gs_part_ctx *c, const gs_instr *in, const gs_shardin
         } else {
             gs_instr *y = uneven_reshape(c, a, v->sharding, v->hlo, b, &rs);
             if (!y) return false;
-            result(out, y, b, rs);
+            gs_part_result(out, y, b, rs);
             return true;
         }
     }
     const gs_shape *ls = gs_part_local_shape(c, b, rs);
     if (!ls || !x) return false;
     if (gs_shape_elements(ls) != gs_shape_elements(x->shape)) return false; /* not a local one */
-    result(out, gs_build_reshape(gs_part_builder(c), x, ls->rank, ls->dims), b, rs);
+    gs_part_result(out, gs_build_reshape(gs_part_builder(c), x, ls->rank, ls->dims), b, rs);
     if (out->hlo && out->hlo == x) {
         /* Same per-device shape: keep a distinct instruction for the result's name. */
         out->hlo = gs_build_copy(gs_part_builder(c), x);
@@ -276,7 +269,7 @@ bool gs_part_handle_transpose(gs_part_ctx *c, const gs_instr *in, const gs_shard
     if (!x) return false;
     gs_instr *y = gs_build_transpose(gs_part_builder(c), x, perm);
     if (y == x) y = gs_build_copy(gs_part_builder(c), x);
-    result(out, y, in->shape, t);
+    gs_part_result(out, y, in->shape, t);
     return out->hlo != NULL;
 }
 
@@ -298,7 +291,7 @@ static bool with_whole_dims(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     replicated_rest(c, in, n_data, ops);
     const gs_shape *ls = gs_part_local_shape(c, in->shape, s);
     if (!ls) return false;
-    result(out, NULL, in->shape, s);
+    gs_part_result(out, NULL, in->shape, s);
     out->hlo = gs_part_clone(c, in, ls, k, ops);
     return out->hlo != NULL;
 }
@@ -360,7 +353,7 @@ bool gs_part_handle_reverse(gs_part_ctx *c, const gs_instr *in, const gs_shardin
     }
     const gs_shape *ls = gs_part_local_shape(c, sh, t);
     if (!x || !ls) return false;
-    result(out, gs_part_clone(c, in, ls, 1, &x), sh, t);
+    gs_part_result(out, gs_part_clone(c, in, ls, 1, &x), sh, t);
     return out->hlo != NULL;
 }
 
@@ -428,7 +421,7 @@ bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding 
             y = gs_part_halo_window(c, y, s, i, os->dims[i], a->u.slice.v[i].start,
                                     in->shape->dims[i], NULL);
     if (y == x) y = gs_build_copy(gs_part_builder(c), x);
-    result(out, y, in->shape, s);
+    gs_part_result(out, y, in->shape, s);
     return out->hlo != NULL;
 }
 
@@ -495,7 +488,7 @@ bool gs_part_handle_pad(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
             y = gs_part_halo_window(c, y, s, i, os->dims[i], -a->u.padding->dims[i].lo,
                                     in->shape->dims[i], ops[1]);
     if (y == x) y = gs_build_copy(gs_part_builder(c), x);
-    result(out, y, in->shape, s);
+    gs_part_result(out, y, in->shape, s);
     return out->hlo != NULL;
 }
 
@@ -541,7 +534,7 @@ static bool concat_by_halos(gs_part_ctx *c, const gs_instr *in, const gs_shardin
         at += n;
     }
     if (!acc) return false;
-    result(out, acc, in->shape, t);
+    gs_part_result(out, acc, in->shape, t);
     return out->hlo != NULL;
 }
 
@@ -573,7 +566,7 @@ bool gs_part_handle_dynamic_slice(gs_part_ctx *c, const gs_instr *in, const gs_s
     replicated_rest(c, in, 1, ops);
     const gs_shape *ls = gs_part_local_shape(c, in->shape, s);
     if (!ops[0] || !ls) return false;
-    result(out, gs_build_dynamic_slice(gs_part_builder(c), ops[0], ops + 1, ls->dims), in->shape,
+    gs_part_result(out, gs_build_dynamic_slice(gs_part_builder(c), ops[0], ops + 1, ls->dims), in->shape,
            s);
     return out->hlo != NULL;
 }
@@ -634,7 +627,7 @@ bool gs_part_handle_dynamic_update_slice(gs_part_ctx *c, const gs_instr *in, con
         st[i] = lo[i];
         lim[i] = lo[i] + ls->dims[i];
     }
-    result(out, w ? gs_build_slice(b, w, st, lim, NULL) : NULL, os, t);
+    gs_part_result(out, w ? gs_build_slice(b, w, st, lim, NULL) : NULL, os, t);
     return out->hlo != NULL;
 }
 
@@ -654,7 +647,7 @@ bool gs_part_handle_iota(gs_part_ctx *c, const gs_instr *in, const gs_sharding *
         gs_instr *off = gs_build_convert(b, gs_part_shard_offset(c, t, k, ls->dims[k]), ty);
         x = gs_build_binary(b, GS_OP_ADD, x, gs_part_bcast_scalar(c, off, ls));
     }
-    result(out, x, in->shape, t);
+    gs_part_result(out, x, in->shape, t);
     return x != NULL;
 }
 
@@ -663,7 +656,7 @@ bool gs_part_handle_constant(gs_part_ctx *c, const gs_instr *in, const gs_shardi
     (void)t;
     /* The whole literal on every device; the driver's reshard cuts the shard (a local
      * dynamic-slice). */
-    result(out, gs_part_clone(c, in, in->shape, 0, NULL), in->shape,
+    gs_part_result(out, gs_part_clone(c, in, in->shape, 0, NULL), in->shape,
            gs_part_replicated(c, in->shape));
     return out->hlo != NULL;
 }
@@ -718,7 +711,7 @@ bool gs_part_handle_sort(gs_part_ctx *c, const gs_instr *in, const gs_sharding *
     }
     const gs_shape *ls = gs_part_local_shape(c, in->shape, rs);
     if (!ls) return false;
-    result(out, gs_part_clone(c, in, ls, n, ops), in->shape, rs);
+    gs_part_result(out, gs_part_clone(c, in, ls, n, ops), in->shape, rs);
     return out->hlo != NULL;
 }
 
@@ -771,7 +764,7 @@ bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_s
                                    -w->pad_lo, so * w->stride, (so - 1) * w->stride + eff,
                                    (o + so - 1) / so, id);
     }
-    result(out, gs_part_clone(c, in, ls, 2, ops), in->shape, s);
+    gs_part_result(out, gs_part_clone(c, in, ls, 2, ops), in->shape, s);
     if (!out->hlo) return false;
     /* The halo read filled the padding (and the holes) in. */
     gs_window *w = gs_instr_attr(out->hlo, GS_ATTR_WINDOW)->u.window;
@@ -882,6 +875,6 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
             if (halo[i]) wy->dims[i].pad_hi = 0;
     }
     if (y && cut) y = gs_build_slice(gs_part_builder(c), y, st, lim, NULL);
-    result(out, y, in->shape, s);
+    gs_part_result(out, y, in->shape, s);
     return out->hlo != NULL;
 }

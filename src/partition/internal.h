@@ -183,6 +183,8 @@ void gs_part_copy_attrs(gs_part_ctx *c, const gs_instr *in, gs_instr *out, int n
 /* The instructions of comp with operands first (text order when it already is), in arena a;
  * NULL on allocation failure. */
 const gs_instr **gs_part_topo_order(gs_arena *a, const gs_computation *comp);
+/* Sets *out to value hlo of base shape `base` sharded by s (whole values: combined by adding). */
+void gs_part_result(gs_part_value *out, gs_instr *hlo, const gs_shape *base, const gs_sharding *s);
 /* Clones `in` with new operands and result shape (attributes and called computations copied,
  * sharding dropped). */
 gs_instr *gs_part_clone(gs_part_ctx *c, const gs_instr *in, const gs_shape *shape, int n,
@@ -375,6 +377,10 @@ bool gs_part_owner_update(gs_part_ctx *c, const gs_instr *in, gs_part_value *out
 
 /* ---- collectives.c */
 
+/* Replica groups of the devices that differ only in tile dims dims[0..n) of s (in the
+ * output module's arena; NULL after an allocation failure). */
+gs_replica_groups *gs_part_groups_along(gs_part_ctx *c, const gs_sharding *s, int n,
+                                        const int *dims);
 gs_instr *gs_part_all_reduce(gs_part_ctx *c, gs_instr *x, const gs_replica_groups *g, gs_opcode op);
 gs_instr *gs_part_all_gather(gs_part_ctx *c, gs_instr *x, int dim, int64_t size,
                              const gs_replica_groups *g);

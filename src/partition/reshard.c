@@ -233,8 +233,8 @@ static gs_replica_groups *all_devices(gs_part_ctx *c) {
     return g;
 }
 
-static gs_replica_groups *groups_along(gs_part_ctx *c, const gs_sharding *s, int n,
-                                       const int *dims) {
+gs_replica_groups *gs_part_groups_along(gs_part_ctx *c, const gs_sharding *s, int n,
+                                        const int *dims) {
     gs_replica_groups *g = NULL;
     if (gs_sharding_groups_along(groups_arena(c), s, n, dims, &g) != GS_OK) gs_part_oom(c);
     return g;
@@ -252,7 +252,7 @@ static void local_dims(const gs_shape *base, const gs_sharding *s, int64_t *out)
 /* 1b. Partial values combined over their unreduced groups. */
 static void rung_all_reduce(gs_part_ctx *c, gs_part_value *v) {
     int ud = gs_part_unreduced_dim(v->sharding);
-    gs_replica_groups *g = ud == -2 ? all_devices(c) : groups_along(c, v->sharding, 1, &ud);
+    gs_replica_groups *g = ud == -2 ? all_devices(c) : gs_part_groups_along(c, v->sharding, 1, &ud);
     v->hlo = gs_part_all_reduce(c, v->hlo, g, v->combiner);
     v->sharding = gs_part_reduced_form(c, v->sharding);
 }
@@ -395,7 +395,7 @@ static bool rung_reduce_scatter(gs_part_ctx *c, gs_part_value *v, const gs_shard
         if (dims[j] != x->shape->dims[j])
             x = gs_part_pad_to(c, x, dims, gs_part_identity(c, v->combiner, x->shape->type));
     }
-    gs_replica_groups *g = groups_along(c, s, 1, &ud);
+    gs_replica_groups *g = gs_part_groups_along(c, s, 1, &ud);
     v->hlo = gs_part_reduce_scatter(c, x, j, u, g, v->combiner);
     v->sharding = best;
     return true;
@@ -667,7 +667,7 @@ static const gs_sharding *move_factor(gs_part_ctx *c, const gs_sharding *s, int 
             gs_part_oom(c);
             return NULL;
         }
-        if (groups) *groups = groups_along(c, s, 1, &i);
+        if (groups) *groups = gs_part_groups_along(c, s, 1, &i);
         return make(c, &t, s->n_subgroups, s->subgroups);
     }
     gs_tile_assignment u, m, t;
@@ -678,7 +678,7 @@ static const gs_sharding *move_factor(gs_part_ctx *c, const gs_sharding *s, int 
     if (groups) {
         const gs_sharding *view = make(c, &u, s->n_subgroups, s->subgroups);
         int fi = i + 1;
-        *groups = view ? groups_along(c, view, 1, &fi) : NULL;
+        *groups = view ? gs_part_groups_along(c, view, 1, &fi) : NULL;
     }
     /* Merge the factor (tile dim i + 1 of u, a data dim there) into j, then drop its 1. */
     if (!merge_into(c, &u, dr + 1, i + 1, j < i + 1 ? j : j + 1, &m)) {
@@ -818,7 +818,7 @@ static void reduce_dims(gs_part_ctx *c, gs_part_value *v, int n, const int *dims
         gs_instr *zero = gs_part_bcast_scalar(c, gs_build_scalar_i(b, fs.type, 0), &fs);
         x = gs_build_dynamic_update_slice(b, zero, x, offs);
     }
-    gs_replica_groups *g = groups_along(c, s, n, dims);
+    gs_replica_groups *g = gs_part_groups_along(c, s, n, dims);
     x = gs_part_all_reduce(c, x, g, x && x->shape->type == GS_PRED ? GS_OP_OR : GS_OP_ADD);
     if (x) {
         int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
@@ -843,7 +843,7 @@ static void gather_dims(gs_part_ctx *c, gs_part_value *v, int n, const int *dims
             small[ns++] = i;
             continue;
         }
-        gs_replica_groups *g = groups_along(c, s, 1, &i);
+        gs_replica_groups *g = gs_part_groups_along(c, s, 1, &i);
         gs_instr *x = gs_part_all_gather(c, v->hlo, i, kt, g);
         if (x && x->shape->dims[i] > v->base->dims[i]) {
             int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK];
@@ -870,7 +870,7 @@ static void gather_minor(gs_part_ctx *c, gs_part_value *v, int i, int64_t f) {
     const gs_sharding *view = make(c, &u, s->n_subgroups, s->subgroups);
     if (!view) return;
     int fi = i + 1;
-    gs_replica_groups *g = groups_along(c, view, 1, &fi);
+    gs_replica_groups *g = gs_part_groups_along(c, view, 1, &fi);
     const gs_sharding *r = gs_part_replicate_dims(c, view, 1, &fi);
     int64_t drop = fi;
     gs_sharding *out = NULL;

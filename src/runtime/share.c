@@ -104,12 +104,6 @@ static uint64_t hash_ops(gs_value *const *ops, int n) {
     return h;
 }
 
-static bool same_value(const gs_value *a, const gs_value *b) {
-    return a->type == b->type && a->rank == b->rank &&
-           memcmp(a->dims, b->dims, sizeof *a->dims * (size_t)a->rank) == 0 &&
-           memcmp(a->data, b->data, gs_value_bytes(a)) == 0;
-}
-
 static bool shareable(const gs_instr *in, gs_value *const *ops, int n) {
     if (in->op != GS_OP_DOT && in->op != GS_OP_CONVOLUTION) return false;
     for (int k = 0; k < n; k++)
@@ -128,7 +122,7 @@ gs_value *gs_share_begin(void *ctx, const gs_instr *in, gs_value *const *ops, in
     for (; e; e = e->next) {
         if (e->in != in || e->hash != h || e->n != n) continue;
         bool same = true;
-        for (int k = 0; k < n && same; k++) same = same_value(e->ops[k], ops[k]);
+        for (int k = 0; k < n && same; k++) same = gs_value_same_bits(e->ops[k], ops[k]);
         if (same) break;
     }
     gs_value *r = NULL;
