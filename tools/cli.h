@@ -129,7 +129,7 @@ gs_status gs_cli_module_devices(const gs_module *m, const char *mesh, long *n, g
  * `given` is -1 when neither --propagate nor --no-propagate was given, else 0 or 1. */
 bool gs_cli_propagate_default(const gs_module *m, int given);
 /* The options of the commands that partition (run, partition, cost): --num-partitions N (N in
- * 1..max_devices, gs_cli_devices_option), the windowed einsum ones into *win
+ * 1..max_devices, gs_cli_devices_option), the windowed einsum and reduce-scatter ones into *win
  * (gs_cli_windowed_option) and --mesh / --shard into *sh (gs_cli_sharding_option). 1 when
  * argv[*i] is one of them, 0 when not, -1 after a message (the caller exits 2). */
 int gs_cli_partition_option(int argc, char **argv, int *i, const char *cmd, long max_devices,
@@ -141,8 +141,8 @@ int gs_cli_seed_option(int argc, char **argv, int *i, const char *cmd, const cha
 
 /* If argv[*i] is `NAME V` or `NAME=V`, sets *value, advances *i past V and returns true. */
 bool gs_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
-/* If argv[*i] is --windowed-einsum-threshold-mib M or --bidirectional-windowed-einsum: sets
- * o's windowed einsum options (1 on success, -1 with a message for a bad M); 0 when argv[*i] is
+/* If argv[*i] is --windowed-einsum-threshold-mib M, --no-windowed-einsum,
+ * --bidirectional-windowed-einsum or --[no-]reduce-scatter: sets that option of o (1 on success, -1 with a message for a bad M); 0 when argv[*i] is
  * another option. */
 int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
                            gs_partition_options *o);

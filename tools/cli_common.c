@@ -148,6 +148,10 @@ int gs_cli_windowed_option(int argc, char **argv, int *i, const char *cmd,
         o->no_windowed_einsum = true;
         return 1;
     }
+    if (strcmp(argv[*i], "--reduce-scatter") == 0 || strcmp(argv[*i], "--no-reduce-scatter") == 0) {
+        o->all_reduce_then_slice = argv[*i][2] == 'n';
+        return 1;
+    }
     if (!gs_cli_opt_value(argc, argv, i, "--windowed-einsum-threshold-mib", &v)) return 0;
     char *end;
     double mib = strtod(v, &end);

@@ -22,7 +22,8 @@ static const char *COST_USAGE =
     "gspmd cost FILE [--num-partitions N] [--machine NAME|FILE] [--propagate|--no-propagate] "
     "[--spmd] [--json] [--trace FILE.json] [--model-flops F] [--strict] "
     "[--windowed-einsum-threshold-mib M | "
-    "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--mesh M --shard NAME=SPEC]... "
+    "--no-windowed-einsum] [--bidirectional-windowed-einsum] [--no-reduce-scatter] "
+    "[--mesh M --shard NAME=SPEC]... "
     "[--algorithm gspmd|shardy] [--auto --mesh M [--ignore-shardings] [--memory-limit BYTES]]";
 
 static const char *COST_HELP =
@@ -43,7 +44,7 @@ static const char *COST_HELP =
     "  --algorithm gspmd|shardy  which propagation: XLA's GSPMD one or Shardy's (the default\n"
     "                       for a module that declares sdy.mesh)\n"
     "  --strict, --windowed-einsum-threshold-mib M, --no-windowed-einsum,\n"
-    "  --bidirectional-windowed-einsum\n"
+    "  --bidirectional-windowed-einsum, --reduce-scatter (the default here), --no-reduce-scatter\n"
     "                       partition as `gspmd partition` does with them\n"
     "  --auto --mesh M      choose every sharding on the mesh M for this machine (gspmd\n"
     "                       autoshard) instead of propagating; the devices are the mesh's;\n"

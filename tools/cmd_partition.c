@@ -6,6 +6,8 @@
  *                   [--emit hlo|mlir]
  *                   [--mesh M --shard NAME=SPEC]...
  *
+ * A partial sum wanted split is an all-reduce and a dynamic-slice, as XLA's partitioner writes
+ * it; --reduce-scatter fuses them (XLA's ReduceScatterCreator), as run and cost do.
  * Instructions without a sharding are replicated (XLA's partitioner alone, the default for HLO
  * input); --propagate (the default for StableHLO input) runs SPMD sharding propagation first
  * (gs_compile does the whole pipeline). N defaults to the count the module declares. Warnings (full rematerialization; instructions computed whole although sharded) go to
@@ -21,7 +23,8 @@
 static const char *PART_USAGE =
     "gspmd partition FILE [--num-partitions N] [--propagate|--no-propagate] [--stats] [--strict] "
     "[--windowed-einsum-threshold-mib M | --no-windowed-einsum] [--bidirectional-windowed-einsum] "
-    "[--mesh M --shard NAME=SPEC]... [--emit hlo|mlir] [--algorithm gspmd|shardy]";
+    "[--reduce-scatter] [--mesh M --shard NAME=SPEC]... [--emit hlo|mlir] "
+    "[--algorithm gspmd|shardy]";
 
 static const char *PART_HELP =
     "Rewrites a sharded module into ONE SPMD program that every device runs with its own\n"
@@ -47,6 +50,10 @@ static const char *PART_HELP =
     "                       partial dot and a collective-permute per step (XLA's windowed\n"
     "                       einsum; M is 256 unless given, XLA's default)\n"
     "  --no-windowed-einsum no windowed einsum loops, whatever the operands' sizes\n"
+    "  --reduce-scatter     a partial sum wanted split is one reduce-scatter, as run and cost\n"
+    "                       execute it (XLA's ReduceScatterCreator pass after partitioning);\n"
+    "                       without it (--no-reduce-scatter, the default here) an all-reduce\n"
+    "                       and each device's dynamic-slice, as XLA's partitioner writes it\n"
     "  --algorithm gspmd|shardy\n"
     "                       which propagation --propagate runs: XLA's GSPMD one or Shardy's\n"
     "                       (the default for a module that declares sdy.mesh)\n"
@@ -127,6 +134,8 @@ static gs_status partition_module(void *ctx, gs_module *m, gs_diags *d) {
 int gs_cli_partition(int argc, char **argv) {
     part_args a = {.propagate = -1};
     gs_compile_options_init(&a.co, 0);
+    /* The program as XLA's partitioner writes it, unless --reduce-scatter. */
+    a.co.partition.all_reduce_then_slice = true;
     int rc = part_parse_args(argc, argv, &a);
     if (rc == GS_CLI_CONTINUE) {
         rc = gs_cli_with_module(a.file, partition_module, &a);

@@ -101,6 +101,13 @@ typedef struct gs_partition_options {
     double windowed_einsum_threshold_mib;  /* MiB (>= 0) */
     bool bidirectional_windowed_einsum;    /* the all-gather loops pass shards both ways round
                                               the ring (about k/2 steps of two dots) */
+    bool all_reduce_then_slice;            /* a partial sum wanted tiled is all-reduced, then
+                                              each device slices its tile (dynamic-slice), as
+                                              XLA's partitioner writes it; XLA's later
+                                              ReduceScatterCreator pass makes one reduce-scatter
+                                              of the two, which is what gspmd emits without this
+                                              (half the bytes). Plans are costed with the
+                                              reduce-scatter either way */
     long fail_alloc_at;                    /* fault injection: fail the output module's k-th
                                               arena allocation (0 = never) */
 } gs_partition_options;

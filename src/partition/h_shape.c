@@ -385,9 +385,10 @@ bool gs_part_handle_batched_matrix(gs_part_ctx *c, const gs_instr *in, const gs_
     return with_whole_dims(c, in, t, 2, moved, in->n_operands, out);
 }
 
-bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
-                          gs_part_value *out) {
-    if (!plain_array(in, t)) return false;
+/* The slice computed in sharding t (its sliced dims made whole where no one-hop halo reaches
+ * the window; with must_keep, such a dim fails instead). */
+static bool slice_in(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t, bool must_keep,
+                     gs_part_value *out) {
     const gs_attr *a = gs_instr_attr(in, GS_ATTR_SLICE);
     const gs_shape *os = in->operands[0]->shape;
     if (!a || a->u.slice.n != os->rank) return false;
@@ -402,6 +403,8 @@ bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding 
         if (sd->stride == 1 &&
             gs_part_halo_plan(t, i, os->dims[i], sd->start, in->shape->dims[i], &l, &r))
             halo[i] = true;
+        else if (must_keep && gs_sharding_tiles_in_dim(t, i) > 1)
+            return false;
         else
             whole[i] = true, moved[n++] = i;
     }
@@ -423,6 +426,19 @@ bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding 
     if (y == x) y = gs_build_copy(gs_part_builder(c), x);
     gs_part_result(out, y, in->shape, s);
     return out->hlo != NULL;
+}
+
+bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
+                          gs_part_value *out) {
+    if (!plain_array(in, t)) return false;
+    /* An operand split into more tiles than the result is sliced where it lies (XLA's
+     * HandleSlice): only the slice then moves to the result's sharding, not the operand. */
+    const gs_sharding *s = gs_part_operand(c, in, 0)->sharding;
+    if (gs_part_plain(s) && s->kind == GS_SHARDING_TILED &&
+        gs_sharding_num_tiles(s) > gs_sharding_num_tiles(t) && slice_in(c, in, s, true, out))
+        return true;
+    if (c->failed) return false;
+    return slice_in(c, in, t, false, out);
 }
 
 /* Positions a dim of n elements split k ways spans once each shard is dilated locally by d

@@ -330,6 +330,13 @@ static bool same_counts(const gs_sharding *a, const gs_sharding *b) {
     return true;
 }
 
+/* Whether partial sums wanted tiled take one reduce-scatter (rung 1a), or XLA's partitioner's
+ * all-reduce and then the refining dynamic-slice (rungs 1b and 6). Costing runs take the
+ * reduce-scatter that XLA's ReduceScatterCreator makes of the pair afterwards. */
+static bool fuse_reduce_scatter(const gs_part_ctx *c) {
+    return c->e->dry || !c->opts || !c->opts->all_reduce_then_slice;
+}
+
 /* 1a. Partial values scattered along a data dim the target tiles by the unreduced groups. */
 static bool rung_reduce_scatter(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
@@ -1059,7 +1066,9 @@ static void reshard_array(gs_part_ctx *c, const gs_part_value *in, const gs_shar
             continue;
         }
         if (gs_part_unreduced_dim(s) != -1) {
-            if (gs_part_unreduced_dim(to) == -1 && rung_reduce_scatter(c, &v, to)) continue;
+            if (gs_part_unreduced_dim(to) == -1 && fuse_reduce_scatter(c) &&
+                rung_reduce_scatter(c, &v, to))
+                continue;
             rung_all_reduce(c, &v);
             continue;
         }

@@ -229,7 +229,8 @@ def check_tiny(gspmd, name, args, coll, tmp):
     path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".hlo")
     n, written, _ = generate(args, path)
     notes = ["%d devices" % n]
-    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate"])
+    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
+                           "--reduce-scatter"])
     if rc != 0:
         raise ValueError("partition exited %d: %s" % (rc, last_line(err)))
     notes.append("partition %.2fs" % t)
@@ -256,7 +257,8 @@ def check_large(gspmd, name, args, tmp):
     size = os.path.getsize(path)
     if size > LARGE_TEXT_BYTES:
         raise ValueError("module is %d bytes of text (limit %d)" % (size, LARGE_TEXT_BYTES))
-    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate"])
+    rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
+                           "--reduce-scatter"])
     if rc != 0:
         raise ValueError("partition exited %d after %.1fs: %s" % (rc, t, last_line(err)))
     if t >= LARGE_SECONDS:
@@ -443,7 +445,7 @@ def partition_stats(gspmd, path, n, tiny):
     """`partition --propagate --stats` of path for n devices: (program, stats, seconds); a large
     module must partition within LARGE_SECONDS."""
     rc, out, err, t = run([gspmd, "partition", path, "--num-partitions", str(n), "--propagate",
-                           "--stats"])
+                           "--reduce-scatter", "--stats"])
     if rc != 0:
         raise ValueError("partition exited %d: %s" % (rc, last_line(err)))
     if not tiny and t >= LARGE_SECONDS:

@@ -14,7 +14,8 @@
  * dims open, and runs Shardy's propagation (a strategy, op and user priorities varying with the
  * case) first. Each module is partitioned (every third case with windowed
  * einsum on at threshold 0, half of those bidirectional, so dots that gather or reduce-scatter
- * run as loops), the program
+ * run as loops; every fifth with partial sums all-reduced and sliced, as XLA's partitioner
+ * writes them, instead of reduce-scattered), the program
  * verified, run on the
  * mesh's devices (threads) through gs_run_partitioned, the path `gspmd run` takes, and compared
  * with the reference interpreter by gs_verify_outputs, the check `gspmd run --verify` makes: f32
@@ -1174,6 +1175,7 @@ static const char *check_case(one_case *c, double *worst_error) {
     o.no_warnings = true;
     o.windowed_einsum = c->windowed;
     o.bidirectional_windowed_einsum = c->it % 2 == 0; /* half of those both ways */
+    o.all_reduce_then_slice = c->it % 5 == 1;         /* XLA's partitioner's form */
     if (gs_partition(c->mod, &o, &c->p, NULL, &c->d) != GS_OK) return "partition failed";
     if (gs_module_verify(c->p, &c->d) != GS_OK) return "the partitioned program does not verify";
     if (gs_interp_make_args(c->mod, NULL, (uint64_t)c->it, &c->args, &c->n_args, &c->d) != GS_OK)
