@@ -119,8 +119,8 @@ static gs_instr *gathered_window(gs_part_ctx *c, gs_instr *x, const gs_sharding 
  * [t*cb*mb, (t+1)*cb*mb). Either the shard reshapes locally into whole rows of e (ma a
  * multiple of mb) and a halo exchange along e moves those rows into place, or (mb a multiple of
  * ma) a halo exchange along d first gives each device the rows of d its result shard is made
- * of, which then reshape locally. A halo that would reach beyond one neighbour is read from
- * the all-gathered dim instead (gathered_window). *rs gets the result's sharding; NULL when the
+ * of, which then reshape locally. A halo that would reach beyond two neighbours, or move as
+ * much as gathering, is read from the all-gathered dim instead (gathered_window). *rs gets the result's sharding; NULL when the
  * pattern does not apply. */
 static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_sharding *from,
                                    gs_instr *x, const gs_shape *b, int d, const gs_sharding **rs) {
@@ -156,7 +156,10 @@ static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_s
     int64_t n = rows_first ? bv->dims[e] : na, held = rows_first ? ca * (ma / mb) : ca;
     int64_t w = rows_first ? cb : av->dims[d] / k, span = rows_first ? nb : na;
     int64_t live = gs_part_live_tiles(k, w, span), L, R;
-    bool near = gs_part_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) && L <= held && R <= held;
+    /* XLA's partial halo exchange: a permute per hop. Up to two hops each way, while the
+     * halos are smaller than gathering the dim; farther windows read the gathered dim. */
+    bool near = gs_part_halo_extent(hs, hd, n, 0, w, w, live, &L, &R) && L <= 2 * held &&
+                R <= 2 * held && L + R < (k - 1) * held;
     const gs_shape *lv = gs_part_local_shape(c, bv, to);
     if (!lv) return NULL;
     gs_builder *bl = gs_part_builder(c);
