@@ -760,6 +760,27 @@ static bool in_place_full(gs_part_ctx *c, const gs_part_space *sp, const gs_shar
     return batch == c->n || contr == c->n;
 }
 
+/* Does plan f tile only the batch dims and one side's free dims, over every device, with that
+ * side's free dims split at all? XLA's base case then keeps that operand and the result as they
+ * are and replicates the other operand (within the batch groups), when the operand already
+ * holds the result's split: *side gets 0 (lhs) or 1 (rhs). Dot-like spaces only (no windows). */
+static bool one_side_split(gs_part_ctx *c, const gs_part_space *sp, const gs_sharding *f,
+                           int *side) {
+    if (!f || f->kind != GS_SHARDING_TILED || f->n_subgroups || f->tiles.n != c->n || c->n < 2 ||
+        sp->nh > 0)
+        return false;
+    int64_t m = 1, n = 1, rest = 1;
+    for (int s = sp->nb; s < sp->ns; s++) {
+        int64_t k = gs_sharding_tiles_in_dim(f, s);
+        if (s < sp->nb + sp->nm) m *= k;
+        else if (s < sp->nb + sp->nm + sp->nn) n *= k;
+        else rest *= k;
+    }
+    if (rest != 1 || (m > 1) == (n > 1)) return false;
+    *side = m > 1 ? 0 : 1;
+    return true;
+}
+
 /* Is result sharding `out` (maybe partial sums) t once its partial sums are summed, up to the
  * order of the devices? XLA's grouped cases keep operands in place where the result then needs
  * only that (an operand's free dims split as the result's, its contracting dims summed: an
@@ -858,8 +879,8 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
                             : gs_sharding_replicated(gs_part_arena(c)),
                   cands, &nc);
     if (c->failed || nc == 0) return false;
-    gs_part_space_plan best = {0}, windowed = {0}, inplace = {0};
-    int best_i = -1, windowed_i = -1, inplace_i = -1;
+    gs_part_space_plan best = {0}, windowed = {0}, inplace = {0}, matched = {0};
+    int best_i = -1, windowed_i = -1, inplace_i = -1, matched_i = -1;
     for (int i = 0; i < nc; i++) {
         gs_part_space_plan p;
         int64_t lb, rb, ob, hb;
@@ -880,6 +901,15 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
             inplace = p;
             inplace_i = i;
         }
+        /* XLA's next base cases: an operand whose free dims are split as the result is, over
+         * every device (batch dims aside), stays in place with the result; the other operand
+         * is replicated across those splits. */
+        int side;
+        if (ob == 0 && hb == 0 && one_side_split(c, &sp, cands[i], &side) &&
+            (side == 0 ? lb : rb) == 0 && (matched_i < 0 || p.bytes < matched.bytes)) {
+            matched = p;
+            matched_i = i;
+        }
         /* XLA loops over one operand where the other and the result stay as they are (the
          * result scattered by the loop itself in the scatter form). */
         int looped = -1;
@@ -897,6 +927,9 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     if (inplace_i >= 0) {
         best = inplace;
         best_i = inplace_i;
+    } else if (matched_i >= 0) {
+        best = matched;
+        best_i = matched_i;
     }
     /* XLA partitions a gather or scatter by one method at a time, and within the device groups
      * one method leaves, the next method applies wherever an operand is still tiled: its
