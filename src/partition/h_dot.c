@@ -35,7 +35,7 @@
 
 #include <string.h>
 
-enum { MAX_PLANS = 10 };
+enum { MAX_PLANS = 12 };
 
 /* The space of a dot (or a ragged-dot: its rhs group dim, if any, goes to space dim `group`,
  * which the caller sizes): batch dims, lhs free dims, rhs free dims, contracting dims, in that
@@ -873,6 +873,9 @@ bool gs_part_plan_space(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     add_candidate(c, &sp, fr, cands, &nc);
     add_candidate(c, &sp, extend(c, &sp, fl, fr), cands, &nc);
     add_candidate(c, &sp, extend(c, &sp, fr, fl), cands, &nc);
+    /* An operand in place, the result's split taken on its replicated devices. */
+    add_candidate(c, &sp, extend(c, &sp, fl, fo), cands, &nc);
+    add_candidate(c, &sp, extend(c, &sp, fr, fo), cands, &nc);
     /* Whole operands (within each manual group, inside a partially manual region). */
     add_candidate(c, &sp,
                   c->manual ? lift(c, &sp, &sp.out, gs_part_replicated(c, in->shape))
