@@ -13,11 +13,12 @@
  *                     the output, and passes the shard one tile down the ring. Only one shard of
  *                     X is ever resident.
  *   reduce-scatter    the plan leaves partial sums (a split contracting dim) that the result
- *   form              scatters along an output dim made by X's free dim. Instead the partial sum
- *                     of one output block travels up the ring: device j at step i adds its
- *                     product for block (j + k - 1 - i) mod k (a dynamic-slice of X) to the sum it
- *                     received, so after k steps it holds block j whole. The whole partial
- *                     output is never materialised.
+ *   form              scatters along an output dim made by X's free dim (or along two, the
+ *                     group's tiles split between them: block b is (b / k2, b % k2)). Instead
+ *                     the partial sum of one output block travels up the ring: device j at
+ *                     step i adds its product for block (j + k - 1 - i) mod k (a dynamic-slice
+ *                     of X) to the sum it received, so after k steps it holds block j whole.
+ *                     The whole partial output is never materialised.
  *   contracting form  the plan all-gathers X along a contracting dim (the other operand Y holds
  *                     it whole). Instead the shard travels as in the all-gather form and each
  *                     step adds the product of the shard with the matching block of Y (a
@@ -64,6 +65,9 @@ typedef struct window_step {
     int xi;                   /* which operand X is (0 lhs, 1 rhs) */
     int xd, od;               /* X's dim and the output's dim that the loop walks */
     int64_t k, chunk;         /* shards in the ring, and their length along xd / od */
+    int xd2, od2;             /* reduce-scatter form over two output dims: the second (-1
+                                 when none); block b is (b / k2, b % k2) along (od, od2) */
+    int64_t k2, chunk2;       /* blocks along od2 (1 when none), and their length */
     const gs_shape *cs;       /* one step's product */
     int n_pairs;              /* the ring's collective-permute */
     const int64_t (*pairs)[2];
@@ -203,11 +207,18 @@ static gs_instr *block_product(gs_part_ctx *c, const window_step *w, gs_instr *x
     gs_instr *at = gs_part_add(c, my, gs_part_s32(c, off + w->k));
     if (i) at = gs_part_add(c, at, gs_part_mul(c, i, -sign));
     gs_instr *blk = gs_part_rem(c, at, w->k);
+    gs_instr *b1 = blk, *b2 = NULL;
+    if (w->xd2 >= 0) {
+        b1 = gs_part_div(c, blk, w->k2);
+        b2 = gs_part_rem(c, blk, w->k2);
+    }
     gs_instr *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];
     for (int d = 0; d < x->shape->rank; d++) {
-        idx[d] = d == w->xd ? gs_part_mul(c, blk, w->chunk) : gs_part_s32(c, 0);
-        sizes[d] = d == w->xd ? w->chunk : x->shape->dims[d];
+        idx[d] = d == w->xd    ? gs_part_mul(c, b1, w->chunk)
+                 : d == w->xd2 ? gs_part_mul(c, b2, w->chunk2)
+                               : gs_part_s32(c, 0);
+        sizes[d] = d == w->xd ? w->chunk : d == w->xd2 ? w->chunk2 : x->shape->dims[d];
     }
     return step_dot(c, w, gs_build_dynamic_slice(gs_part_builder(c), x, idx, sizes), y);
 }
@@ -338,7 +349,8 @@ static bool emit_gather(gs_part_ctx *c, const gs_instr *in, const gs_part_space 
     gs_builder *b = gs_part_builder(c);
     gs_arena *ma = &b->m->arena;
     const gs_sharding *sx = gs_part_operand(c, in, xi)->sharding;
-    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = gs_sharding_tiles_in_dim(sx, xd)};
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = gs_sharding_tiles_in_dim(sx, xd),
+                     .xd2 = -1, .od2 = -1, .k2 = 1};
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
     const gs_shape *ol = gs_part_local_shape(c, in->shape, best->out);
@@ -398,7 +410,8 @@ static bool emit_contract(gs_part_ctx *c, const gs_instr *in, const gs_part_spac
                           const gs_part_space_plan *best, int xi, int xd, int yd,
                           gs_part_value *out) {
     const gs_sharding *sx = gs_part_operand(c, in, xi)->sharding;
-    window_step w = {.in = in, .xi = xi, .xd = xd, .od = yd, .k = gs_sharding_tiles_in_dim(sx, xd)};
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = yd, .k = gs_sharding_tiles_in_dim(sx, xd),
+                     .xd2 = -1, .od2 = -1, .k2 = 1};
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, sx, &x0, &y0)) return false;
     const gs_shape *ol = gs_part_local_shape(c, in->shape, best->out);
@@ -418,10 +431,11 @@ static bool emit_contract(gs_part_ctx *c, const gs_instr *in, const gs_part_spac
 }
 
 /* The reduce-scatter form: the plan leaves partial sums over a ring of k devices that the
- * target scatters along output dim od, which operand xi's free dim xd makes. */
+ * target scatters along output dim od, which operand xi's free dim xd makes (and, when xd2 is
+ * not -1, along od2 too, which X's free dim xd2 makes: k/k2 blocks along od, k2 along od2). */
 static bool emit_scatter(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                          const gs_part_space_plan *best, const gs_sharding *t, int xi, int xd,
-                         int od, gs_part_value *out) {
+                         int od, int xd2, int od2, gs_part_value *out) {
     gs_builder *b = gs_part_builder(c);
     gs_arena *ma = &b->m->arena;
     /* The ring: the devices of one unreduced group, along their tile dim. */
@@ -437,17 +451,23 @@ static bool emit_scatter(gs_part_ctx *c, const gs_instr *in, const gs_part_space
         }
     }
     if (ud < 0) return false;
-    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = ring.dims[ud]};
+    window_step w = {.in = in, .xi = xi, .xd = xd, .od = od, .k = ring.dims[ud],
+                     .xd2 = xd2, .od2 = od2, .k2 = 1};
+    if (xd2 >= 0) w.k2 = gs_sharding_tiles_in_dim(t, od2);
     gs_instr *x0, *y0;
     if (!operands(c, in, sp, best, xi, xi == 0 ? best->lhs : best->rhs, &x0, &y0)) return false;
     const gs_shape *tl = gs_part_local_shape(c, in->shape, t);
     if (!tl) return false;
     w.chunk = tl->dims[od];
-    /* X padded to k whole blocks along xd, so that every block's slice is in range. */
+    w.chunk2 = xd2 >= 0 ? tl->dims[od2] : 0;
+    /* X padded to whole blocks along xd (and xd2), so that every block's slice is in range. */
     int64_t pd[GS_MAX_RANK];
     for (int i = 0; i < x0->shape->rank; i++)
-        pd[i] = i == xd ? w.chunk * w.k : x0->shape->dims[i];
-    if (pd[xd] < x0->shape->dims[xd]) return false;
+        pd[i] = i == xd    ? w.chunk * (w.k / w.k2)
+                : i == xd2 ? w.chunk2 * w.k2
+                           : x0->shape->dims[i];
+    if (pd[xd] < x0->shape->dims[xd] || (xd2 >= 0 && pd[xd2] < x0->shape->dims[xd2]))
+        return false;
     x0 = gs_part_pad_to(c, x0, pd, NULL);
     gs_shape *cs = gs_shape_with_type(ma, tl, tl->type);
     if (!cs || !x0) {
@@ -470,6 +490,7 @@ typedef struct window_choice {
     window_form form;
     int xi, xd, od; /* the operand looped over, its dim, and the output dim it makes (the
                        contracting form: the other operand's dim it contracts with) */
+    int xd2, od2;   /* the reduce-scatter form over two output dims: the second, else -1 */
 } window_choice;
 
 static double threshold_bytes(const gs_partition_options *o) {
@@ -504,7 +525,7 @@ static bool choose(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
                 for (int yd = 0; yd < ym->rank; yd++)
                     if (ym->to[yd] == s && gathers_dim(c, xv, want, xd) && gl &&
                         bytes_of(gl) >= limit) {
-                        *wc = (window_choice){WINDOW_CONTRACT, xi, xd, yd};
+                        *wc = (window_choice){WINDOW_CONTRACT, xi, xd, yd, -1, -1};
                         return true;
                     }
                 continue;
@@ -514,7 +535,7 @@ static bool choose(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
             for (int i = 0; i < sp->out.rank; i++)
                 if (sp->out.to[i] == s) od = i;
             if (od < 0 || gs_sharding_tiles_in_dim(best->out, od) != 1) continue;
-            *wc = (window_choice){WINDOW_GATHER, xi, xd, od};
+            *wc = (window_choice){WINDOW_GATHER, xi, xd, od, -1, -1};
             /* X gathered along xd for the dot: loop over its shards instead. */
             const gs_shape *gl = gs_part_local_shape(c, xv->base, want);
             if (gathers_dim(c, xv, want, xd) && gl && bytes_of(gl) >= limit) return true;
@@ -525,6 +546,24 @@ static bool choose(gs_part_ctx *c, const gs_instr *in, const gs_part_space *sp,
             wc->form = WINDOW_SCATTER;
             if (rs && gs_part_plain(t) && gs_sharding_equal(rs, t) && ol && bytes_of(ol) >= limit)
                 return true;
+            /* ... or along od and a later output dim that X's free dim xd2 makes, the
+             * partial sums' group split over both (the first major). */
+            for (int xd2 = 0; partial && xd2 < m->rank; xd2++) {
+                int64_t s2 = m->to[xd2];
+                if (xd2 == xd || s2 < lo || s2 >= hi) continue;
+                int od2 = -1;
+                for (int i = 0; i < sp->out.rank; i++)
+                    if (sp->out.to[i] == s2) od2 = i;
+                if (od2 <= od || gs_sharding_tiles_in_dim(best->out, od2) != 1) continue;
+                const gs_sharding *rs2 = gs_part_scatter_target2(
+                    c, best->out, sp->out.rank, od, gs_sharding_tiles_in_dim(t, od), od2);
+                if (rs2 && gs_part_plain(t) && gs_sharding_equal(rs2, t) && ol &&
+                    bytes_of(ol) >= limit) {
+                    wc->xd2 = xd2;
+                    wc->od2 = od2;
+                    return true;
+                }
+            }
         }
     }
     return false;
@@ -546,7 +585,8 @@ bool gs_part_windowed_dot(gs_part_ctx *c, const gs_instr *in, const gs_part_spac
     window_choice wc;
     if (c->e->dry || !choose(c, in, sp, best, t, &wc)) return false;
     switch (wc.form) {
-    case WINDOW_SCATTER: return emit_scatter(c, in, sp, best, t, wc.xi, wc.xd, wc.od, out);
+    case WINDOW_SCATTER:
+        return emit_scatter(c, in, sp, best, t, wc.xi, wc.xd, wc.od, wc.xd2, wc.od2, out);
     case WINDOW_CONTRACT: return emit_contract(c, in, sp, best, wc.xi, wc.xd, wc.od, out);
     default: return emit_gather(c, in, sp, best, wc.xi, wc.xd, wc.od, out);
     }

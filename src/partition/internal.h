@@ -525,6 +525,11 @@ const gs_sharding *gs_part_replicate_dims(gs_part_ctx *c, const gs_sharding *s, 
  * j (minor to j's own; {unreduced}: every device along j): what one reduce-scatter along j
  * reaches. NULL when s is not partial. */
 const gs_sharding *gs_part_scatter_target(gs_part_ctx *c, const gs_sharding *s, int rank, int j);
+/* The same onto two data dims j1 < j2: the unreduced tiles split k1 ways (major) onto j1 and
+ * the rest onto j2 (each minor to the dim's own tiles). NULL when s is not partial or they do
+ * not split so. */
+const gs_sharding *gs_part_scatter_target2(gs_part_ctx *c, const gs_sharding *s, int rank, int j1,
+                                           int64_t k1, int j2);
 /* s with the tiles of data dim `from` moved onto data dim `to` (minor to its own tiles): what
  * one all-to-all reaches (reshard rung 7). s itself when `from` is not split. */
 const gs_sharding *gs_part_move_tiles(gs_part_ctx *c, const gs_sharding *s, int from, int to);

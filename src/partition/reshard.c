@@ -293,29 +293,63 @@ const gs_sharding *gs_part_move_tiles(gs_part_ctx *c, const gs_sharding *s, int 
     return out ? out : s;
 }
 
-const gs_sharding *gs_part_scatter_target(gs_part_ctx *c, const gs_sharding *s, int rank, int j) {
+/* s (partial) with its unreduced tiles moved onto data dim j1, or, when j2 is not -1, split k1
+ * ways (major) onto j1 and the rest onto j2 > j1; each part minor to the dim's own tiles. */
+static const gs_sharding *scatter_onto(gs_part_ctx *c, const gs_sharding *s, int rank, int j1,
+                                       int64_t k1, int j2) {
     int ud = gs_part_unreduced_dim(s);
-    if (ud == -2 && j >= 0 && j < rank) { /* {unreduced}: all devices along j */
+    if (j1 < 0 || j1 >= rank || (j2 >= 0 && (j2 <= j1 || j2 >= rank || k1 < 2))) return NULL;
+    gs_arena *a = gs_part_arena(c);
+    gs_tile_assignment t;
+    if (ud == -2) { /* {unreduced}: every device along j1 (and j2) */
+        if (j2 >= 0 && (c->n % k1 != 0 || c->n / k1 < 2)) return NULL;
         int64_t dims[GS_MAX_RANK];
-        for (int i = 0; i < rank; i++) dims[i] = i == j ? c->n : 1;
-        gs_tile_assignment t;
-        if (gs_tile_iota(gs_part_arena(c), rank, dims, 0, NULL, NULL, &t) != GS_OK) {
+        for (int i = 0; i < rank; i++)
+            dims[i] = i == j1 ? (j2 >= 0 ? k1 : c->n) : i == j2 ? c->n / k1 : 1;
+        if (gs_tile_iota(a, rank, dims, 0, NULL, NULL, &t) != GS_OK) {
             gs_part_oom(c);
             return NULL;
         }
         return make(c, &t, 0, NULL);
     }
-    if (ud < 0 || j < 0 || j >= s->data_rank) return NULL;
-    gs_tile_assignment t;
-    if (!merge_into(c, &s->tiles, s->data_rank, ud, j, &t)) {
-        gs_part_oom(c);
-        return NULL;
+    if (ud < 0 || (j2 >= 0 ? j2 : j1) >= s->data_rank) return NULL;
+    if (j2 < 0) {
+        if (!merge_into(c, &s->tiles, s->data_rank, ud, j1, &t)) {
+            gs_part_oom(c);
+            return NULL;
+        }
+    } else {
+        int64_t u = s->tiles.dims[ud];
+        if (u % k1 != 0 || u / k1 < 2 || s->tiles.rank + 1 > GS_MAX_TILE_RANK) return NULL;
+        /* The unreduced tile dim split into [k1, u/k1], each part merged into its data dim. */
+        int64_t dims[GS_MAX_TILE_RANK];
+        int nd = 0;
+        for (int i = 0; i < s->tiles.rank; i++) {
+            dims[nd++] = i == ud ? k1 : s->tiles.dims[i];
+            if (i == ud) dims[nd++] = u / k1;
+        }
+        gs_tile_assignment split, one;
+        if (gs_tile_reshape(a, &s->tiles, nd, dims, &split) != GS_OK ||
+            !merge_into(c, &split, s->data_rank, ud + 1, j2, &one) ||
+            !merge_into(c, &one, s->data_rank, ud, j1, &t)) {
+            gs_part_oom(c);
+            return NULL;
+        }
     }
     gs_subgroup_kind types[4];
     int nt = 0;
     for (int k = 0; k < s->n_subgroups; k++)
         if (s->subgroups[k] != GS_SUBGROUP_UNREDUCED) types[nt++] = s->subgroups[k];
     return make(c, &t, nt, types);
+}
+
+const gs_sharding *gs_part_scatter_target(gs_part_ctx *c, const gs_sharding *s, int rank, int j) {
+    return scatter_onto(c, s, rank, j, 0, -1);
+}
+
+const gs_sharding *gs_part_scatter_target2(gs_part_ctx *c, const gs_sharding *s, int rank, int j1,
+                                           int64_t k1, int j2) {
+    return j2 >= 0 ? scatter_onto(c, s, rank, j1, k1, j2) : NULL;
 }
 
 static bool same_counts(const gs_sharding *a, const gs_sharding *b) {
