@@ -795,12 +795,27 @@ bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_s
     return true;
 }
 
-/* The operand positions a device reads for select-and-scatter along a dim: from h strides
- * before its shard, the nwin windows touching the shard, and at least the shard itself (windows
- * narrower than their stride leave its last positions untouched). */
-static int64_t sas_reach(const gs_window_dim *w, int64_t so, int64_t h, int64_t nwin) {
-    int64_t cover = (nwin - 1) * w->stride + w->size;
-    return cover > h * w->stride + so ? cover : h * w->stride + so;
+/* How a device reads a select-and-scatter windowed dim whose shards hold whole strides (so a
+ * multiple of the stride; pad_lo positions of padding before the dim): the source windows
+ * touching its shard are j0 + [0, nwin) (j0 = t * so / stride + jl, t its tile), and the operand
+ * positions they cover, and at least the shard itself, start at t * so + a0 (a0 <= 0) and span
+ * reach. False when the first window touching a shard starts after it (windows narrower than
+ * their stride that a padding shifts). */
+typedef struct sas_dim {
+    int64_t jl, nwin, a0, reach;
+} sas_dim;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+static bool sas_plan(const gs_window_dim *w, int64_t so, sas_dim *p) {
+    p->jl = -floor_div(w->size - 1 - w->pad_lo, w->stride); /* ceil((pad - size + 1) / stride) */
+    int64_t jh = floor_div(so - 1 + w->pad_lo, w->stride);
+    p->nwin = jh - p->jl + 1;
+    p->a0 = p->jl * w->stride - w->pad_lo;
+    if (p->a0 > 0 || p->nwin < 1) return false;
+    int64_t cover = (p->nwin - 1) * w->stride + w->size;
+    p->reach = cover > so - p->a0 ? cover : so - p->a0;
+    return true;
 }
 
 /* A value select-and-scatter's `select` never prefers to another (the lowest for a select of
@@ -823,10 +838,11 @@ static gs_instr *never_selected(gs_part_ctx *c, const gs_instr *in, gs_type type
 }
 
 /* select-and-scatter (max-pool backward). Dims without a window keep their tiles. A windowed
- * dim keeps them when it has no dilation, no padding before it (padding after it holds a value
- * the select never prefers, see never_selected) and its shards hold whole strides: each
- * device reads, by halo exchange, the source windows that touch its shard and the operand they
- * cover (positions outside taking the scatter's identity, so that windows past either end add
+ * dim keeps them when it has no dilation, padding only where the select has a value it never
+ * prefers (see never_selected; the padding holds it, as XLA's partitioner masks it), and its
+ * shards hold whole strides: each device reads, by halo exchange, the source windows that touch
+ * its shard (sas_plan) and the operand they cover (operand positions outside the dim holding
+ * the never-selected value; source windows outside it the scatter's identity, so that they add
  * nothing), selects and scatters them all, and keeps its own shard of the result; when windows
  * do not overlap and shards start at windows, there is no halo. Other windowed dims are made
  * whole. */
@@ -851,15 +867,14 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         int64_t k = gs_sharding_tiles_in_dim(t, i);
         if (trivial || k == 1) continue;
         int64_t so = (is->dims[i] + k - 1) / k, live = (is->dims[i] + so - 1) / so, L, R;
-        halo[i] = id && w->pad_lo == 0 && (w->pad_hi == 0 || never) && w->lhs_dilate == 1 &&
-                  w->rhs_dilate == 1 && w->size >= 1 && w->stride >= 1 && so % w->stride == 0;
-        if (halo[i]) {
-            int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
-            halo[i] =
-                gs_part_halo_extent(t, i, is->dims[i], -h * w->stride, so,
-                                    sas_reach(w, so, h, nwin), live, &L, &R) &&
-                gs_part_halo_extent(t, i, ss->dims[i], -h, so / w->stride, nwin, live, &L, &R);
-        }
+        sas_dim p;
+        halo[i] = id && ((w->pad_lo == 0 && w->pad_hi == 0) || never) && w->lhs_dilate == 1 &&
+                  w->rhs_dilate == 1 && w->size >= 1 && w->stride >= 1 && w->pad_lo >= 0 &&
+                  so % w->stride == 0 && sas_plan(w, so, &p);
+        if (halo[i])
+            halo[i] = gs_part_halo_extent(t, i, is->dims[i], p.a0, so, p.reach, live, &L, &R) &&
+                      gs_part_halo_extent(t, i, ss->dims[i], p.jl, so / w->stride, p.nwin, live,
+                                          &L, &R);
         if (!halo[i]) moved[n++] = i;
     }
     const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
@@ -874,14 +889,15 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         if (!halo[i]) continue;
         const gs_window_dim *w = &wa->u.window->dims[i];
         int64_t so = ls->dims[i], live = (is->dims[i] + so - 1) / so;
-        int64_t h = (w->size - 1) / w->stride, nwin = so / w->stride + h;
-        /* Positions past the end (padding) are never selected; without padding, windows past
-         * the end have no source and add the identity wherever they select. */
-        ops[0] = gs_part_halo_read(c, ops[0], s, i, is->dims[i], -h * w->stride, so,
-                                   sas_reach(w, so, h, nwin), live, never ? never : id);
-        ops[1] =
-            gs_part_halo_read(c, ops[1], s, i, ss->dims[i], -h, so / w->stride, nwin, live, id);
-        st[i] = h * w->stride;
+        sas_dim p;
+        sas_plan(w, so, &p);
+        /* Positions outside the dim (padding) are never selected; without padding, windows
+         * past the end have no source and add the identity wherever they select. */
+        ops[0] = gs_part_halo_read(c, ops[0], s, i, is->dims[i], p.a0, so, p.reach, live,
+                                   never ? never : id);
+        ops[1] = gs_part_halo_read(c, ops[1], s, i, ss->dims[i], p.jl, so / w->stride, p.nwin,
+                                   live, id);
+        st[i] = -p.a0;
         lim[i] = st[i] + so;
         cut |= ops[0] && ops[0]->shape->dims[i] != so;
     }
@@ -891,7 +907,7 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         /* The halo read put the padding in. */
         gs_window *wy = gs_instr_attr(y, GS_ATTR_WINDOW)->u.window;
         for (int i = 0; i < r; i++)
-            if (halo[i]) wy->dims[i].pad_hi = 0;
+            if (halo[i]) wy->dims[i].pad_lo = wy->dims[i].pad_hi = 0;
     }
     if (y && cut) y = gs_build_slice(gs_part_builder(c), y, st, lim, NULL);
     gs_part_result(out, y, in->shape, s);
