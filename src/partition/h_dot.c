@@ -277,11 +277,12 @@ static bool build_conv_space(const gs_instr *in, bool kernel_windowed, gs_part_s
         } else {
             const gs_window_dim *w = wa ? &wa->u.window->dims[i] : NULL;
             sp->spatial[h - h0] = i;
-            /* A reversed kernel split along its window would pair device t's kernel part with
-             * the input window of part k-1-t (reads whose start falls as t grows), which the
-             * halo read does not do: that dim is made whole, as XLA does. */
-            sp->halo_ok[h - h0] = w && w->stride >= 1 && w->lhs_dilate >= 1 &&
-                                  !(kernel_windowed && w->reversal);
+            /* A reversed kernel split along its window pairs device t's kernel part with the
+             * input window of part k-1-t: the kernel is reversed ahead (tiles in the reversed
+             * order, as XLA's convolution handler reverses the rhs sharding), and the local
+             * convolution then does not reverse it. */
+            sp->halo_ok[h - h0] = w && w->stride >= 1 && w->lhs_dilate >= 1;
+            if (kernel_windowed && w && w->reversal) sp->unreversed |= 1u << i;
             sp->lhs.to[cd->in_spatial[i]] = h;
             if (kernel_windowed) {
                 /* The kernel's spatial dim pairs with the lhs's; the result's is whole. */
@@ -633,6 +634,8 @@ static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
         wd->lhs_dilate = ln;
         wd->stride = ln > 1 ? ln - 1 : 1;
     }
+    for (int i = 0; i < w->n; i++)
+        if (sp->unreversed >> i & 1) w->dims[i].reversal = false;
     int h0 = sp->nb + sp->nm + sp->nn + sp->nk;
     for (int h = 0; h < sp->nh; h++) {
         int64_t k = gs_sharding_tiles_in_dim(f, h0 + h);
@@ -644,6 +647,17 @@ static void unpad_windows(gs_part_ctx *c, const gs_instr *in, gs_instr *conv,
         if (r.dil > 1) wd->lhs_dilate = 1;
         if (sp->kernel_windowed) wd->size = (wd->size + k - 1) / k; /* this device's part */
     }
+}
+
+/* rhs value v of convolution `in` reversed along the kernel spatial dims of spatial dims
+ * `mask` (bit i: spatial dim i), in its own sharding with their tile order reversed. */
+static bool kernel_reversed(gs_part_ctx *c, const gs_instr *in, uint32_t mask,
+                            const gs_part_value *v, gs_part_value *out) {
+    const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
+    int dims[GS_MAX_RANK], n = 0;
+    for (int i = 0; i < cd->n_spatial; i++)
+        if (mask >> i & 1) dims[n++] = (int)cd->k_spatial[i];
+    return gs_part_reverse_value(c, v, n, dims, NULL, out);
 }
 
 /* The device's local convolution (or dot) on operands ops: `in` with the local shape and its
@@ -1009,14 +1023,24 @@ bool gs_part_handle_dot(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t
             if (sc->dims[i] != q->dims[i] && sc->dims[i] % gs_sharding_tiles_in_dim(os, i) != 0)
                 return false;
     }
-    /* A convolution may also split its kernel window (the filter gradient's case). */
+    /* A convolution may also split its kernel window (the filter gradient's case), a
+     * reversed kernel reversed ahead. */
     gs_part_space kw;
     gs_part_space_plan kbest;
-    if (in->op == GS_OP_CONVOLUTION && sp.nh > 0 && build_conv_space(in, true, &kw) &&
-        gs_part_plan_space(c, in, &kw, lv, rv, t, &kbest) &&
-        (kbest.bytes < best.bytes || (kbest.bytes == best.bytes && kbest.flops < best.flops))) {
-        sp = kw;
-        best = kbest;
+    gs_part_value rev, rev_plan;
+    if (in->op == GS_OP_CONVOLUTION && sp.nh > 0 && build_conv_space(in, true, &kw)) {
+        /* Planned on the reversed kernel's sharding; reversed only when that plan is taken. */
+        gs_part_value shape_only = {NULL, rv->base, rv->sharding, rv->combiner};
+        bool ok = !kw.unreversed || kernel_reversed(c, in, kw.unreversed, &shape_only, &rev_plan);
+        if (ok && gs_part_plan_space(c, in, &kw, lv, kw.unreversed ? &rev_plan : rv, t, &kbest) &&
+            (kbest.bytes < best.bytes || (kbest.bytes == best.bytes && kbest.flops < best.flops))) {
+            if (kw.unreversed) {
+                if (!kernel_reversed(c, in, kw.unreversed, rv, &rev)) return false;
+                rv = &rev;
+            }
+            sp = kw;
+            best = kbest;
+        }
     }
     if (c->failed) return false;
     if (!scaled && gs_part_windowed_dot(c, in, &sp, &best, t, out)) return true;

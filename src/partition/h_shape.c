@@ -331,33 +331,66 @@ static const gs_sharding *reverse_sharding(gs_part_ctx *c, const gs_sharding *t,
     return out;
 }
 
-/* reverse: along a split dim, each device reverses the operand tile the reversed tile order
- * gives it (a collective-permute from the result's order); where the dim is uneven (padding at
- * the end), the tile is first shifted left by the padding with a halo exchange, so that after
- * the local reverse the padding is at the end again (XLA's HandleReverse). */
+/* v reversed along dims[0..n) (a clone of `like`, when given, else a new reverse): along a
+ * split dim each device reverses its own tile, which is the result's tile in the reversed tile
+ * order (reverse_sharding); where the dim is uneven (padding at the end), the tile is first
+ * shifted left by the padding with a halo exchange, so that after the local reverse the padding
+ * is at the end again (XLA's HandleReverse). With no v->hlo, only out->sharding (planning). */
+bool gs_part_reverse_value(gs_part_ctx *c, const gs_part_value *v, int n, const int *dims,
+                           const gs_instr *like, gs_part_value *out) {
+    const gs_sharding *s = v->sharding;
+    const gs_shape *sh = v->base;
+    if (!gs_part_plain(s) || n < 1) return false;
+    int split[GS_MAX_RANK], ns = 0;
+    int64_t rd[GS_MAX_RANK];
+    for (int i = 0; i < n; i++) {
+        if (dims[i] < 0 || dims[i] >= sh->rank) return false;
+        rd[i] = dims[i];
+        if (gs_sharding_tiles_in_dim(s, dims[i]) > 1) split[ns++] = dims[i];
+    }
+    gs_instr *x = v->hlo;
+    for (int i = 0; i < ns && x; i++) {
+        int dd = split[i];
+        int64_t k = gs_sharding_tiles_in_dim(s, dd), len = sh->dims[dd], so = (len + k - 1) / k;
+        int64_t pad = so * k - len;
+        if (pad > 0) x = gs_part_halo_read(c, x, s, dd, len, -pad, so, so, k, NULL);
+    }
+    const gs_sharding *rs = ns ? reverse_sharding(c, s, ns, split) : s;
+    if (!rs) return false;
+    if (!x) { /* the sharding only (planning) */
+        *out = (gs_part_value){NULL, sh, rs, v->combiner};
+        return !v->hlo;
+    }
+    gs_builder *b = gs_part_builder(c);
+    gs_instr *y = like ? gs_part_clone(c, like, x->shape, 1, &x)
+                       : gs_build(b, GS_OP_REVERSE, x->shape, 1, &x);
+    if (!y) return false;
+    if (!like) gs_build_set_ints(b, y, GS_ATTR_DIMENSIONS, n, rd);
+    *out = (gs_part_value){y, sh, rs, v->combiner};
+    return true;
+}
+
+/* reverse: the operand in the reversed tile order of the result's sharding, reversed there
+ * (gs_part_reverse_value). */
 bool gs_part_handle_reverse(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                             gs_part_value *out) {
     if (!plain_array(in, t)) return false;
     gs_ints d = gs_instr_ints(in, GS_ATTR_DIMENSIONS);
     const gs_shape *sh = in->shape;
-    int split[GS_MAX_RANK], ns = 0;
+    int dims[GS_MAX_RANK], split[GS_MAX_RANK], ns = 0;
+    if (d.n < 1 || d.n > GS_MAX_RANK) return false;
     for (int i = 0; i < d.n; i++) {
         if (d.v[i] < 0 || d.v[i] >= sh->rank) return false;
-        if (gs_sharding_tiles_in_dim(t, (int)d.v[i]) > 1) split[ns++] = (int)d.v[i];
+        dims[i] = (int)d.v[i];
+        if (gs_sharding_tiles_in_dim(t, dims[i]) > 1) split[ns++] = dims[i];
     }
     const gs_sharding *rs = ns ? reverse_sharding(c, t, ns, split) : t;
     if (!rs) return false;
-    gs_instr *x = resharded(c, in, 0, rs);
-    for (int i = 0; i < ns && x; i++) {
-        int dd = split[i];
-        int64_t k = gs_sharding_tiles_in_dim(rs, dd), len = sh->dims[dd], so = (len + k - 1) / k;
-        int64_t pad = so * k - len;
-        if (pad > 0) x = gs_part_halo_read(c, x, rs, dd, len, -pad, so, so, k, NULL);
-    }
-    const gs_shape *ls = gs_part_local_shape(c, sh, t);
-    if (!x || !ls) return false;
-    gs_part_result(out, gs_part_clone(c, in, ls, 1, &x), sh, t);
-    return out->hlo != NULL;
+    gs_part_value v;
+    gs_part_reshard(c, gs_part_operand(c, in, 0), rs, &v);
+    if (!gs_part_reverse_value(c, &v, (int)d.n, dims, in, out)) return false;
+    out->sharding = t;
+    return true;
 }
 
 /* fft transforms its last len(fft_length) dims: those are made whole, the leading (batch) dims

@@ -320,6 +320,9 @@ typedef struct gs_part_space {
                               ragged-dot's ragged dim */
     int spatial[GS_MAX_RANK]; /* windowed dim i: its index among the convolution's spatial dims */
     bool halo_ok[GS_MAX_RANK]; /* windowed dim i can be tiled */
+    uint32_t unreversed;   /* kernel-windowed spatial dims with window reversal (bit i: spatial
+                              dim i): the handler reverses the kernel along them first
+                              (gs_part_reverse_value), and the local convolution does not */
     bool kernel_windowed;  /* the windowed dims are the lhs's and the kernel's spatial dims
                               (the result's are forced whole): each device convolves with its
                               part of the kernel window, and the result is a partial sum (a
@@ -416,6 +419,12 @@ bool gs_part_handle_reshape(gs_part_ctx *c, const gs_instr *in, const gs_shardin
                             gs_part_value *out);
 bool gs_part_handle_transpose(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                               gs_part_value *out);
+/* v reversed along its dims dims[0..n) (a split dim: each device reverses its tile, shifted
+ * first where the dim is uneven), in v's sharding with those dims' tile order reversed; the
+ * local reverse a clone of `like` (its name and metadata) when not NULL. With no v->hlo, only
+ * out's sharding (out->hlo NULL), for planning. */
+bool gs_part_reverse_value(gs_part_ctx *c, const gs_part_value *v, int n, const int *dims,
+                           const gs_instr *like, gs_part_value *out);
 bool gs_part_handle_reverse(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
                             gs_part_value *out);
 bool gs_part_handle_slice(gs_part_ctx *c, const gs_instr *in, const gs_sharding *t,
