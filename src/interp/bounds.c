@@ -22,6 +22,9 @@
  *                                      discontinuity
  *   max, min, clamp                    the largest operand bound
  *   convert                            b_x + u|r| (of the new type)
+ *   bitcast-convert                    float to integer: the float's bound in the integer's bits
+ *                                      (integers are otherwise their own bound); back to a
+ *                                      float: those bits read as the bound (bitcast_bound)
  *   dot, convolution                   |A|.b_B + b_A.|B| + u sqrt(K) |A|.|B|   (K terms each)
  *   reduce, reduce-window (add)        sum of b_x + u sqrt(n) sum of |x|      (n terms each)
  *   reduce, reduce-window (max, min)   the largest b_x of the window
@@ -683,6 +686,33 @@ static gs_status bounded_while(gs_eval *ev, const gs_instr *in, gs_value *const 
     return GS_OK;
 }
 
+/* bitcast-convert of value r from operand x (bound bx). An inexact float bitcast to an integer
+ * type has no integer bound (integers are their own), so its bound travels in the integer's bits
+ * instead: the same bitcast of the float's bound. Bitcast back to a float, those bits are the
+ * bound again (a round trip f32 -> s16[2] -> f32 keeps it); a bound that does not read back as
+ * one (finite, not negative) is none (infinity). Otherwise the normwise fallback. */
+static gs_status bitcast_bound(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
+                               gs_value *const *bops, gs_value *r, gs_value **br) {
+    const gs_value *x = ops[0], *bx = bops[0];
+    if (is_real(x) && !is_real(r) && r->type != GS_TUPLE) {
+        if (max_abs(bx) == 0) {
+            *br = gs_value_ref(r);
+            return GS_OK;
+        }
+        return gs_eval_instr(ev, in, bops, br);
+    }
+    bool carried = !is_real(x) && x->type != GS_TUPLE && is_real(r) && bx != x &&
+                   gs_value_bytes(bx) == gs_value_bytes(x) &&
+                   memcmp(bx->data, x->data, gs_value_bytes(x)) != 0;
+    if (!carried) return fallback(ev, in, ops, bops, r, br);
+    if (gs_eval_instr(ev, in, bops, br) != GS_OK) return GS_ERR;
+    for (int64_t i = 0; i < (*br)->n; i++) {
+        double b = get(*br, i);
+        set_bound(*br, i, b >= 0 ? b : INFINITY);
+    }
+    return GS_OK;
+}
+
 gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
                          gs_value *const *bops, gs_value **out, gs_value **bout) {
     *out = *bout = NULL;
@@ -714,7 +744,9 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
     gs_status st = gs_eval_instr(ev, in, ops, &r);
     if (st != GS_OK) return st;
     gs_value *b = NULL;
-    if (r->type != GS_TUPLE && !is_real(r)) {
+    if (in->op == GS_OP_BITCAST_CONVERT && in->n_operands == 1) {
+        st = bitcast_bound(ev, in, ops, bops, r, &b);
+    } else if (r->type != GS_TUPLE && !is_real(r)) {
         b = gs_value_ref(r); /* integers, predicates, complex, tokens are their own bound */
     } else {
         switch (in->op == GS_OP_INFEED ? GS_FAM_RNG : info->family) { /* infeed: exact data */
@@ -730,10 +762,7 @@ gs_status gs_bound_instr(gs_eval *ev, const gs_instr *in, gs_value *const *ops,
             st = in->op == GS_OP_CLAMP ? elementwise(ev, in, ops, bops, r, &b)
                                        : moved(ev, in, bops, &b);
             break;
-        case GS_FAM_CONVERT:
-            st = in->op == GS_OP_BITCAST_CONVERT ? fallback(ev, in, ops, bops, r, &b)
-                                                 : converted(ev, in, ops, bops, r, &b);
-            break;
+        case GS_FAM_CONVERT: st = converted(ev, in, ops, bops, r, &b); break;
         case GS_FAM_CUSTOM_CALL: {
             const char *target = gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET);
             if (target && strcmp(target, "TopK") == 0)
