@@ -10,6 +10,8 @@
  *   3. from one device (maximal)                        masked all-reduce     rung_from_maximal
  *   4. to replicated / maximal                          all-gather every dim  rung_gather
  *   5. same tile counts, other device order             collective-permute    rung_permute
+ *      same shard sizes, other tile counts (more tiles  collective-permute    rung_relabel
+ *      than elements)                                   (+ all-reduce)
  *   6. the target refines the source                    dynamic-slice with    rung_refine
  *      (replicated -> tiled, partial -> more tiled)     partition-id offsets  (after a permute
  *                                                                              when the devices
@@ -648,6 +650,136 @@ static void rung_permute(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to
     free(pairs);
 }
 
+/* Do s and `to` (both tiled) cut every dim into shards of one size, the tile counts differing
+ * only in tiles past the data (a dim of n split into more tiles than ceil(n / shard))? Then
+ * tile t holds the same elements under both. */
+static bool same_shards(const gs_shape *base, const gs_sharding *s, const gs_sharding *to) {
+    if (s->kind != GS_SHARDING_TILED || to->kind != GS_SHARDING_TILED) return false;
+    for (int i = 0; i < base->rank; i++) {
+        int64_t ks = gs_sharding_tiles_in_dim(s, i), kt = gs_sharding_tiles_in_dim(to, i),
+                n = base->dims[i];
+        if (ks != kt && (n + ks - 1) / ks != (n + kt - 1) / kt) return false;
+    }
+    return true;
+}
+
+/* Device d's tile under sharding sh (its data dims' indices, linear over live[]), or -1 when
+ * the tile is past the data. */
+static int64_t live_tile(const gs_sharding *sh, int r, const int64_t *live, int64_t d) {
+    const gs_tile_assignment *ta = &sh->tiles;
+    int64_t pos = gs_tile_position(ta, d), idx[GS_MAX_TILE_RANK], lin = 0;
+    if (pos < 0) return -1;
+    for (int i = ta->rank - 1; i >= 0; i--) {
+        idx[i] = pos % ta->dims[i];
+        pos /= ta->dims[i];
+    }
+    for (int i = 0; i < r; i++) {
+        if (idx[i] >= live[i]) return -1;
+        lin = lin * live[i] + idx[i];
+    }
+    return lin;
+}
+
+/* 5b. Same shards, other tile counts (same_shards): each device receives its tile from a device
+ * holding it under the source (itself if it does); a device whose tile is past the data
+ * receives nothing (zeros, its padding). Where a tile goes to more devices than hold it (the
+ * target replicates it), one device of its replica group receives it, the others zeros, and an
+ * all-reduce over the group gives it to all (XLA's permute, then all-reduce). O(devices), as the
+ * permute's pairs are. False, with nothing emitted, when neither works. */
+static bool rung_relabel(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
+    const gs_sharding *s = v->sharding;
+    const gs_shape *base = v->base;
+    int r = base->rank;
+    int64_t n = c->n, nt = 1, live[GS_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int64_t k = gs_sharding_tiles_in_dim(s, i), cs = (base->dims[i] + k - 1) / k;
+        live[i] = cs ? (base->dims[i] + cs - 1) / cs : 0;
+        nt *= live[i] ? live[i] : 1;
+    }
+    if (nt > n) return false;
+    /* held/want: each device's tile under s / to; src: whom it receives from (-1 none);
+     * first/next: the devices holding each tile, as linked lists; rep: a tile's receiver. */
+    int64_t *buf = malloc(sizeof *buf * (size_t)(5 * n + 2 * nt + 2));
+    if (!buf) {
+        gs_part_oom(c);
+        return false;
+    }
+    int64_t *held = buf, *want = held + n, *src = want + n, *next = src + n, *sent = next + n,
+            *first = sent + n, *rep = first + nt + 1;
+    for (int64_t t = 0; t < nt; t++) first[t] = rep[t] = -1;
+    for (int64_t d = n - 1; d >= 0; d--) {
+        held[d] = live_tile(s, r, live, d);
+        want[d] = live_tile(to, r, live, d);
+        sent[d] = 0;
+        next[d] = held[d] >= 0 ? first[held[d]] : -1;
+        if (held[d] >= 0) first[held[d]] = d;
+    }
+    /* A replicated target (one replica group per tile): one receiver per tile, a device that
+     * holds it already if any. */
+    int rd = -1;
+    if (to->n_subgroups == 1 && to->subgroups[0] == GS_SUBGROUP_REPLICATED) rd = to->data_rank;
+    bool ok = false, broadcast = false;
+    for (int pass = 0; pass < 2 && !ok; pass++) {
+        broadcast = pass == 1;
+        if (broadcast && rd < 0) break;
+        if (broadcast) {
+            for (int64_t d = n - 1; d >= 0; d--)
+                if (want[d] >= 0 && (rep[want[d]] < 0 || held[rep[want[d]]] != want[d] ||
+                                     held[d] == want[d]))
+                    rep[want[d]] = d;
+        }
+        for (int64_t d = 0; d < n; d++) {
+            bool recv = want[d] >= 0 && (!broadcast || rep[want[d]] == d);
+            src[d] = !recv ? -1 : held[d] == want[d] ? d : -2;
+            sent[d] = src[d] == d;
+        }
+        ok = true;
+        for (int64_t d = 0; d < n && ok; d++) {
+            if (src[d] != -2) continue;
+            int64_t e = first[want[d]];
+            while (e >= 0 && sent[e]) e = next[e];
+            if (e >= 0) {
+                first[want[d]] = next[e]; /* the ones before are spent */
+                src[d] = e;
+                sent[e] = 1;
+            }
+            ok = src[d] >= 0;
+        }
+        if (!ok) /* relink the lists for the next pass */
+            for (int64_t t = 0; t < nt; t++) first[t] = -1;
+        for (int64_t d = n - 1; !ok && d >= 0; d--) {
+            next[d] = held[d] >= 0 ? first[held[d]] : -1;
+            if (held[d] >= 0) first[held[d]] = d;
+        }
+    }
+    if (ok) {
+        int np = 0;
+        bool identity = !broadcast;
+        for (int64_t d = 0; d < n; d++) {
+            if (src[d] >= 0) np++;
+            identity &= src[d] == d;
+        }
+        if (!identity) {
+            int64_t(*pairs)[2] = malloc(sizeof *pairs * (size_t)(np ? np : 1));
+            if (!pairs) {
+                gs_part_oom(c);
+                free(buf);
+                return false;
+            }
+            int k = 0;
+            for (int64_t d = 0; d < n; d++)
+                if (src[d] >= 0) pairs[k][0] = src[d], pairs[k][1] = d, k++;
+            v->hlo = gs_part_permute(c, v->hlo, np, (const int64_t(*)[2])pairs);
+            free(pairs);
+        }
+        if (broadcast)
+            v->hlo = gs_part_all_reduce(c, v->hlo, gs_part_groups_along(c, to, 1, &rd), GS_OP_ADD);
+        v->sharding = to;
+    }
+    free(buf);
+    return ok;
+}
+
 /* 6. The target's shard cut from the device's own (to refines the sharding, aligned). */
 static void rung_refine(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_shape *base = v->base;
@@ -938,16 +1070,24 @@ static void warn_remat(gs_part_ctx *c, const gs_sharding *from, const gs_shardin
 static void rung_gather(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to) {
     const gs_sharding *s = v->sharding;
     const gs_shape *base = v->base;
-    int dims[GS_MAX_RANK], n = 0, tiled = 0;
+    int dims[GS_MAX_RANK], n = 0, tiled = 0, relabel[GS_MAX_RANK], nr = 0;
     for (int i = 0; i < base->rank; i++) {
         int64_t ks = gs_sharding_tiles_in_dim(s, i), kt = gs_sharding_tiles_in_dim(to, i),
                 len = base->dims[i];
         if (ks == 1) continue;
         tiled++;
-        bool keep = ks == kt || (kt % ks == 0 &&
-                                 (len + ks - 1) / ks == (kt / ks) * ((len + kt - 1) / kt));
+        bool keep = ks == kt ||
+                    (kt % ks == 0 && (len + ks - 1) / ks == (kt / ks) * ((len + kt - 1) / kt));
+        /* A dim whose shards the target cuts alike (more tiles than the data fills) stays
+         * while others are gathered: rung 5b relabels it then. */
+        if (!keep && kt > 1 && (len + ks - 1) / ks == (len + kt - 1) / kt) {
+            relabel[nr++] = i;
+            continue;
+        }
         if (!keep || is_repl(to) || to->kind == GS_SHARDING_MAXIMAL) dims[n++] = i;
     }
+    if (n == 0) /* nothing else to gather first: those dims are gathered after all */
+        for (int k = 0; k < nr; k++) dims[n++] = relabel[k];
     /* A dim the target coarsens (its shards whole unions of neighbouring source shards) only
      * gathers within those groups; the ladder continues from there. */
     if (to->kind == GS_SHARDING_TILED && !is_repl(to))
@@ -1135,6 +1275,7 @@ static void reshard_array(gs_part_ctx *c, const gs_part_value *in, const gs_shar
             rung_permute(c, &v, to);
             break;
         }
+        if (same_shards(v.base, s, to) && rung_relabel(c, &v, to)) break;
         bool aligned = refinable(v.base, s, to);
         if (aligned || halo_refinable(v.base, s, to)) {
             int64_t ks[GS_MAX_RANK];
