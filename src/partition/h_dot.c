@@ -507,8 +507,6 @@ typedef struct window_read {
     bool ok;
 } window_read;
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 static window_read read_of(const gs_instr *in, const gs_part_space *sp, int h, int64_t k) {
     const gs_conv_dims *cd = gs_instr_attr(in, GS_ATTR_DIM_LABELS)->u.conv;
     const gs_window_dim *w = &gs_instr_attr(in, GS_ATTR_WINDOW)->u.window->dims[sp->spatial[h]];
@@ -550,7 +548,7 @@ static window_read read_of(const gs_instr *in, const gs_part_space *sp, int h, i
     r.ok = step % d == 0 && len > 0 && !uneven_kernel;
     /* Input elements at dilated positions a .. a+len-1: the first at ceil(a/d), the last at
      * floor((a+len-1)/d). */
-    int64_t first = -floor_div(-a, d), last = floor_div(a + len - 1, d);
+    int64_t first = -gs_part_floor_div(-a, d), last = gs_part_floor_div(a + len - 1, d);
     r.a0 = first;
     r.step = step / d;
     r.len = last - first + 1;

@@ -120,8 +120,8 @@ static gs_instr *gathered_window(gs_part_ctx *c, gs_instr *x, const gs_sharding 
  * multiple of mb) and a halo exchange along e moves those rows into place, or (mb a multiple of
  * ma) a halo exchange along d first gives each device the rows of d its result shard is made
  * of, which then reshape locally. A halo that would reach beyond two neighbours, or move as
- * much as gathering, is read from the all-gathered dim instead (gathered_window). *rs gets the result's sharding; NULL when the
- * pattern does not apply. */
+ * much as gathering, is read from the all-gathered dim instead (gathered_window). *rs gets the
+ * result's sharding; NULL when the pattern does not apply. */
 static gs_instr *realigned_reshape(gs_part_ctx *c, const gs_shape *a, const gs_sharding *from,
                                    gs_instr *x, const gs_shape *b, int d, const gs_sharding **rs) {
     int64_t k = gs_sharding_tiles_in_dim(from, d), na = a->dims[d], ca = (na + k - 1) / k;
@@ -838,11 +838,10 @@ typedef struct sas_dim {
     int64_t jl, nwin, a0, reach;
 } sas_dim;
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 static bool sas_plan(const gs_window_dim *w, int64_t so, sas_dim *p) {
-    p->jl = -floor_div(w->size - 1 - w->pad_lo, w->stride); /* ceil((pad - size + 1) / stride) */
-    int64_t jh = floor_div(so - 1 + w->pad_lo, w->stride);
+    /* jl = ceil((pad - size + 1) / stride) */
+    p->jl = -gs_part_floor_div(w->size - 1 - w->pad_lo, w->stride);
+    int64_t jh = gs_part_floor_div(so - 1 + w->pad_lo, w->stride);
     p->nwin = jh - p->jl + 1;
     p->a0 = p->jl * w->stride - w->pad_lo;
     if (p->a0 > 0 || p->nwin < 1) return false;

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+int64_t gs_part_floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
 int64_t gs_part_live_tiles(int64_t k, int64_t out_shard, int64_t n_out) {
     if (out_shard <= 0) return k;
     int64_t m = (n_out + out_shard - 1) / out_shard;

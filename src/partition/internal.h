@@ -259,6 +259,8 @@ gs_instr *gs_part_bcast_scalar(gs_part_ctx *c, gs_instr *x, const gs_shape *like
 
 /* ---- halo.c */
 
+/* a / b rounded down (b > 0), for window starts before a dim. */
+int64_t gs_part_floor_div(int64_t a, int64_t b);
 /* Of k tiles, those whose windows matter: the ones with output (t*out_shard < n_out). */
 int64_t gs_part_live_tiles(int64_t k, int64_t out_shard, int64_t n_out);
 /* Can device tile t along data dim d of s (size n) read input [a0 + t*step, a0 + t*step + len)

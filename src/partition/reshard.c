@@ -706,13 +706,10 @@ static bool rung_relabel(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to
     }
     int64_t *held = buf, *want = held + n, *src = want + n, *next = src + n, *sent = next + n,
             *first = sent + n, *rep = first + nt + 1;
-    for (int64_t t = 0; t < nt; t++) first[t] = rep[t] = -1;
-    for (int64_t d = n - 1; d >= 0; d--) {
+    for (int64_t t = 0; t < nt; t++) rep[t] = -1;
+    for (int64_t d = 0; d < n; d++) {
         held[d] = live_tile(s, r, live, d);
         want[d] = live_tile(to, r, live, d);
-        sent[d] = 0;
-        next[d] = held[d] >= 0 ? first[held[d]] : -1;
-        if (held[d] >= 0) first[held[d]] = d;
     }
     /* A replicated target (one replica group per tile): one receiver per tile, a device that
      * holds it already if any. */
@@ -727,6 +724,12 @@ static bool rung_relabel(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to
                 if (want[d] >= 0 && (rep[want[d]] < 0 || held[rep[want[d]]] != want[d] ||
                                      held[d] == want[d]))
                     rep[want[d]] = d;
+        }
+        /* each tile's holders in device order, as linked lists */
+        for (int64_t t = 0; t < nt; t++) first[t] = -1;
+        for (int64_t d = n - 1; d >= 0; d--) {
+            next[d] = held[d] >= 0 ? first[held[d]] : -1;
+            if (held[d] >= 0) first[held[d]] = d;
         }
         for (int64_t d = 0; d < n; d++) {
             bool recv = want[d] >= 0 && (!broadcast || rep[want[d]] == d);
@@ -744,12 +747,6 @@ static bool rung_relabel(gs_part_ctx *c, gs_part_value *v, const gs_sharding *to
                 sent[e] = 1;
             }
             ok = src[d] >= 0;
-        }
-        if (!ok) /* relink the lists for the next pass */
-            for (int64_t t = 0; t < nt; t++) first[t] = -1;
-        for (int64_t d = n - 1; !ok && d >= 0; d--) {
-            next[d] = held[d] >= 0 ? first[held[d]] : -1;
-            if (held[d] >= 0) first[held[d]] = d;
         }
     }
     if (ok) {
