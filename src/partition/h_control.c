@@ -357,7 +357,7 @@ bool gs_part_handle_infeed(gs_part_ctx *c, const gs_instr *in, const gs_sharding
      * leaf split evenly, its tile; a manual leaf, its own values; any other leaf (replicated,
      * maximal, split unevenly, partial) the whole value. The new infeed carries, as its
      * sharding, what each leaf is on a device: that is how a run feeds it (interp/infeed.c). */
-    if (c->manual || gs_part_all_manual(t) || in->n_operands != 1) return false;
+    if (c->manual || in->n_operands != 1) return false;
     int n = gs_shape_n_leaves(in->shape), leaf = 0;
     gs_sharding **dev = GS_NEW_ARRAY(gs_part_arena(c), gs_sharding *, n + 1);
     gs_shape *s = dev ? read_shape(c, in->shape, in->shape, t, &leaf, dev) : NULL;

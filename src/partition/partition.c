@@ -296,10 +296,11 @@ static void partition_instr(gs_part_ctx *c, const gs_instr *in) {
                     in->op == GS_OP_GET_TUPLE_ELEMENT;
     if (c->opts && c->opts->default_only && !plumbing) h = NULL;
     /* Inside a manual region an op runs on the devices' own values as written: the default
-     * action's manual case (control flow and the region's custom-calls keep their handlers). */
+     * action's manual case (control flow, the region's custom-calls and infeed, which marks
+     * what each device reads, keep their handlers). */
     gs_op_family fam = gs_op_info_of(in->op)->family;
     if (gs_part_all_manual(target) && !plumbing && fam != GS_FAM_WHILE && fam != GS_FAM_CALL &&
-        fam != GS_FAM_CONDITIONAL && in->op != GS_OP_CUSTOM_CALL)
+        fam != GS_FAM_CONDITIONAL && in->op != GS_OP_CUSTOM_CALL && in->op != GS_OP_INFEED)
         h = NULL;
     if (mixed_precision(in)) h = NULL; /* computed as written, so the op's own checks apply */
     bool took_default = false;
