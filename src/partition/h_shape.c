@@ -15,6 +15,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static gs_instr *resharded(gs_part_ctx *c, const gs_instr *in, int k, const gs_sharding *s) {
@@ -850,31 +851,45 @@ static bool sas_plan(const gs_window_dim *w, int64_t so, sas_dim *p) {
     return true;
 }
 
-/* A value select-and-scatter's `select` never prefers to another (the lowest for a select of
- * the larger, `compare(a, b) GE/GT`, the highest for the smaller), so that a padding position
- * holding it is never selected, as padding is not; NULL when the select is no such compare. */
-static gs_instr *never_selected(gs_part_ctx *c, const gs_instr *in, gs_type type) {
+/* The value positions outside a windowed dim (its padding) hold so that a window selects
+ * exactly what it selects without them, as padding is never selected; NULL where no value
+ * does. The select must be `compare(a, b)` (or `compare(b, a)`) GE/GT/LE/LT of the current
+ * choice a and the next position b, and the padding come first in every window (`before`: the
+ * low padding of the first windowed dim) or last (the high padding). First, the padding must
+ * never stay chosen, select(pad, x) false for every x: NaN for floats (no ordered compare
+ * holds), and for integers the lowest or highest value under a strict compare. Last, it must
+ * never replace a choice, select(x, pad) true for every x: for integers the lowest or highest
+ * under a non-strict one; no float is (NaN, chosen last, is replaced by anything). Where
+ * padding comes on both sides or between positions, no value is exact (XLA pads with -inf,
+ * which a window of -inf data selects wrongly) and the dim is computed whole. */
+static gs_instr *padding_fill(gs_part_ctx *c, const gs_instr *in, gs_type type, bool before) {
     const gs_computation *sel = gs_instr_comp(in, GS_ATTR_SELECT);
     const gs_instr *root = sel ? sel->root : NULL;
-    if (!root || root->op != GS_OP_COMPARE || sel->n_params != 2 || root->n_operands != 2)
+    if (!root || root->op != GS_OP_COMPARE || sel->n_params != 2 || root->n_operands != 2 ||
+        gs_instr_str(root, GS_ATTR_TYPE))
         return NULL;
     const char *dir = gs_instr_str(root, GS_ATTR_DIRECTION);
     if (!dir) return NULL;
     bool larger = strcmp(dir, "GE") == 0 || strcmp(dir, "GT") == 0;
+    bool strict = strcmp(dir, "GT") == 0 || strcmp(dir, "LT") == 0;
     if (!larger && strcmp(dir, "LE") != 0 && strcmp(dir, "LT") != 0) return NULL;
     if (root->operands[0] == sel->params[1] && root->operands[1] == sel->params[0])
-        larger = !larger; /* compare(b, a) */
+        larger = !larger; /* compare(b, a) GT is compare(a, b) LT */
     else if (root->operands[0] != sel->params[0] || root->operands[1] != sel->params[1])
         return NULL;
-    return gs_part_identity(c, larger ? GS_OP_MAXIMUM : GS_OP_MINIMUM, type);
+    gs_builder *b = gs_part_builder(c);
+    if (gs_type_is_float(type))
+        return before ? gs_build_scalar(b, type, NAN) : NULL;
+    if (!gs_type_is_int(type) || strict != before) return NULL;
+    return larger ? gs_build_lowest(b, type) : gs_build_highest(b, type);
 }
 
 /* select-and-scatter (max-pool backward). Dims without a window keep their tiles. A windowed
- * dim keeps them when it has no dilation, padding only where the select has a value it never
- * prefers (see never_selected; the padding holds it, as XLA's partitioner masks it), and its
- * shards hold whole strides: each device reads, by halo exchange, the source windows that touch
- * its shard (sas_plan) and the operand they cover (operand positions outside the dim holding
- * the never-selected value; source windows outside it the scatter's identity, so that they add
+ * dim keeps them when it has no dilation, padding only where a value makes it exact (see
+ * padding_fill: the padding holds it, as XLA's partitioner masks it), and its shards hold whole
+ * strides: each device reads, by halo exchange, the source windows that touch its shard
+ * (sas_plan) and the operand they cover (operand positions outside the dim holding the
+ * padding's value; source windows outside it the scatter's identity, so that they add
  * nothing), selects and scatters them all, and keeps its own shard of the result; when windows
  * do not overlap and shards start at windows, there is no halo. Other windowed dims are made
  * whole. */
@@ -889,9 +904,14 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
     const gs_computation *sca = gs_instr_comp(in, GS_ATTR_SCATTER);
     gs_instr *id =
         sca && gs_computation_binary_reducer(sca, &sop) ? gs_part_identity(c, sop, is->type) : NULL;
-    gs_instr *never = never_selected(c, in, is->type);
+    /* Padding comes first or last in every window only along the first dim whose windows hold
+     * more than one position, and only that dim's padding can be read as a value. */
+    int first = -1;
+    for (int i = 0; i < r && first < 0; i++)
+        if (wa->u.window->dims[i].size > 1) first = i;
     int moved[GS_MAX_RANK], n = 0;
     bool halo[GS_MAX_RANK] = {0};
+    gs_instr *fill[GS_MAX_RANK] = {0};
     for (int i = 0; i < r; i++) {
         const gs_window_dim *w = &wa->u.window->dims[i];
         bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
@@ -899,10 +919,15 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         int64_t k = gs_sharding_tiles_in_dim(t, i);
         if (trivial || k == 1) continue;
         int64_t so = (is->dims[i] + k - 1) / k, live = (is->dims[i] + so - 1) / so, L, R;
+        bool padded = w->pad_lo != 0 || w->pad_hi != 0;
+        fill[i] = !padded ? id
+                  : i == first && (w->pad_lo == 0 || w->pad_hi == 0)
+                      ? padding_fill(c, in, is->type, w->pad_lo > 0)
+                      : NULL;
         sas_dim p;
-        halo[i] = id && ((w->pad_lo == 0 && w->pad_hi == 0) || never) && w->lhs_dilate == 1 &&
-                  w->rhs_dilate == 1 && w->size >= 1 && w->stride >= 1 && w->pad_lo >= 0 &&
-                  so % w->stride == 0 && sas_plan(w, so, &p);
+        halo[i] = id && fill[i] && w->lhs_dilate == 1 && w->rhs_dilate == 1 && w->size >= 1 &&
+                  w->stride >= 1 && w->pad_lo >= 0 && w->pad_hi >= 0 && so % w->stride == 0 &&
+                  sas_plan(w, so, &p);
         if (halo[i])
             halo[i] = gs_part_halo_extent(t, i, is->dims[i], p.a0, so, p.reach, live, &L, &R) &&
                       gs_part_halo_extent(t, i, ss->dims[i], p.jl, so / w->stride, p.nwin, live,
@@ -923,10 +948,11 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         int64_t so = ls->dims[i], live = (is->dims[i] + so - 1) / so;
         sas_dim p;
         sas_plan(w, so, &p);
-        /* Positions outside the dim (padding) are never selected; without padding, windows
-         * past the end have no source and add the identity wherever they select. */
+        /* Positions outside the dim (padding) are never selected; without padding, only
+         * windows past the end read them, which have no source and add the identity wherever
+         * they select. */
         ops[0] = gs_part_halo_read(c, ops[0], s, i, is->dims[i], p.a0, so, p.reach, live,
-                                   never ? never : id);
+                                   fill[i]);
         ops[1] = gs_part_halo_read(c, ops[1], s, i, ss->dims[i], p.jl, so / w->stride, p.nwin,
                                    live, id);
         st[i] = -p.a0;
