@@ -12,7 +12,9 @@
  * neighbour distance: a halo wider than a shard takes several hops), concatenates [left halo,
  * own shard, right halo], and cuts its window at an offset linear in t (partition-id arithmetic).
  * Positions outside the input [0, n) (padding, and the padding of an uneven last shard) take a
- * fill value through a mask.
+ * fill value through a mask: over the window when shards are uneven; over the received halos
+ * alone when they are even (the own shard then lies inside), and none where no window reads
+ * outside or the fill is a zero the halos already hold.
  */
 #include "internal.h"
 
@@ -157,6 +159,41 @@ static void data_reach(int64_t k, int64_t si, int64_t n, int64_t a0, int64_t ste
     }
 }
 
+/* Whether fill is a constant whose bits are all zero (+0 for floats). */
+static bool zero_constant(const gs_instr *fill) {
+    if (fill->op != GS_OP_CONSTANT || !fill->literal || fill->literal->elided ||
+        !fill->literal->data)
+        return false;
+    const unsigned char *p = fill->literal->data;
+    for (size_t i = 0; i < fill->literal->n_bytes; i++)
+        if (p[i]) return false;
+    return true;
+}
+
+/* Whether some live tile's window [a0 + t*step, + len) reads positions before 0 (side < 0) or
+ * from n on (side > 0) where the neighbours' parts lie: [t*si - Lf, t*si) on the left,
+ * [(t+1)*si, + Rf) on the right. */
+static bool side_reads_outside(int side, int64_t k, int64_t si, int64_t n, int64_t a0,
+                               int64_t step, int64_t len, int64_t live, int64_t reach) {
+    for (int64_t t = 0; t < k && t < live; t++) {
+        int64_t lo = a0 + t * step;
+        if (side < 0 && lo < 0 && t * si - reach < 0) return true;
+        if (side > 0 && lo + len > n && (t + 1) * si + reach > n) return true;
+    }
+    return false;
+}
+
+/* The parts beside a shard (np of them) as one block along d whose positions first + j (first:
+ * an s32 scalar) outside [0, n) hold fill. */
+static gs_instr *masked_side(gs_part_ctx *c, gs_instr **parts, int np, int d, gs_instr *first,
+                             int64_t n, gs_instr *fill) {
+    gs_builder *b = gs_part_builder(c);
+    gs_instr *side = np == 1 ? parts[0] : gs_build_concatenate(b, np, parts, d);
+    if (!side) return NULL;
+    gs_instr *in = gs_part_dim_in_range(c, side->shape, d, first, true, 0, n);
+    return gs_build_select(b, in, side, gs_part_bcast_scalar(c, fill, side->shape));
+}
+
 int64_t gs_part_halo_hops(const gs_sharding *s, int d, int64_t n, int64_t start, int64_t n_out) {
     int64_t k = gs_sharding_tiles_in_dim(s, d);
     if (k <= 1 || n <= 0) return -1;
@@ -181,28 +218,47 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
     }
     int np = 0;
     int64_t k = gs_sharding_tiles_in_dim(s, d);
+    /* Shards without padding (k*si = n) hold only positions inside [0, n): those outside lie
+     * beside the shard, so the fill goes there alone (the pad, and a mask over the
+     * neighbours' parts, where a part no one sends is zeros) instead of a mask over the whole
+     * window; with a zero fill, the zeros are already the fill. */
+    bool beside = fill && k * si == n;
+    bool mask_beside = beside && !zero_constant(fill);
+    gs_instr *t = gs_part_tile_index(c, &s->tiles, d);
     for (int64_t h = hl; h >= 1; h--) { /* farthest first */
         int64_t amount = Lf - (h - 1) * si < si ? Lf - (h - 1) * si : si;
         parts[np++] = hop_read(k, si, a0, step, len, live, -h, (-h + 1) * si - amount, amount)
                           ? halo(c, x, s, d, amount, h, +1)
                           : zeros(c, x, d, amount);
     }
+    if (np > 0 && mask_beside && side_reads_outside(-1, k, si, n, a0, step, len, live, Lf)) {
+        parts[0] = masked_side(c, parts, np, d, gs_part_add(c, gs_part_mul(c, t, si),
+                                                            gs_part_s32(c, -Lf)), n, fill);
+        np = 1;
+    }
     parts[np++] = x;
+    int right = np;
     for (int64_t h = 1; h <= hr; h++) {
         int64_t amount = Rf - (h - 1) * si < si ? Rf - (h - 1) * si : si;
         parts[np++] = hop_read(k, si, a0, step, len, live, h, h * si, amount)
                           ? halo(c, x, s, d, amount, h, -1)
                           : zeros(c, x, d, amount);
     }
+    if (np > right && mask_beside && side_reads_outside(1, k, si, n, a0, step, len, live, Rf)) {
+        parts[right] = masked_side(c, parts + right, np - right, d,
+                                   gs_part_add(c, gs_part_mul(c, t, si), gs_part_s32(c, si)), n,
+                                   fill);
+        np = right + 1;
+    }
     gs_instr *win = np == 1 ? x : gs_build_concatenate(b, np, parts, d);
     if (win && (L > Lf || R > Rf)) { /* positions outside the input: no data */
         int64_t lo[GS_MAX_RANK] = {0}, hi[GS_MAX_RANK] = {0}, inr[GS_MAX_RANK] = {0};
         lo[d] = L - Lf;
         hi[d] = R - Rf;
-        win = gs_build_pad(b, win, gs_part_identity(c, GS_OP_ADD, x->shape->type), lo, hi, inr);
+        win = gs_build_pad(b, win, beside ? fill : gs_part_identity(c, GS_OP_ADD, x->shape->type),
+                           lo, hi, inr);
     }
     /* The window starts at a0 + t*step - (t*si - L) = a0 + L + t*(step - si). */
-    gs_instr *t = gs_part_tile_index(c, &s->tiles, d);
     gs_instr *off = gs_part_add(c, gs_part_mul(c, t, step - si), gs_part_s32(c, a0 + L));
     gs_instr *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];
@@ -211,8 +267,9 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
         sizes[i] = i == d ? len : x->shape->dims[i];
     }
     gs_instr *y = gs_build_dynamic_slice(b, win, idx, sizes);
-    if (!fill || !y) return y;
-    /* Input positions a0 + t*step + j outside [0, n) take the fill value. */
+    if (!fill || !y || beside) return y;
+    /* Input positions a0 + t*step + j outside [0, n) (the padding of an uneven last shard
+     * among them) take the fill value. */
     gs_instr *a = gs_part_add(c, gs_part_mul(c, t, step), gs_part_s32(c, a0));
     gs_instr *in = gs_part_dim_in_range(c, y->shape, d, a, true, 0, n);
     return gs_build_select(b, in, y, gs_part_bcast_scalar(c, fill, y->shape));
