@@ -258,7 +258,9 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
         win = gs_build_pad(b, win, beside ? fill : gs_part_identity(c, GS_OP_ADD, x->shape->type),
                            lo, hi, inr);
     }
-    /* The window starts at a0 + t*step - (t*si - L) = a0 + L + t*(step - si). */
+    /* The window starts at a0 + t*step - (t*si - L) = a0 + L + t*(step - si): on every tile
+     * the whole of win where that is 0 and len long. */
+    bool whole = step == si && a0 + L == 0 && win && win->shape->dims[d] == len;
     gs_instr *off = gs_part_add(c, gs_part_mul(c, t, step - si), gs_part_s32(c, a0 + L));
     gs_instr *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];
@@ -266,7 +268,7 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
         idx[i] = i == d ? off : gs_part_s32(c, 0);
         sizes[i] = i == d ? len : x->shape->dims[i];
     }
-    gs_instr *y = gs_build_dynamic_slice(b, win, idx, sizes);
+    gs_instr *y = whole ? win : gs_build_dynamic_slice(b, win, idx, sizes);
     if (!fill || !y || beside) return y;
     /* Input positions a0 + t*step + j outside [0, n) (the padding of an uneven last shard
      * among them) take the fill value. */
