@@ -861,7 +861,7 @@ static bool sas_plan(const gs_window_dim *w, int64_t so, sas_dim *p) {
  * never replace a choice, select(x, pad) true for every x: for integers the lowest or highest
  * under a non-strict one; no float is (NaN, chosen last, is replaced by anything). Where
  * padding comes on both sides or between positions, no value is exact (XLA pads with -inf,
- * which a window of -inf data selects wrongly) and the dim is computed whole. */
+ * which a window of -inf data selects wrongly): edge_variants computes the edge tiles apart. */
 static gs_instr *padding_fill(gs_part_ctx *c, const gs_instr *in, gs_type type, bool before) {
     const gs_computation *sel = gs_instr_comp(in, GS_ATTR_SELECT);
     const gs_instr *root = sel ? sel->root : NULL;
@@ -884,10 +884,77 @@ static gs_instr *padding_fill(gs_part_ctx *c, const gs_instr *in, gs_type type, 
     return larger ? gs_build_lowest(b, type) : gs_build_highest(b, type);
 }
 
+/* Whether a dim's padding can be computed apart on its edge tiles (edge_variants): a tile's
+ * read [t*so + a0, + reach) lies inside the dim [0, n) but on the first and last live tiles,
+ * and those still read some position inside. */
+static bool edges_apart(int64_t n, int64_t so, int64_t a0, int64_t reach, int64_t live) {
+    for (int64_t t = 0; t < live; t++) {
+        int64_t g0 = t * so + a0;
+        bool edge = t == 0 || t == live - 1;
+        if (edge && (g0 + reach <= 0 || g0 >= n)) return false;
+        if (!edge && (g0 < 0 || g0 + reach > n)) return false;
+    }
+    return true;
+}
+
+/* y (select-and-scatter x = ops[0], of reach positions along dim d read from t*so + a0 on tile
+ * t, its halo dims unpadded; NULL where no tile needs it) with the first and last live tiles'
+ * results computed apart where they read outside the dim [0, n): there the positions outside
+ * are cut from x and become the op's own padding, which it never selects, whatever the data
+ * (no value is exact there: see padding_fill). Each tile keeps its own result by its tile
+ * index. */
+static gs_instr *edge_variants(gs_part_ctx *c, const gs_instr *in, const gs_sharding *s,
+                               const bool *halo, int d, int64_t n, int64_t so, int64_t a0,
+                               int64_t live, gs_instr *const *ops, gs_instr *y) {
+    gs_builder *b = gs_part_builder(c);
+    int rank = ops[0]->shape->rank;
+    int64_t reach = ops[0]->shape->dims[d];
+    gs_instr *t = gs_part_tile_index(c, &s->tiles, d);
+    for (int64_t e = 0; e < live; e += live - 1 > 0 ? live - 1 : live) {
+        int64_t g0 = e * so + a0;
+        int64_t lo = g0 < 0 ? -g0 : 0, hi = g0 + reach > n ? g0 + reach - n : 0;
+        if (lo == 0 && hi == 0) continue;
+        int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK], plo[GS_MAX_RANK] = {0},
+                phi[GS_MAX_RANK] = {0};
+        memcpy(lim, ops[0]->shape->dims, sizeof *lim * (size_t)rank);
+        st[d] = plo[d] = lo;
+        lim[d] = reach - hi;
+        phi[d] = hi;
+        gs_instr *vops[3] = {gs_build_slice(b, ops[0], st, lim, NULL), ops[1], ops[2]};
+        gs_instr *v = vops[0] ? gs_part_clone(c, in, vops[0]->shape, 3, vops) : NULL;
+        if (!v) return NULL;
+        gs_window *wv = gs_instr_attr(v, GS_ATTR_WINDOW)->u.window;
+        for (int i = 0; i < rank; i++)
+            if (halo[i]) wv->dims[i].pad_lo = wv->dims[i].pad_hi = 0;
+        wv->dims[d].pad_lo = lo;
+        wv->dims[d].pad_hi = hi;
+        v = gs_build_pad(b, v, ops[2], plo, phi, NULL); /* back to y's shape */
+        if (!v) return NULL;
+        if (!y) { /* no tile runs the unpadded op: this edge's result is the default */
+            y = v;
+            continue;
+        }
+        gs_instr *mine = gs_build_compare(b, t, gs_part_s32(c, e), "EQ");
+        y = mine ? gs_build_select(b, gs_part_bcast_scalar(c, mine, y->shape), v, y) : NULL;
+        if (!y) return NULL;
+    }
+    return y;
+}
+
+/* Whether every live tile is an edge whose read reaches outside the dim (so edge_variants
+ * leaves no tile to the unpadded op). */
+static bool all_edges_apart(int64_t n, int64_t so, int64_t a0, int64_t reach, int64_t live) {
+    if (live > 2) return false;
+    for (int64_t t = 0; t < live; t++)
+        if (t * so + a0 >= 0 && t * so + a0 + reach <= n) return false;
+    return true;
+}
+
 /* select-and-scatter (max-pool backward). Dims without a window keep their tiles. A windowed
- * dim keeps them when it has no dilation, padding only where a value makes it exact (see
- * padding_fill: the padding holds it, as XLA's partitioner masks it), and its shards hold whole
- * strides: each device reads, by halo exchange, the source windows that touch its shard
+ * dim keeps them when it has no dilation, padding where a value makes it exact (see
+ * padding_fill: the padding holds it, as XLA's partitioner masks it) or, on one dim, where its
+ * edge tiles can run the op with the padding as its own (edge_variants), and its shards hold
+ * whole strides: each device reads, by halo exchange, the source windows that touch its shard
  * (sas_plan) and the operand they cover (operand positions outside the dim holding the
  * padding's value; source windows outside it the scatter's identity, so that they add
  * nothing), selects and scatters them all, and keeps its own shard of the result; when windows
@@ -909,7 +976,7 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
     int first = -1;
     for (int i = 0; i < r && first < 0; i++)
         if (wa->u.window->dims[i].size > 1) first = i;
-    int moved[GS_MAX_RANK], n = 0;
+    int moved[GS_MAX_RANK], n = 0, apart = -1; /* apart: the dim edge_variants computes */
     bool halo[GS_MAX_RANK] = {0};
     gs_instr *fill[GS_MAX_RANK] = {0};
     for (int i = 0; i < r; i++) {
@@ -924,6 +991,8 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
                   : i == first && (w->pad_lo == 0 || w->pad_hi == 0)
                       ? padding_fill(c, in, is->type, w->pad_lo > 0)
                       : NULL;
+        bool edges = padded && !fill[i] && apart < 0; /* no exact value: edge tiles apart */
+        if (edges) fill[i] = id;
         sas_dim p;
         halo[i] = id && fill[i] && w->lhs_dilate == 1 && w->rhs_dilate == 1 && w->size >= 1 &&
                   w->stride >= 1 && w->pad_lo >= 0 && w->pad_hi >= 0 && so % w->stride == 0 &&
@@ -932,6 +1001,10 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
             halo[i] = gs_part_halo_extent(t, i, is->dims[i], p.a0, so, p.reach, live, &L, &R) &&
                       gs_part_halo_extent(t, i, ss->dims[i], p.jl, so / w->stride, p.nwin, live,
                                           &L, &R);
+        if (halo[i] && edges) {
+            halo[i] = edges_apart(is->dims[i], so, p.a0, p.reach, live);
+            if (halo[i]) apart = i;
+        }
         if (!halo[i]) moved[n++] = i;
     }
     const gs_sharding *s = gs_part_replicate_dims(c, t, n, moved);
@@ -960,13 +1033,19 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         cut |= ops[0] && ops[0]->shape->dims[i] != so;
     }
     if (!ops[0] || !ops[1]) return false;
-    gs_instr *y = gs_part_clone(c, in, ops[0]->shape, 3, ops);
+    sas_dim pa = {0, 0, 0, 0};
+    int64_t sa = apart >= 0 ? ls->dims[apart] : 0, na = apart >= 0 ? is->dims[apart] : 0;
+    if (apart >= 0) sas_plan(&wa->u.window->dims[apart], sa, &pa);
+    bool unpadded = apart < 0 || !all_edges_apart(na, sa, pa.a0, pa.reach, (na + sa - 1) / sa);
+    gs_instr *y = unpadded ? gs_part_clone(c, in, ops[0]->shape, 3, ops) : NULL;
     if (y) {
         /* The halo read put the padding in. */
         gs_window *wy = gs_instr_attr(y, GS_ATTR_WINDOW)->u.window;
         for (int i = 0; i < r; i++)
             if (halo[i]) wy->dims[i].pad_lo = wy->dims[i].pad_hi = 0;
     }
+    if ((y || !unpadded) && apart >= 0)
+        y = edge_variants(c, in, s, halo, apart, na, sa, pa.a0, (na + sa - 1) / sa, ops, y);
     if (y && cut) y = gs_build_slice(gs_part_builder(c), y, st, lim, NULL);
     gs_part_result(out, y, in->shape, s);
     return out->hlo != NULL;
