@@ -884,25 +884,54 @@ static gs_instr *padding_fill(gs_part_ctx *c, const gs_instr *in, gs_type type, 
     return larger ? gs_build_lowest(b, type) : gs_build_highest(b, type);
 }
 
-/* Whether a dim's padding can be computed apart on its edge tiles (edge_variants): a tile's
- * read [t*so + a0, + reach) lies inside the dim [0, n) but on the first and last live tiles,
- * and those still read some position inside. */
-static bool edges_apart(int64_t n, int64_t so, int64_t a0, int64_t reach, int64_t live) {
-    for (int64_t t = 0; t < live; t++) {
-        int64_t g0 = t * so + a0;
+/* How far tile t's read [t*so + a0, + reach) reaches before the dim [0, n) (*lo) and past it
+ * (*hi); whether it reaches outside at all. */
+static bool reads_outside(int64_t n, int64_t so, int64_t a0, int64_t reach, int64_t t,
+                          int64_t *lo, int64_t *hi) {
+    int64_t g0 = t * so + a0;
+    *lo = g0 < 0 ? -g0 : 0;
+    *hi = g0 + reach > n ? g0 + reach - n : 0;
+    return *lo > 0 || *hi > 0;
+}
+
+/* Whether a dim's padding can be computed apart on its edge tiles (edge_variants): only the
+ * first and last live tiles read outside the dim, and those still read some position inside;
+ * *all: every live tile is such an edge (no tile runs the op unpadded). */
+static bool edges_apart(int64_t n, int64_t so, int64_t a0, int64_t reach, int64_t live,
+                        bool *all) {
+    *all = live <= 2;
+    for (int64_t t = 0, lo, hi; t < live; t++) {
+        bool out = reads_outside(n, so, a0, reach, t, &lo, &hi);
         bool edge = t == 0 || t == live - 1;
-        if (edge && (g0 + reach <= 0 || g0 >= n)) return false;
-        if (!edge && (g0 < 0 || g0 + reach > n)) return false;
+        if (out && (!edge || lo + hi >= reach)) return false;
+        *all &= out;
     }
     return true;
 }
 
-/* y (select-and-scatter x = ops[0], of reach positions along dim d read from t*so + a0 on tile
- * t, its halo dims unpadded; NULL where no tile needs it) with the first and last live tiles'
- * results computed apart where they read outside the dim [0, n): there the positions outside
- * are cut from x and become the op's own padding, which it never selects, whatever the data
- * (no value is exact there: see padding_fill). Each tile keeps its own result by its tile
- * index. */
+/* The device's select-and-scatter of x (its other operands ops[1], ops[2]): the window's halo
+ * dims unpadded (the halo read put the padding in), but dim d (-1: none), padded lo and hi. */
+static gs_instr *local_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const bool *halo,
+                                          gs_instr *x, gs_instr *const *ops, int d, int64_t lo,
+                                          int64_t hi) {
+    gs_instr *vops[3] = {x, ops[1], ops[2]};
+    gs_instr *y = x ? gs_part_clone(c, in, x->shape, 3, vops) : NULL;
+    if (!y) return NULL;
+    gs_window *w = gs_instr_attr(y, GS_ATTR_WINDOW)->u.window;
+    for (int i = 0; i < w->n; i++)
+        if (halo[i]) w->dims[i].pad_lo = w->dims[i].pad_hi = 0;
+    if (d >= 0) {
+        w->dims[d].pad_lo = lo;
+        w->dims[d].pad_hi = hi;
+    }
+    return y;
+}
+
+/* y (the unpadded op on x = ops[0], of reach positions along dim d read from t*so + a0 on tile
+ * t; NULL where no tile needs it) with the first and last live tiles' results computed apart
+ * where they read outside the dim [0, n): there the positions outside are cut from x and become
+ * the op's own padding, which it never selects, whatever the data (no value is exact there: see
+ * padding_fill). Each tile keeps its own result by its tile index. */
 static gs_instr *edge_variants(gs_part_ctx *c, const gs_instr *in, const gs_sharding *s,
                                const bool *halo, int d, int64_t n, int64_t so, int64_t a0,
                                int64_t live, gs_instr *const *ops, gs_instr *y) {
@@ -910,25 +939,17 @@ static gs_instr *edge_variants(gs_part_ctx *c, const gs_instr *in, const gs_shar
     int rank = ops[0]->shape->rank;
     int64_t reach = ops[0]->shape->dims[d];
     gs_instr *t = gs_part_tile_index(c, &s->tiles, d);
-    for (int64_t e = 0; e < live; e += live - 1 > 0 ? live - 1 : live) {
-        int64_t g0 = e * so + a0;
-        int64_t lo = g0 < 0 ? -g0 : 0, hi = g0 + reach > n ? g0 + reach - n : 0;
-        if (lo == 0 && hi == 0) continue;
+    for (int64_t e = 0, lo, hi; e < live; e += live - 1 > 0 ? live - 1 : live) {
+        if (!reads_outside(n, so, a0, reach, e, &lo, &hi)) continue;
         int64_t st[GS_MAX_RANK] = {0}, lim[GS_MAX_RANK], plo[GS_MAX_RANK] = {0},
                 phi[GS_MAX_RANK] = {0};
         memcpy(lim, ops[0]->shape->dims, sizeof *lim * (size_t)rank);
         st[d] = plo[d] = lo;
         lim[d] = reach - hi;
         phi[d] = hi;
-        gs_instr *vops[3] = {gs_build_slice(b, ops[0], st, lim, NULL), ops[1], ops[2]};
-        gs_instr *v = vops[0] ? gs_part_clone(c, in, vops[0]->shape, 3, vops) : NULL;
-        if (!v) return NULL;
-        gs_window *wv = gs_instr_attr(v, GS_ATTR_WINDOW)->u.window;
-        for (int i = 0; i < rank; i++)
-            if (halo[i]) wv->dims[i].pad_lo = wv->dims[i].pad_hi = 0;
-        wv->dims[d].pad_lo = lo;
-        wv->dims[d].pad_hi = hi;
-        v = gs_build_pad(b, v, ops[2], plo, phi, NULL); /* back to y's shape */
+        gs_instr *v = local_select_and_scatter(c, in, halo, gs_build_slice(b, ops[0], st, lim, NULL),
+                                               ops, d, lo, hi);
+        v = v ? gs_build_pad(b, v, ops[2], plo, phi, NULL) : NULL; /* back to y's shape */
         if (!v) return NULL;
         if (!y) { /* no tile runs the unpadded op: this edge's result is the default */
             y = v;
@@ -939,15 +960,6 @@ static gs_instr *edge_variants(gs_part_ctx *c, const gs_instr *in, const gs_shar
         if (!y) return NULL;
     }
     return y;
-}
-
-/* Whether every live tile is an edge whose read reaches outside the dim (so edge_variants
- * leaves no tile to the unpadded op). */
-static bool all_edges_apart(int64_t n, int64_t so, int64_t a0, int64_t reach, int64_t live) {
-    if (live > 2) return false;
-    for (int64_t t = 0; t < live; t++)
-        if (t * so + a0 >= 0 && t * so + a0 + reach <= n) return false;
-    return true;
 }
 
 /* select-and-scatter (max-pool backward). Dims without a window keep their tiles. A windowed
@@ -977,8 +989,9 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
     for (int i = 0; i < r && first < 0; i++)
         if (wa->u.window->dims[i].size > 1) first = i;
     int moved[GS_MAX_RANK], n = 0, apart = -1; /* apart: the dim edge_variants computes */
-    bool halo[GS_MAX_RANK] = {0};
+    bool halo[GS_MAX_RANK] = {0}, all_apart = false;
     gs_instr *fill[GS_MAX_RANK] = {0};
+    sas_dim plan[GS_MAX_RANK];
     for (int i = 0; i < r; i++) {
         const gs_window_dim *w = &wa->u.window->dims[i];
         bool trivial = w->size == 1 && w->stride == 1 && w->pad_lo == 0 && w->pad_hi == 0 &&
@@ -993,17 +1006,18 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
                       : NULL;
         bool edges = padded && !fill[i] && apart < 0; /* no exact value: edge tiles apart */
         if (edges) fill[i] = id;
-        sas_dim p;
+        sas_dim *p = &plan[i];
         halo[i] = id && fill[i] && w->lhs_dilate == 1 && w->rhs_dilate == 1 && w->size >= 1 &&
                   w->stride >= 1 && w->pad_lo >= 0 && w->pad_hi >= 0 && so % w->stride == 0 &&
-                  sas_plan(w, so, &p);
+                  sas_plan(w, so, p);
         if (halo[i])
-            halo[i] = gs_part_halo_extent(t, i, is->dims[i], p.a0, so, p.reach, live, &L, &R) &&
-                      gs_part_halo_extent(t, i, ss->dims[i], p.jl, so / w->stride, p.nwin, live,
-                                          &L, &R);
+            halo[i] = gs_part_halo_extent(t, i, is->dims[i], p->a0, so, p->reach, live, &L, &R) &&
+                      gs_part_halo_extent(t, i, ss->dims[i], p->jl, so / w->stride, p->nwin,
+                                          live, &L, &R);
         if (halo[i] && edges) {
-            halo[i] = edges_apart(is->dims[i], so, p.a0, p.reach, live);
-            if (halo[i]) apart = i;
+            bool all;
+            halo[i] = edges_apart(is->dims[i], so, p->a0, p->reach, live, &all);
+            if (halo[i]) apart = i, all_apart = all;
         }
         if (!halo[i]) moved[n++] = i;
     }
@@ -1019,33 +1033,25 @@ bool gs_part_handle_select_and_scatter(gs_part_ctx *c, const gs_instr *in, const
         if (!halo[i]) continue;
         const gs_window_dim *w = &wa->u.window->dims[i];
         int64_t so = ls->dims[i], live = (is->dims[i] + so - 1) / so;
-        sas_dim p;
-        sas_plan(w, so, &p);
+        const sas_dim *p = &plan[i];
         /* Positions outside the dim (padding) are never selected; without padding, only
          * windows past the end read them, which have no source and add the identity wherever
          * they select. */
-        ops[0] = gs_part_halo_read(c, ops[0], s, i, is->dims[i], p.a0, so, p.reach, live,
+        ops[0] = gs_part_halo_read(c, ops[0], s, i, is->dims[i], p->a0, so, p->reach, live,
                                    fill[i]);
-        ops[1] = gs_part_halo_read(c, ops[1], s, i, ss->dims[i], p.jl, so / w->stride, p.nwin,
-                                   live, id);
-        st[i] = -p.a0;
+        ops[1] = gs_part_halo_read(c, ops[1], s, i, ss->dims[i], p->jl, so / w->stride,
+                                   p->nwin, live, id);
+        st[i] = -p->a0;
         lim[i] = st[i] + so;
         cut |= ops[0] && ops[0]->shape->dims[i] != so;
     }
     if (!ops[0] || !ops[1]) return false;
-    sas_dim pa = {0, 0, 0, 0};
-    int64_t sa = apart >= 0 ? ls->dims[apart] : 0, na = apart >= 0 ? is->dims[apart] : 0;
-    if (apart >= 0) sas_plan(&wa->u.window->dims[apart], sa, &pa);
-    bool unpadded = apart < 0 || !all_edges_apart(na, sa, pa.a0, pa.reach, (na + sa - 1) / sa);
-    gs_instr *y = unpadded ? gs_part_clone(c, in, ops[0]->shape, 3, ops) : NULL;
-    if (y) {
-        /* The halo read put the padding in. */
-        gs_window *wy = gs_instr_attr(y, GS_ATTR_WINDOW)->u.window;
-        for (int i = 0; i < r; i++)
-            if (halo[i]) wy->dims[i].pad_lo = wy->dims[i].pad_hi = 0;
+    gs_instr *y = all_apart ? NULL : local_select_and_scatter(c, in, halo, ops[0], ops, -1, 0, 0);
+    if (apart >= 0 && (y || all_apart)) {
+        int64_t na = is->dims[apart], sa = ls->dims[apart];
+        y = edge_variants(c, in, s, halo, apart, na, sa, plan[apart].a0, (na + sa - 1) / sa, ops,
+                          y);
     }
-    if ((y || !unpadded) && apart >= 0)
-        y = edge_variants(c, in, s, halo, apart, na, sa, pa.a0, (na + sa - 1) / sa, ops, y);
     if (y && cut) y = gs_build_slice(gs_part_builder(c), y, st, lim, NULL);
     gs_part_result(out, y, in->shape, s);
     return out->hlo != NULL;

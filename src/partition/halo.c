@@ -183,8 +183,8 @@ static bool side_reads_outside(int side, int64_t k, int64_t si, int64_t n, int64
     return false;
 }
 
-/* The parts beside a shard (np of them) as one block along d whose positions first + j (first:
- * an s32 scalar) outside [0, n) hold fill. */
+/* The parts beside a shard (np of them; or a whole window) as one block along d whose
+ * positions first + j (first: an s32 scalar) outside [0, n) hold fill. */
 static gs_instr *masked_side(gs_part_ctx *c, gs_instr **parts, int np, int d, gs_instr *first,
                              int64_t n, gs_instr *fill) {
     gs_builder *b = gs_part_builder(c);
@@ -272,9 +272,8 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
     if (!fill || !y || beside) return y;
     /* Input positions a0 + t*step + j outside [0, n) (the padding of an uneven last shard
      * among them) take the fill value. */
-    gs_instr *a = gs_part_add(c, gs_part_mul(c, t, step), gs_part_s32(c, a0));
-    gs_instr *in = gs_part_dim_in_range(c, y->shape, d, a, true, 0, n);
-    return gs_build_select(b, in, y, gs_part_bcast_scalar(c, fill, y->shape));
+    return masked_side(c, &y, 1, d, gs_part_add(c, gs_part_mul(c, t, step), gs_part_s32(c, a0)),
+                       n, fill);
 }
 
 gs_instr *gs_part_whole_window(gs_part_ctx *c, gs_instr *x, const gs_sharding *tiling,
