@@ -9,7 +9,10 @@
  * straight back into every member's buffer.
  *
  * Barriers wait with a timeout and report the devices that did not arrive; abort() wakes every
- * waiting device, which then reports the device that failed.
+ * waiting device, which then reports the device that failed. Where every device has a core of
+ * its own, a device spins a little before it sleeps: waking a sleeping thread took about 40 us
+ * on a virtual machine, at each of a collective's two barriers, even when both devices arrived
+ * together (ResNet-50 over 2 devices has 36 collectives a step).
  */
 #include "internal.h"
 #include "base/sysalloc.h"
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* What a device publishes for the current collective, and its own scratch memory. */
 typedef struct slot {
@@ -31,13 +35,43 @@ typedef struct threads_comm {
     gs_comm base;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t generation; /* completed barriers */
+    uint64_t generation; /* completed barriers (written atomically under mu, read by spinners) */
     int arrived;         /* devices waiting at the current barrier */
     bool *present;       /* n: which devices arrived at the current barrier */
     slot *slots;         /* n */
-    bool aborted;        /* some device failed or a barrier timed out */
+    bool aborted;        /* some device failed or a barrier timed out (written as generation) */
     int failed_dev;      /* the device that failed (-1: a timeout) */
+    bool spin;           /* devices spin before they sleep: each has a core */
 } threads_comm;
+
+/* How long a device spins at a barrier before it sleeps. */
+#define SPIN_NS 100000L
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void set_aborted(threads_comm *t) { __atomic_store_n(&t->aborted, true, __ATOMIC_RELEASE); }
+
+/* Spins, without the mutex, until barrier `gen` completes or the communicator aborts (true), or
+ * SPIN_NS pass (false). */
+static bool spin_past(threads_comm *t, uint64_t gen) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (unsigned i = 1;; i++) {
+        if (__atomic_load_n(&t->generation, __ATOMIC_ACQUIRE) != gen ||
+            __atomic_load_n(&t->aborted, __ATOMIC_ACQUIRE))
+            return true;
+        cpu_relax();
+        if (i % 64) continue;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        if ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) > SPIN_NS) return false;
+    }
+}
 
 static threads_comm *tc(gs_comm *c) { return (threads_comm *)c; }
 
@@ -75,10 +109,15 @@ static gs_status wait_barrier(gs_comm *c, int dev, gs_diags *d) {
     if (++t->arrived == c->n_devices) {
         t->arrived = 0;
         memset(t->present, 0, sizeof(bool) * (size_t)c->n_devices);
-        t->generation++;
+        __atomic_store_n(&t->generation, gen + 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&t->cv);
         pthread_mutex_unlock(&t->mu);
         return GS_OK;
+    }
+    if (t->spin) {
+        pthread_mutex_unlock(&t->mu);
+        spin_past(t, gen);
+        pthread_mutex_lock(&t->mu);
     }
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -105,7 +144,7 @@ static gs_status wait_barrier(gs_comm *c, int dev, gs_diags *d) {
                           "device %d: a collective timed out after %g s: device%s %s did not arrive",
                           dev, secs, n_missing == 1 ? "" : "s", gs_sb_str(&missing));
             gs_sb_free(&missing);
-            t->aborted = true;
+            set_aborted(t);
             t->failed_dev = -1;
             pthread_cond_broadcast(&t->cv);
             break;
@@ -253,7 +292,7 @@ static void comm_abort(gs_comm *c, int dev) {
     threads_comm *t = tc(c);
     pthread_mutex_lock(&t->mu);
     if (!t->aborted) {
-        t->aborted = true;
+        set_aborted(t);
         t->failed_dev = dev;
     }
     pthread_cond_broadcast(&t->cv);
@@ -297,5 +336,7 @@ gs_comm *gs_comm_threads_new(int n_devices, double timeout_s) {
     t->base.async_collectives = true;
     t->base.timeout_s = timeout_s;
     t->failed_dev = -1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    t->spin = n_devices > 1 && cores >= n_devices;
     return &t->base;
 }
