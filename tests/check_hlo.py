@@ -43,6 +43,7 @@ folder; TMP is a scratch folder):
   EXPLAIN-HAS: TEXT          propagate  ... and its stdout contains TEXT (repeatable)
   ROOT-SHAPE: SHAPE          partition  the partitioned entry root's per-device shape
   COLLECTIVES: K=N...        partition  exact counts of collectives K in the program
+  OPS: K=N...                partition  exact counts of instructions of opcode K in the program
   VERIFY[: A...]             partition  `gspmd run FILE --verify [--no-propagate] ARGS A` exits 0
                                         and matches the reference (--no-propagate unless partition
                                         propagates: ARGS has --propagate, which is then left out,
@@ -78,7 +79,7 @@ STAGE_KEYS = {
     "verify": set(),
     "eval": {"INPUT", "OUT", "TOL"},
     "propagate": {"SHARDING", "EXPLAIN", "EXPLAIN-HAS"},
-    "partition": {"WARNING-HAS", "ROOT-SHAPE", "COLLECTIVES", "VERIFY", "RUN-ERROR-HAS"},
+    "partition": {"WARNING-HAS", "ROOT-SHAPE", "COLLECTIVES", "OPS", "VERIFY", "RUN-ERROR-HAS"},
     "run": {"DEVICES", "DEV.OUT", "TOL", "ERROR-HAS-THREADS", "ERROR-HAS-MPI", "STDERR-HAS"},
 }
 KEYS = set(COMMON).union(*STAGE_KEYS.values())
@@ -186,7 +187,7 @@ def read_header(path):
     """The directives of path as a dict (see the docstring)."""
     d = {"ARGS": [], "ERROR-HAS": [], "ERROR-HAS-THREADS": [], "ERROR-HAS-MPI": [],
          "WARNING-HAS": [], "INPUT": {}, "OUT": {}, "DEV.OUT": {}, "SHARDING": [],
-         "EXPLAIN-HAS": [], "COLLECTIVES": [], "RUN-ERROR-HAS": [], "STDERR-HAS": []}
+         "EXPLAIN-HAS": [], "COLLECTIVES": [], "OPS": [], "RUN-ERROR-HAS": [], "STDERR-HAS": []}
     seen = []
     for line in open(path).read().splitlines():
         if not line.startswith("//"):
@@ -234,6 +235,12 @@ def read_header(path):
                 if k not in COLLS or not n.isdigit():
                     raise BadFile("bad COLLECTIVES item %r" % item)
                 d["COLLECTIVES"].append((k, int(n)))
+        elif key == "OPS":
+            for item in val.split():
+                k, _, n = item.partition("=")
+                if not re.fullmatch(r"[a-z][a-z0-9-]*", k) or not n.isdigit():
+                    raise BadFile("bad OPS item %r" % item)
+                d["OPS"].append((k, int(n)))
         elif key == "RUN-ERROR-HAS":
             if "=>" not in val:
                 raise BadFile("RUN-ERROR-HAS wants ARGS => TEXT")
@@ -522,7 +529,7 @@ def stage_partition(ctx, d, tmp):
         errs.append("unexpected warning: %s" % err.strip()[:300])
     if "ROOT-SHAPE" in d and root_shape(out) != d["ROOT-SHAPE"]:
         errs.append("root shape %s, expected %s" % (root_shape(out), d["ROOT-SHAPE"]))
-    for k, n in d["COLLECTIVES"]:
+    for k, n in d["COLLECTIVES"] + d["OPS"]:
         have = len(re.findall(r"\s%s\(" % re.escape(k), out))
         if have != n:
             errs.append("%d %s, expected %d" % (have, k, n))

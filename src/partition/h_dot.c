@@ -608,7 +608,11 @@ static gs_instr *read_windows(gs_part_ctx *c, const gs_instr *in, const gs_part_
         }
         if (r.dil > 1)
             x = gs_part_dilate_shard(c, x, s, in->operands[0]->shape->dims, r.dim, r.dil, zero);
-        x = gs_part_halo_read(c, x, s, r.dim, r.n, r.a0, r.step, r.len, r.live, zero);
+        /* Positions past the last window's end that start no window change nothing: without
+         * dilation, fewer than a stride. */
+        const gs_window_dim *w = &gs_instr_attr(in, GS_ATTR_WINDOW)->u.window->dims[sp->spatial[h]];
+        int64_t slack = !sp->kernel_windowed && r.dil == 1 && w->lhs_dilate == 1 ? w->stride - 1 : 0;
+        x = gs_part_halo_read_slack(c, x, s, r.dim, r.n, r.a0, r.step, r.len, r.live, zero, slack);
     }
     return x;
 }

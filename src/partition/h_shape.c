@@ -813,9 +813,12 @@ bool gs_part_handle_reduce_window(gs_part_ctx *c, const gs_instr *in, const gs_s
         int64_t eff = (w->size - 1) * w->rhs_dilate + 1;
         if (w->lhs_dilate > 1)
             ops[0] = gs_part_dilate_shard(c, ops[0], s, is->dims, i, w->lhs_dilate, id);
-        ops[0] = gs_part_halo_read(c, ops[0], s, i, dilated_len(is->dims[i], k, w->lhs_dilate),
-                                   -w->pad_lo, so * w->stride, (so - 1) * w->stride + eff,
-                                   (o + so - 1) / so, id);
+        /* The local window is undilated: positions past the last window that start none
+         * (fewer than a stride) change nothing. */
+        ops[0] = gs_part_halo_read_slack(c, ops[0], s, i,
+                                         dilated_len(is->dims[i], k, w->lhs_dilate), -w->pad_lo,
+                                         so * w->stride, (so - 1) * w->stride + eff,
+                                         (o + so - 1) / so, id, w->stride - 1);
     }
     gs_part_result(out, gs_part_clone(c, in, ls, 2, ops), in->shape, s);
     if (!out->hlo) return false;

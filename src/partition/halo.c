@@ -205,6 +205,12 @@ int64_t gs_part_halo_hops(const gs_sharding *s, int d, int64_t n, int64_t start,
 
 gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                             int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill) {
+    return gs_part_halo_read_slack(c, x, s, d, n, a0, step, len, live, fill, 0);
+}
+
+gs_instr *gs_part_halo_read_slack(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d,
+                                  int64_t n, int64_t a0, int64_t step, int64_t len, int64_t live,
+                                  gs_instr *fill, int64_t slack) {
     int64_t L, R;
     if (!x || !gs_part_halo_extent(s, d, n, a0, step, len, live, &L, &R)) return NULL;
     gs_builder *b = gs_part_builder(c);
@@ -259,8 +265,9 @@ gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, i
                            lo, hi, inr);
     }
     /* The window starts at a0 + t*step - (t*si - L) = a0 + L + t*(step - si): on every tile
-     * the whole of win where that is 0 and len long. */
-    bool whole = step == si && a0 + L == 0 && win && win->shape->dims[d] == len;
+     * the whole of win where that is 0 and len long (or up to slack longer). */
+    bool whole = step == si && a0 + L == 0 && win && win->shape->dims[d] >= len &&
+                 win->shape->dims[d] - len <= slack;
     gs_instr *off = gs_part_add(c, gs_part_mul(c, t, step - si), gs_part_s32(c, a0 + L));
     gs_instr *idx[GS_MAX_RANK];
     int64_t sizes[GS_MAX_RANK];

@@ -273,6 +273,14 @@ bool gs_part_halo_extent(const gs_sharding *s, int d, int64_t n, int64_t a0, int
  * when no plan. */
 gs_instr *gs_part_halo_read(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d, int64_t n,
                             int64_t a0, int64_t step, int64_t len, int64_t live, gs_instr *fill);
+/* The same, for a consumer that reads nothing past its windows' ends (a convolution or a
+ * reduce-window whose last window ends `slack` or fewer positions before the next stride): where
+ * every tile's window starts at the start of its exchanged block, the block is used as it is
+ * when at most `slack` positions longer than len, instead of being sliced (a copy per step, for
+ * every stride-2 1x1 convolution of a ResNet split in space). */
+gs_instr *gs_part_halo_read_slack(gs_part_ctx *c, gs_instr *x, const gs_sharding *s, int d,
+                                  int64_t n, int64_t a0, int64_t step, int64_t len, int64_t live,
+                                  gs_instr *fill, int64_t slack);
 /* Base dilation dil along dim d made local: x (the device's shard along d under s, base dims
  * base) with its padding set to `fill` (NULL: zero) and dil - 1 fill values after each
  * element, so tile t holds dilated positions [t*c*dil, (t+1)*c*dil) (c the shard length) of a
