@@ -675,7 +675,10 @@ static bool multi_result_op(gs_opcode op) {
 static void result_prefix(printer *p, scope *s, const gs_instr *in) {
     ref *r = ref_of(s, in);
     bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1;
-    r->name = fresh(p, "%%%d", p->next_value++);
+    /* An op with no results takes no number, as MLIR numbers them (a use of its empty value
+     * prints a stablehlo.tuple of nothing: whole_of). */
+    bool none = multi && in->shape->n_tuple == 0;
+    r->name = fresh(p, "%%%d", none ? p->next_value : p->next_value++);
     newline(p);
     if (multi) {
         r->kind = REF_MULTI;
@@ -753,6 +756,18 @@ static void print_op_sharding(printer *p, gs_sb *sb, const gs_instr *in, const g
     bool multi = multi_result_op(in->op) && gs_shape_is_tuple(in->shape) && in->shape->n_tuple != 1;
     int n = multi ? in->shape->n_tuple : 1;
     gs_sb tmp = {0};
+    /* An op without results (a side-effecting custom_call) keeps the one sharding Shardy
+     * allows it, as it was written: there is no value to find its form from. */
+    const gs_sharding *lone = sh && sh->kind == GS_SHARDING_TUPLE && sh->n_tuple == 1
+                                  ? sh->tuple[0]
+                                  : sh;
+    if (p->sdy && multi && n == 0 && lone && lone->kind != GS_SHARDING_TUPLE && lone->named &&
+        lone->named->mesh_name) {
+        gs_named_print_sdy(&tmp, lone->named);
+        gs_sb_printf(sb, "sdy.sharding = #sdy.sharding_per_value<[%s]>", gs_sb_str(&tmp));
+        gs_sb_free(&tmp);
+        return;
+    }
     bool sdy = p->sdy && n > 0;
     for (int i = 0; i < n && sdy; i++) {
         if (i) gs_sb_puts(&tmp, ", ");
