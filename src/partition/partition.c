@@ -199,6 +199,9 @@ static void report_whole(gs_part_ctx *c, const gs_instr *in, bool took_default,
     if (c->e->dry || in->op == GS_OP_PARAMETER || in->op == GS_OP_GET_TUPLE_ELEMENT ||
         in->op == GS_OP_TUPLE)
         return; /* plumbing: the value is as its producer made it */
+    if (in->op == GS_OP_CONSTANT)
+        return; /* a literal: nothing is computed, and the reshard to its sharding is a slice of
+                   it on each device (XLA's HandleConstant) */
     const char *target_name = in->op == GS_OP_CUSTOM_CALL
                                   ? gs_instr_str(in, GS_ATTR_CUSTOM_CALL_TARGET)
                                   : NULL;
