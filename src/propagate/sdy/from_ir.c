@@ -981,6 +981,7 @@ gs_status gs_sdy_propagate_ex(gs_module *m, const gs_sdy_options *opts, gs_propa
     /* the import: every call site its own callee (Shardy's FlattenCallGraph) */
     bool shared = opts->pipeline && opts->dedup_functions_fully;
     if (opts->pipeline && !shared && gs_module_flatten_calls(m, d) != GS_OK) return GS_ERR;
+    if (opts->pipeline && sdy_split_constants(m, d) != GS_OK) return GS_ERR;
     builder b = {0};
     b.a = &m->arena;
     b.g = &g;

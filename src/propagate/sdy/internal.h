@@ -230,6 +230,11 @@ void sdy_sync_groups(sdy_graph *g);
  * copies with the same shardings one function again, unreachable ones dropped. shared (the
  * functions were not flattened, dedup-functions-fully): names and calls are kept. */
 gs_status sdy_export_calls(gs_module *m, bool shared, gs_diags *d);
+/* The first import pass of -sdy-propagation-pipeline (constants.c, Shardy's
+ * ConstantOrScalarSplitter): each use of a constant expression or of a broadcast scalar gets a
+ * copy of its own, placed before the original; originals left unused go; constants print as
+ * sdy.constant. */
+gs_status sdy_split_constants(gs_module *m, gs_diags *d);
 /* What gs_propagate_explain reads of a Shardy propagation (explain.c): one record per
  * sharding a value had, annotations first, then every change in order. */
 typedef struct sdy_record {
