@@ -274,8 +274,8 @@ static const char *element_name(gs_type t) {
     }
 }
 
-/* `tensor<2x3xf32>`, `tuple<...>`, `!stablehlo.token`; bounded dynamic dims as `?` with
- * `#stablehlo.bounds<...>`. */
+/* `tensor<2x3xf32>`, `tuple<...>`, `!stablehlo.token`; dynamic dims as `?`, with
+ * `#stablehlo.bounds<...>` when some of them is bounded (an unbounded one alone has none). */
 static void print_type(gs_sb *sb, const gs_shape *s) {
     if (s->type == GS_TOKEN) {
         gs_sb_puts(sb, "!stablehlo.token");
@@ -294,7 +294,7 @@ static void print_type(gs_sb *sb, const gs_shape *s) {
     bool dyn = false;
     for (int i = 0; i < s->rank; i++) {
         bool d = s->dynamic && s->dynamic[i];
-        dyn |= d;
+        dyn |= d && s->dims[i] >= 0;
         if (d)
             gs_sb_puts(sb, "?x");
         else
