@@ -375,6 +375,11 @@ bool gs_instr_config_int(const gs_instr *in, const char *key, int64_t *v);
  * `xla.sdy.ShardingGroup` of one operand, frontend_attributes={xla.sdy.sharding_group_id="N"})?
  * Sets *id to N. */
 bool gs_instr_sharding_group(const gs_instr *in, int64_t *id);
+/* Is constant in Shardy's `sdy.constant` (frontend_attributes={xla.sdy.constant="true"}, as
+ * XLA keeps it)? */
+bool gs_instr_is_sdy_constant(const gs_instr *in);
+/* Marks constant in as `sdy.constant`, keeping its other frontend attributes. */
+gs_status gs_instr_mark_sdy_constant(gs_module *m, gs_instr *in);
 /* COMP attribute k (or the first of COMPS), or NULL. */
 gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k);
 /* The instruction's sharding, or NULL when it has none. */

@@ -128,6 +128,24 @@ bool gs_instr_sharding_group(const gs_instr *in, int64_t *id) {
     return true;
 }
 
+#define SDY_CONSTANT "xla.sdy.constant=\"true\""
+
+bool gs_instr_is_sdy_constant(const gs_instr *in) {
+    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
+    return in->op == GS_OP_CONSTANT && fa && strstr(fa, SDY_CONSTANT) != NULL;
+}
+
+gs_status gs_instr_mark_sdy_constant(gs_module *m, gs_instr *in) {
+    if (gs_instr_is_sdy_constant(in)) return GS_OK;
+    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
+    gs_attr a = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
+    if (fa && fa[0] == '{' && strcmp(fa, "{}") != 0) /* {k=v} -> {k=v,mark} */
+        a.u.s = gs_arena_printf(&m->arena, "%.*s," SDY_CONSTANT "}", (int)strlen(fa) - 1, fa);
+    else
+        a.u.s = "{" SDY_CONSTANT "}";
+    return a.u.s ? gs_instr_set_attr(m, in, &a) : GS_ERR;
+}
+
 gs_computation *gs_instr_comp(const gs_instr *in, gs_attr_key k) {
     const gs_attr *a = gs_instr_attr(in, k);
     if (!a) return NULL;

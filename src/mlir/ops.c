@@ -1253,9 +1253,7 @@ bool mlir_parse_op(reader *r, gs_computation *c, bool *ended) {
         result->literal = lit;
         if (opname[0] == 's' && opname[1] == 'd') {
             /* sdy.constant: kept to print back, as a frontend attribute XLA's HLO reader takes */
-            gs_attr sc = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
-            sc.u.s = "{xla.sdy.constant=\"true\"}";
-            if (gs_instr_set_attr(r->m, result, &sc) != GS_OK) {
+            if (gs_instr_mark_sdy_constant(r->m, result) != GS_OK) {
                 mlir_oom(r);
                 goto done;
             }

@@ -1255,8 +1255,7 @@ static bool print_constant(printer *p, scope *s, const gs_instr *in) {
         return fail(p, in, "a constant whose value is elided ({...}) cannot be printed");
     /* `sdy.constant` as the reader read it (frontend_attributes={xla.sdy.constant="true"}
      * marks it): numbered, as MLIR names an op that gives its result no name */
-    const char *fa = gs_instr_str(in, GS_ATTR_FRONTEND_ATTRIBUTES);
-    bool sdy = fa && strstr(fa, "xla.sdy.constant=\"true\"") != NULL;
+    bool sdy = gs_instr_is_sdy_constant(in);
     if (p->o->sdy_opt && !sdy) {
         ref *r = ref_of(s, in);
         r->kind = REF_VALUE;

@@ -57,19 +57,19 @@ static void cpu_relax(void) {
 
 static void set_aborted(threads_comm *t) { __atomic_store_n(&t->aborted, true, __ATOMIC_RELEASE); }
 
-/* Spins, without the mutex, until barrier `gen` completes or the communicator aborts (true), or
- * SPIN_NS pass (false). */
-static bool spin_past(threads_comm *t, uint64_t gen) {
+/* Spins, without the mutex, until barrier `gen` completes, the communicator aborts or SPIN_NS
+ * pass (the caller then waits on the condition variable as before). */
+static void spin_past(threads_comm *t, uint64_t gen) {
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (unsigned i = 1;; i++) {
         if (__atomic_load_n(&t->generation, __ATOMIC_ACQUIRE) != gen ||
             __atomic_load_n(&t->aborted, __ATOMIC_ACQUIRE))
-            return true;
+            return;
         cpu_relax();
         if (i % 64) continue;
         clock_gettime(CLOCK_MONOTONIC, &b);
-        if ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) > SPIN_NS) return false;
+        if ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) > SPIN_NS) return;
     }
 }
 

@@ -38,6 +38,17 @@ enum { K_OTHER, K_CONSTANT, K_SCALAR_EXPANSION, K_GROUP };
 
 static bool is_scalar(const gs_instr *x) { return gs_shape_is_array(x->shape) && x->shape->rank == 0; }
 
+/* Is x one of the computation's instructions before splitting (copies keep their original's
+ * id until the new order is made)? */
+static bool is_original(const splitter *s, const gs_instr *x) {
+    return x->parent == s->c && x->id < s->n && s->c->instrs[x->id] == x;
+}
+
+/* x's kind when it is an original (classified so far), else K_OTHER. */
+static unsigned char original_kind(const splitter *s, const gs_instr *x) {
+    return is_original(s, x) ? s->kind[x->id] : K_OTHER;
+}
+
 /* May an op whose operands are constant expressions count as one (Shardy's
  * isConstantPreserving)? */
 static bool preserves_constants(const gs_instr *in) {
@@ -62,10 +73,8 @@ static unsigned char kind_of(const splitter *s, const gs_instr *in) {
     if (in->op == GS_OP_CONSTANT || in->op == GS_OP_IOTA) return K_CONSTANT;
     if (preserves_constants(in) && in->n_operands > 0) {
         bool all = true;
-        for (int k = 0; k < in->n_operands && all; k++) {
-            const gs_instr *o = in->operands[k];
-            all = o->id < s->n && o->parent == s->c && s->kind[o->id] == K_CONSTANT;
-        }
+        for (int k = 0; k < in->n_operands && all; k++)
+            all = original_kind(s, in->operands[k]) == K_CONSTANT;
         if (all) return K_CONSTANT;
     }
     if (in->op == GS_OP_BROADCAST && in->n_operands == 1 && is_scalar(in->operands[0]))
@@ -125,9 +134,7 @@ static gs_instr *copy_sub(splitter *s, gs_instr *x, gs_instr **map) {
     }
     for (int k = 0; k < x->n_operands; k++) {
         gs_instr *o = x->operands[k];
-        v[k] = o->parent == s->c && o->id < s->n && s->kind[o->id] == K_CONSTANT
-                   ? copy_sub(s, o, map)
-                   : o;
+        v[k] = original_kind(s, o) == K_CONSTANT ? copy_sub(s, o, map) : o;
     }
     gs_instr *c = place_copy(s, x, v, x->id);
     if (!c) return x;
@@ -143,23 +150,98 @@ static gs_instr *copy_sub(splitter *s, gs_instr *x, gs_instr **map) {
 /* The value x used by a non-constant op: a copy of its own when it comes from a constant
  * expression or a scalar expansion, else x. */
 static gs_instr *own_copy(splitter *s, gs_instr *x, gs_instr **map) {
-    if (x->parent != s->c || x->id >= s->n) return x;
-    if (s->kind[x->id] != K_CONSTANT && s->kind[x->id] != K_SCALAR_EXPANSION) return x;
+    unsigned char k = original_kind(s, x);
+    if (k != K_CONSTANT && k != K_SCALAR_EXPANSION) return x;
     memset(map, 0, sizeof *map * (size_t)s->n);
     return copy_sub(s, x, map);
 }
 
-/* Marks constant `in` as Shardy's sdy.constant (a frontend attribute the printer reads). */
-static void mark_sdy_constant(splitter *s, gs_instr *in) {
-    const gs_attr *fa = gs_instr_attr(in, GS_ATTR_FRONTEND_ATTRIBUTES);
-    if (fa && fa->u.s && strstr(fa->u.s, "xla.sdy.constant=")) return;
-    gs_attr a = {.key = GS_ATTR_FRONTEND_ATTRIBUTES, .name = "frontend_attributes"};
-    const char *mark = "xla.sdy.constant=\"true\"";
-    if (fa && fa->u.s && fa->u.s[0] == '{' && strcmp(fa->u.s, "{}") != 0) /* {k=v} -> {k=v,mark} */
-        a.u.s = gs_arena_printf(&s->m->arena, "%.*s,%s}", (int)strlen(fa->u.s) - 1, fa->u.s, mark);
-    else
-        a.u.s = gs_arena_printf(&s->m->arena, "{%s}", mark);
-    if (!a.u.s || gs_instr_set_attr(s->m, in, &a) != GS_OK) s->oom = true;
+/* Classifies the computation's instructions (in order: an op's operands come first) and
+ * notes each one's sharding group users. True when there is anything to split. */
+static bool classify(splitter *s) {
+    bool any = false;
+    for (int i = 0; !s->oom && i < s->n; i++) {
+        gs_instr *in = s->c->instrs[i];
+        s->kind[i] = kind_of(s, in);
+        any |= s->kind[i] == K_CONSTANT || s->kind[i] == K_SCALAR_EXPANSION;
+        if (s->kind[i] == K_GROUP && is_original(s, in->operands[0]) &&
+            gs_vec_push(&s->groups[in->operands[0]->id], &in) != GS_OK)
+            s->oom = true;
+    }
+    return any;
+}
+
+/* Gives every use by an op that is neither kind, and the return, a copy of its own. */
+static void redirect_uses(splitter *s, gs_instr **map) {
+    gs_computation *c = s->c;
+    for (int i = 0; !s->oom && i < s->n; i++) {
+        gs_instr *in = c->instrs[i];
+        if (s->kind[i] != K_OTHER) continue;
+        for (int k = 0; k < in->n_operands && !s->oom; k++)
+            in->operands[k] = own_copy(s, in->operands[k], map);
+    }
+    if (s->oom || !c->root) return;
+    gs_instr *r = own_copy(s, c->root, map);
+    if (r != c->root) {
+        c->root->is_root = false;
+        r->is_root = true;
+        c->root = r;
+    }
+}
+
+/* Adds d to the use counts of x's operands that are originals. */
+static void count_uses(const splitter *s, const gs_instr *x, int *uses, int d) {
+    for (int k = 0; k < x->n_operands; k++)
+        if (is_original(s, x->operands[k])) uses[x->operands[k]->id] += d;
+}
+
+/* The new instruction order: each original's copies before it, then the originals left without
+ * a use gone (scalar expansions, then constant expressions from the last, with the group ops
+ * that were their only users); constants marked sdy.constant. */
+static void reorder(splitter *s, int *uses) {
+    gs_computation *c = s->c;
+    int n = s->n;
+    size_t total = (size_t)n;
+    for (int i = 0; i < n; i++) total += s->before[i].n;
+    gs_instr **order = GS_NEW_ARRAY(&s->m->arena, gs_instr *, total + 1);
+    bool *gone = calloc((size_t)n + 1, sizeof *gone);
+    if (!order || !gone) {
+        free(gone);
+        s->oom = true;
+        return;
+    }
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        for (size_t k = 0; k < s->before[i].n; k++)
+            order[at++] = GS_VEC_AT(&s->before[i], gs_instr *, k);
+        order[at++] = c->instrs[i];
+    }
+    for (size_t j = 0; j < total; j++) { /* uses of the originals, group ops aside */
+        int64_t group;
+        if (!gs_instr_sharding_group(order[j], &group)) count_uses(s, order[j], uses, 1);
+    }
+    if (c->root && is_original(s, c->root)) uses[c->root->id]++;
+    for (int pass = 0; pass < 2; pass++)
+        for (int t = 0; t < n; t++) {
+            int i = pass == 0 ? t : n - 1 - t;
+            if (s->kind[i] != (pass == 0 ? K_SCALAR_EXPANSION : K_CONSTANT) || uses[i] > 0)
+                continue;
+            gone[i] = true;
+            for (size_t g = 0; g < s->groups[i].n; g++)
+                gone[GS_VEC_AT(&s->groups[i], gs_instr *, g)->id] = true;
+            count_uses(s, c->instrs[i], uses, -1);
+        }
+    size_t kept = 0;
+    for (size_t j = 0; j < total; j++)
+        if (!is_original(s, order[j]) || !gone[order[j]->id]) order[kept++] = order[j];
+    free(gone);
+    for (size_t j = 0; j < kept && !s->oom; j++) {
+        order[j]->id = (int)j;
+        if (order[j]->op == GS_OP_CONSTANT && gs_instr_mark_sdy_constant(s->m, order[j]) != GS_OK)
+            s->oom = true;
+    }
+    c->instrs = order;
+    c->n_instrs = (int)kept;
 }
 
 /* Splits the constant expressions of computation c. */
@@ -177,85 +259,9 @@ static void split_comp(splitter *s, gs_computation *c) {
         gs_vec_init(&s->before[i], sizeof(gs_instr *));
         gs_vec_init(&s->groups[i], sizeof(gs_instr *));
     }
-    bool any = false;
-    for (int i = 0; !s->oom && i < n; i++) {
-        gs_instr *in = c->instrs[i];
-        s->kind[i] = kind_of(s, in);
-        any |= s->kind[i] == K_CONSTANT || s->kind[i] == K_SCALAR_EXPANSION;
-        if (s->kind[i] == K_GROUP && in->n_operands == 1 && in->operands[0]->parent == c &&
-            gs_vec_push(&s->groups[in->operands[0]->id], &in) != GS_OK)
-            s->oom = true;
-    }
-    for (int i = 0; any && !s->oom && i < n; i++) {
-        gs_instr *in = c->instrs[i];
-        if (s->kind[i] != K_OTHER) continue;
-        for (int k = 0; k < in->n_operands && !s->oom; k++)
-            in->operands[k] = own_copy(s, in->operands[k], map);
-    }
-    if (any && !s->oom && c->root) { /* the return is a use too */
-        gs_instr *r = own_copy(s, c->root, map);
-        if (r != c->root) {
-            c->root->is_root = false;
-            r->is_root = true;
-            c->root = r;
-        }
-    }
-    /* the new order, then the originals left unused go: scalar expansions, then constant
-     * expressions from the last (with the group ops that were their only users) */
-    size_t total = (size_t)n;
-    for (int i = 0; any && i < n; i++) total += s->before[i].n;
-    gs_instr **order = any && !s->oom ? GS_NEW_ARRAY(&s->m->arena, gs_instr *, total + 1) : NULL;
-    if (any && !s->oom && !order) s->oom = true;
-    if (order) {
-        size_t at = 0;
-        for (int i = 0; i < n; i++) {
-            for (size_t k = 0; k < s->before[i].n; k++)
-                order[at++] = GS_VEC_AT(&s->before[i], gs_instr *, k);
-            order[at++] = c->instrs[i];
-        }
-        for (size_t j = 0; j < total; j++) { /* uses of the originals, group ops aside */
-            const gs_instr *x = order[j];
-            int64_t group;
-            if (gs_instr_sharding_group(x, &group)) continue;
-            for (int k = 0; k < x->n_operands; k++)
-                if (x->operands[k]->parent == c && x->operands[k]->id < n &&
-                    x->operands[k] == c->instrs[x->operands[k]->id])
-                    uses[x->operands[k]->id]++;
-        }
-        if (c->root && c->root->id < n && c->root == c->instrs[c->root->id]) uses[c->root->id]++;
-        bool *gone = calloc((size_t)n + 1, sizeof *gone);
-        if (!gone) s->oom = true;
-        for (int pass = 0; gone && pass < 2; pass++)
-            for (int t = 0; t < n; t++) {
-                int i = pass == 0 ? t : n - 1 - t;
-                unsigned char want = pass == 0 ? K_SCALAR_EXPANSION : K_CONSTANT;
-                if (s->kind[i] != want || uses[i] > 0 || c->instrs[i] == c->root) continue;
-                gone[i] = true;
-                for (size_t g = 0; g < s->groups[i].n; g++)
-                    gone[GS_VEC_AT(&s->groups[i], gs_instr *, g)->id] = true;
-                const gs_instr *x = c->instrs[i];
-                for (int k = 0; k < x->n_operands; k++)
-                    if (x->operands[k]->parent == c && x->operands[k]->id < n &&
-                        x->operands[k] == c->instrs[x->operands[k]->id])
-                        uses[x->operands[k]->id]--;
-            }
-        size_t kept = 0;
-        for (size_t j = 0; gone && j < total; j++) {
-            gs_instr *x = order[j];
-            bool original = x->id < n && x == c->instrs[x->id];
-            if (original && gone[x->id]) continue;
-            order[kept++] = x;
-        }
-        free(gone);
-        if (!s->oom) {
-            for (size_t j = 0; j < kept; j++) {
-                order[j]->id = (int)j;
-                order[j]->parent = c;
-                if (order[j]->op == GS_OP_CONSTANT) mark_sdy_constant(s, order[j]);
-            }
-            c->instrs = order;
-            c->n_instrs = (int)kept;
-        }
+    if (!s->oom && classify(s)) {
+        redirect_uses(s, map);
+        if (!s->oom) reorder(s, uses);
     }
     for (int i = 0; s->before && s->groups && i < n; i++) {
         gs_vec_free(&s->before[i]);
